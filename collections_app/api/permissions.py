@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from rest_framework import permissions
+
+from collections_app.models import Role, role_at_least
+
+
+class HasApiKey(permissions.BasePermission):
+    """Deny by default: any valid key may read."""
+
+    message = "An API key is required: 'Authorization: Bearer <key>'."
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        return request.auth is not None
+
+
+class EditorWrites(HasApiKey):
+    """Reading needs any valid key; creating or changing needs editor or admin."""
+
+    message = "This key may only read: creating or changing needs an editor or admin key."
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        if not super().has_permission(request, view):
+            return False
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        return role_at_least(request.auth.role, Role.EDITOR)

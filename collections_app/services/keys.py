@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from collections_app.models import Agent, ApiKey, Role, Tenant
+
+KEY_PREFIX = "kb_"
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: ApiKey
+    secret: str  # shown once, never stored
+
+
+@transaction.atomic
+def api_key_create(*, tenant: Tenant, role: str, agent: Agent | None = None, name: str = "") -> IssuedKey:
+    role = Role(role)
+    if agent is not None and agent.tenant_id != tenant.id:
+        raise ValueError("the agent belongs to another tenant")
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(
+        tenant=tenant, role=role, agent=agent, name=name, prefix=secret[:10], hashed_key=hash_key(secret)
+    )
+    return IssuedKey(key=key, secret=secret)
+
+
+def api_key_resolve(*, secret: str) -> ApiKey | None:
+    """The live key for a presented secret, or None."""
+    key = (
+        ApiKey.objects.select_related("tenant", "agent")
+        .filter(hashed_key=hash_key(secret), revoked=False)
+        .first()
+    )
+    if key is not None:
+        # One UPDATE per request at most once a minute: keeps "last used" useful
+        # in the admin without a write on every search.
+        now = timezone.now()
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return key
+
+
+def tenant_get_or_create(*, name: str) -> Tenant:
+    tenant, _ = Tenant.objects.get_or_create(name=name)
+    return tenant

