@@ -1,3 +1,5 @@
 from django.urls import path
 
-urlpatterns: list = []
+from retrieval.api.views import SearchView
+
+urlpatterns = [path("search", SearchView.as_view(), name="search")]

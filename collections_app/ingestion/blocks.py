@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Block:
+    """One element of parser output, in document order."""
+
+    text: str
+    kind: str  # heading | paragraph | list_item | table | code
+    page: int | None = None
+    # Heading trail, outermost first. A heading's own trail ends with itself.
+    section: list[str] = field(default_factory=list)
+    language: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Block:  # type: ignore[type-arg]
+        return cls(**data)
+
+
+@dataclass
+class ChunkDraft:
+    """A paragraph as the chunker proposes it, before it is embedded and stored."""
+
+    text: str
+    section: list[str]
+    page: int | None
+    language: str = ""
+
+    def embedding_text(self) -> str:
+        # The heading trail gives the embedding its context ("Refunds" means
+        # something else under "Payroll"); it is not part of the stored text
+        # nor of the keyword index.
+        if not self.section:
+            return self.text
+        return " › ".join(self.section) + "\n\n" + self.text

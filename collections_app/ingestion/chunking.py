@@ -1,0 +1,94 @@
+"""The `structure` chunking strategy.
+
+Consecutive blocks that share a page and a section are packed into one chunk
+up to `size`; a heading travels with the body beneath it; a chunk never
+crosses a page or section boundary; a block longer than `size` is split at
+whitespace with `overlap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import groupby
+
+from .blocks import Block, ChunkDraft
+
+
+class StrategyNotBuilt(ValueError):
+    """The collection names a chunk strategy that is planned but not built yet."""
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    strategy: str = "structure"
+    size: int = 1000
+    overlap: int = 200
+    unit: str = "chars"
+
+
+def chunk_blocks(
+    blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int] | None = None
+) -> list[ChunkDraft]:
+    if settings.strategy != "structure":
+        raise StrategyNotBuilt(
+            f"chunk strategy {settings.strategy!r} is not built yet; use 'structure' (the only one available)"
+        )
+    measure = measure or len
+    drafts: list[ChunkDraft] = []
+    for (page, section), group in groupby(blocks, key=lambda b: (b.page, tuple(b.section))):
+        members = list(group)
+        # A heading with no body under it on this page adds nothing the next
+        # chunk's section trail does not already carry.
+        if all(b.kind == "heading" for b in members):
+            continue
+        for text in _pack([b.text for b in members], settings, measure):
+            language = _dominant_language(members)
+            drafts.append(ChunkDraft(text=text, section=list(section), page=page, language=language))
+    return drafts
+
+
+def _pack(texts: list[str], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+    chunks: list[str] = []
+    current: list[str] = []
+    for text in texts:
+        pieces = _split_long(text, settings, measure) if measure(text) > settings.size else [text]
+        for piece in pieces:
+            candidate = "\n\n".join([*current, piece])
+            if current and measure(candidate) > settings.size:
+                chunks.append("\n\n".join(current))
+                current = [piece]
+            else:
+                current.append(piece)
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+    """Split at whitespace into windows of at most `size`, each repeating `overlap` of the last."""
+    words = text.split()
+    pieces: list[str] = []
+    start = 0
+    while start < len(words):
+        end = start
+        piece = ""
+        while end < len(words):
+            candidate = " ".join(words[start : end + 1])
+            if end > start and measure(candidate) > settings.size:
+                break
+            piece, end = candidate, end + 1
+        pieces.append(piece)
+        if end >= len(words):
+            break
+        # Step back over as many words as fit in the overlap, but always move forward.
+        back = end
+        while back > start + 1 and measure(" ".join(words[back - 1 : end])) <= settings.overlap:
+            back -= 1
+        start = back if back < end else end
+    return pieces
+
+
+def _dominant_language(blocks: list[Block]) -> str:
+    languages = [b.language for b in blocks if b.language]
+    return max(set(languages), key=languages.count) if languages else ""

@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import connection, transaction
+from django.utils import timezone
+
+from collections_app.ingestion import (
+    ChunkDraft,
+    ChunkingSettings,
+    NothingReadable,
+    UnsupportedFile,
+    check_upload,
+    chunk_blocks,
+    detect_language,
+    parse_document,
+    text_search_config,
+)
+from collections_app.ingestion.blocks import Block
+from collections_app.ingestion.chunking import StrategyNotBuilt
+from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
+from retrieval.embedding import get_embedder, get_model
+
+logger = logging.getLogger(__name__)
+
+
+class FileTooLarge(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    document: Document
+    created: bool
+
+
+def document_create(
+    *, collection: Collection, filename: str, content: BinaryIO, source_uri: str = "", uploaded_by: str = ""
+) -> UploadResult:
+    """Store an upload and queue its ingestion; the same content again returns the document already held."""
+    filename = Path(filename.replace("\\", "/")).name
+    data = content.read(settings.KB_MAX_UPLOAD_BYTES + 1)
+    if len(data) > settings.KB_MAX_UPLOAD_BYTES:
+        raise FileTooLarge(f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes")
+    check_upload(filename, data)
+    content_hash = hashlib.sha256(data).hexdigest()
+    with transaction.atomic():
+        existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
+        if existing is not None:
+            return UploadResult(existing, created=False)
+        document = Document(
+            tenant_id=collection.tenant_id,
+            collection=collection,
+            content_hash=content_hash,
+            filename=filename,
+            source_uri=source_uri or f"upload://{filename}",
+            size=len(data),
+            uploaded_by=uploaded_by,
+        )
+        document.file.save(filename, ContentFile(data), save=False)
+        document.save()
+        document_queue_ingest(document=document)
+    return UploadResult(document, created=True)
+
+
+def document_queue_ingest(*, document: Document) -> None:
+    from django_q.tasks import async_task
+
+    document_id = str(document.pk)
+    transaction.on_commit(
+        lambda: async_task(
+            "collections_app.tasks.ingest_document",
+            document_id,
+            task_name=f"ingest document {document_id}",
+            group="ingestion",
+        )
+    )
+
+
+def document_ingest(*, document_id: str) -> None:
+    """Parse, chunk, label, embed and publish one document's paragraphs.
+
+    Old paragraphs stay searchable until the new set replaces them in one
+    transaction; a failure leaves them as they were and the document in
+    `error` with a reason a person can act on.
+    """
+    document = Document.objects.select_related("collection").filter(pk=document_id).first()
+    if document is None:
+        return  # deleted while queued: nothing to do
+    collection = document.collection
+    started = time.monotonic()
+    try:
+        blocks = _blocks_of(document)
+        drafts = _chunk(document, collection, blocks)
+        vectors = _embed(document, collection, drafts)
+    except (NothingReadable, UnsupportedFile, StrategyNotBuilt) as exc:
+        _fail(document, str(exc))
+        return
+    except Exception as exc:  # a parser or model failure: say what, never where
+        logger.exception("ingestion of document %s failed", document.pk)
+        _fail(document, f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt")
+        return
+    _publish(document, collection, drafts, vectors)
+    logger.info(
+        "document %s ingested: %d chunks in %.1fs", document.pk, len(drafts), time.monotonic() - started
+    )
+
+
+def _blocks_of(document: Document) -> list[Block]:
+    # Parser output is kept so that re-chunking never re-parses.
+    if document.blocks is not None:
+        return [Block.from_json(b) for b in document.blocks]
+    with document.file.open("rb"):
+        path = Path(document.file.path)
+        blocks = parse_document(path, document.filename)
+    Document.objects.filter(pk=document.pk).update(blocks=[b.to_json() for b in blocks], progress=10)
+    return blocks
+
+
+def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
+    method = ChunkingSettings(
+        strategy=collection.chunk_strategy,
+        size=collection.chunk_size,
+        overlap=collection.chunk_overlap,
+        unit=collection.chunk_size_unit,
+    )
+    measure = _token_counter(collection) if method.unit == "tokens" else len
+    drafts = chunk_blocks(blocks, method, measure)
+    if not drafts:
+        raise NothingReadable("no text could be read from this file (only headings were found)")
+    document_language = detect_language(" ".join(d.text for d in drafts)[:5000])
+    for draft in drafts:
+        draft.language = detect_language(draft.text, default=document_language)
+    document.language = document_language
+    return drafts
+
+
+def _token_counter(collection: Collection):  # type: ignore[no-untyped-def]
+    embedder = get_embedder(collection.embedding_alias)
+    engine = getattr(embedder, "_get_engine", None)
+    if engine is None:
+        return lambda text: len(text.split())
+    e5 = engine()
+    return lambda text: e5.token_count(text)
+
+
+def _embed(document: Document, collection: Collection, drafts: list[ChunkDraft]) -> list[list[float]]:
+    embedder = get_embedder(collection.embedding_alias)
+    batch = settings.KB_EMBED_BATCH
+    vectors: list[list[float]] = []
+    for start in range(0, len(drafts), batch):
+        part = drafts[start : start + batch]
+        vectors.extend(embedder.embed_passages([d.embedding_text() for d in part]))
+        # Embedding is the slow step: report progress between 10 % and 95 %.
+        progress = 10 + int(85 * min(len(drafts), start + batch) / len(drafts))
+        Document.objects.filter(pk=document.pk).update(progress=progress)
+    return vectors
+
+
+def _publish(document: Document, collection: Collection, drafts: list[ChunkDraft], vectors: list[list[float]]) -> None:
+    model = get_model(collection.embedding_alias)
+    dims = len(vectors[0])
+    with transaction.atomic():
+        Chunk.objects.filter(document=document).delete()
+        chunks = Chunk.objects.bulk_create(
+            Chunk(
+                tenant_id=document.tenant_id,
+                collection=collection,
+                document=document,
+                ordinal=ordinal,
+                text=draft.text,
+                section=draft.section,
+                page=draft.page,
+                language=draft.language,
+                embedding=vector,
+                embedding_dims=dims,
+            )
+            for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
+        )
+        _index_keywords([c.pk for c in chunks])
+        Document.objects.filter(pk=document.pk).update(
+            status=DocumentStatus.DONE, error="", progress=100, language=document.language, updated_at=timezone.now()
+        )
+        build_record(
+            collection=collection,
+            document=document,
+            model=model.alias,
+            dims=dims,
+            passages=len(chunks),
+            refused=[],
+        )
+
+
+def _index_keywords(chunk_ids: list) -> None:  # type: ignore[type-arg]
+    # Each paragraph is indexed with its own language's stemmer and with the
+    # 'simple' configuration, so a question in another language (or a name,
+    # a code) still finds exact words.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE collections_app_chunk SET search_vector =
+                to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+            WHERE id = ANY(%s)
+            """,
+            [chunk_ids],
+        )
+
+
+def _fail(document: Document, reason: str) -> None:
+    with transaction.atomic():
+        Document.objects.filter(pk=document.pk).update(
+            status=DocumentStatus.ERROR, error=reason, progress=100, updated_at=timezone.now()
+        )
+        collection = document.collection
+        model = get_model(collection.embedding_alias)
+        build_record(
+            collection=collection, document=document, model=model.alias, dims=model.dims, passages=0,
+            refused=[document.filename],
+        )  # fmt: skip
+
+
+def build_record(
+    *, collection: Collection, document: Document | None, model: str, dims: int, passages: int, refused: list[str]
+) -> Build:
+    previous = Build.objects.filter(collection=collection).order_by("-built_at").first()
+    warnings = []
+    if previous is not None and previous.model != model:
+        warnings.append(f"embedding model changed from {previous.model} to {model}")
+    uploader = document.uploaded_by if document is not None else ""
+    return Build.objects.create(
+        tenant_id=collection.tenant_id,
+        collection=collection,
+        document=document,
+        model=model,
+        dims=dims,
+        method={
+            "strategy": collection.chunk_strategy,
+            "size": collection.chunk_size,
+            "overlap": collection.chunk_overlap,
+            "unit": collection.chunk_size_unit,
+        },
+        built_from=f"upload by {uploader}" if uploader else "upload",
+        passages=passages,
+        refused=refused,
+        warnings=warnings,
+    )

@@ -1,0 +1,143 @@
+"""Pipeline stages. Each takes plain data and returns plain data plus a Stage record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+
+from collections_app.ingestion import text_search_config
+
+
+@dataclass
+class Stage:
+    name: str
+    status: str  # ran | skipped
+    reason: str = ""
+    counts: dict[str, Any] = field(default_factory=dict)
+    ms: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"stage": self.name, "status": self.status}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.counts:
+            out["counts"] = self.counts
+        out["ms"] = round(self.ms, 2)
+        return out
+
+
+@dataclass
+class Hit:
+    chunk_id: str
+    document_id: str
+    collection_id: str
+    ordinal: int
+    semantic: float | None = None
+    fused: float = 0.0
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+# Reader filter for per-reader collections: a reader is accepted when it holds
+# one of a paragraph's labels; an unlabelled paragraph is readable by anybody.
+READABLE_SQL = """
+    c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
+    AND (NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])
+"""
+
+
+def keyword_retrieve(
+    *, tenant_id: object, collection_ids: list[str], labels: list[str], query: str, language: str, limit: int
+) -> list[Hit]:
+    """PostgreSQL full text: the question in its own language's stemmer, OR'd with 'simple'."""
+    config = text_search_config(language)
+    sql = f"""
+        WITH q AS (
+            SELECT websearch_to_tsquery(%(config)s::regconfig, %(query)s)
+                || websearch_to_tsquery('simple', %(query)s) AS tsq
+        )
+        SELECT c.id, c.document_id, c.collection_id, c.ordinal
+        FROM collections_app_chunk c
+        JOIN collections_app_collection col ON col.id = c.collection_id, q
+        WHERE {READABLE_SQL} AND c.search_vector @@ q.tsq
+        ORDER BY ts_rank_cd(c.search_vector, q.tsq) DESC, c.id
+        LIMIT %(limit)s
+    """
+    params = {
+        "config": config,
+        "query": query,
+        "tenant": tenant_id,
+        "collections": collection_ids,
+        "labels": labels,
+        "limit": limit,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3]) for r in rows]
+
+
+def vector_retrieve(
+    *, tenant_id: object, collection_ids: list[str], labels: list[str], vector: list[float], limit: int
+) -> list[Hit]:
+    """pgvector cosine over the HNSW index of this width; iterative scan keeps filtered recall."""
+    dims = len(vector)
+    sql = f"""
+        SELECT c.id, c.document_id, c.collection_id, c.ordinal,
+               1 - ((c.embedding::vector({dims})) <=> %(vector)s::vector({dims})) AS similarity
+        FROM collections_app_chunk c
+        JOIN collections_app_collection col ON col.id = c.collection_id
+        WHERE {READABLE_SQL} AND c.embedding_dims = {dims}
+        ORDER BY (c.embedding::vector({dims})) <=> %(vector)s::vector({dims})
+        LIMIT %(limit)s
+    """
+    params = {
+        "vector": str(vector),
+        "tenant": tenant_id,
+        "collections": collection_ids,
+        "labels": labels,
+        "limit": limit,
+    }
+    with connection.cursor() as cursor:
+        # Tenant and collection filters run after the index scan; relaxed
+        # iterative scans keep going until enough rows pass them.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
+
+
+def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, float]:
+    """Cosine similarity for hits that only the keyword side found, so the floor can judge them too."""
+    if not chunk_ids:
+        return {}
+    dims = len(vector)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims}))
+            FROM collections_app_chunk WHERE id = ANY(%s::uuid[]) AND embedding_dims = {dims}
+            """,
+            [str(vector), chunk_ids],
+        )
+        return {str(r[0]): float(r[1]) for r in cursor.fetchall()}
+
+
+def reciprocal_rank_fusion(ranked: dict[str, list[Hit]], k: int = 60, weights: dict[str, float] | None = None) -> list[Hit]:
+    """RRF: score = Σ weight / (k + rank). Rank-based, so cosine and ts_rank need no common scale."""
+    fused: dict[str, Hit] = {}
+    for source, hits in ranked.items():
+        weight = (weights or {}).get(source, 1.0)
+        for rank, hit in enumerate(hits, start=1):
+            current = fused.setdefault(hit.chunk_id, hit)
+            if hit.semantic is not None:
+                current.semantic = hit.semantic
+            current.ranks[source] = rank
+            current.fused += weight / (k + rank)
+    return sorted(fused.values(), key=lambda h: (-h.fused, h.chunk_id))
+
+
+def passes_floor(hit: Hit, floor: float) -> bool:
+    """A floor of 0 turns the floor off; otherwise the semantic score must reach it."""
+    return floor <= 0 or (hit.semantic is not None and hit.semantic >= floor)

@@ -1,0 +1,80 @@
+"""Windows: neighbouring paragraphs around each hit, stitched in document order.
+
+Neighbours come only from rows the reader may read, never from another
+document, and a window stops at a paragraph the reader may not read rather
+than closing over it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import connection
+
+from ._stages import READABLE_SQL, Hit
+
+
+@dataclass
+class Window:
+    document_id: str
+    ordinals: list[int]
+    best: Hit
+    score: float | None
+
+
+def readable_neighbours(
+    *, tenant_id: object, collection_ids: list[str], labels: list[str], hits: list[Hit], around: int
+) -> dict[str, set[int]]:
+    """Ordinals the reader may read, per document, within `around` of any hit."""
+    if not hits or around <= 0:
+        return {h.document_id: {h.ordinal} for h in hits}
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for hit in hits:
+        wanted[hit.document_id].update(range(max(0, hit.ordinal - around), hit.ordinal + around + 1))
+    pairs = [(doc, o) for doc, ords in wanted.items() for o in ords]
+    sql = f"""
+        SELECT c.document_id, c.ordinal
+        FROM collections_app_chunk c
+        JOIN collections_app_collection col ON col.id = c.collection_id
+        JOIN unnest(%(docs)s::uuid[], %(ords)s::int[]) AS w(doc, ord)
+             ON w.doc = c.document_id AND w.ord = c.ordinal
+        WHERE {READABLE_SQL}
+    """
+    params = {
+        "docs": [p[0] for p in pairs],
+        "ords": [p[1] for p in pairs],
+        "tenant": tenant_id,
+        "collections": collection_ids,
+        "labels": labels,
+    }
+    readable: dict[str, set[int]] = defaultdict(set)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for document_id, ordinal in cursor.fetchall():
+            readable[str(document_id)].add(ordinal)
+    return readable
+
+
+def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -> list[Window]:
+    """One window per hit, grown outwards while neighbours are readable; overlapping windows merge."""
+    windows: list[Window] = []
+    for hit in hits:
+        allowed = readable.get(hit.document_id, set()) | {hit.ordinal}
+        low = high = hit.ordinal
+        while low - 1 in allowed and hit.ordinal - (low - 1) <= around:
+            low -= 1
+        while high + 1 in allowed and (high + 1) - hit.ordinal <= around:
+            high += 1
+        span = list(range(low, high + 1))
+        merged = False
+        for window in windows:
+            if window.document_id == hit.document_id and span[0] <= window.ordinals[-1] + 1 and window.ordinals[0] <= span[-1] + 1:
+                window.ordinals = sorted(set(window.ordinals) | set(span))
+                if hit.semantic is not None and (window.score is None or hit.semantic > window.score):
+                    window.score = hit.semantic
+                merged = True
+                break
+        if not merged:
+            windows.append(Window(hit.document_id, span, hit, hit.semantic))
+    return windows

@@ -1,0 +1,72 @@
+"""The shared cast: a tenant with an editor, a viewer and an agent; and an outsider tenant."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from collections_app.models import Agent, Collection, Role, Tenant
+from collections_app.services.collections import collection_create
+from collections_app.services.keys import api_key_create
+
+
+@dataclass
+class Cast:
+    tenant: Tenant
+    outsider_tenant: Tenant
+    editor: APIClient
+    viewer: APIClient
+    outsider: APIClient
+    agent: Agent
+    agent_client: APIClient
+
+
+def client_for(secret: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+@pytest.fixture
+def cast(db) -> Cast:  # type: ignore[no-untyped-def]
+    tenant = Tenant.objects.create(name="acme")
+    outsider_tenant = Tenant.objects.create(name="globex")
+    agent = Agent.objects.create(tenant=tenant, name="support-bot")
+    return Cast(
+        tenant=tenant,
+        outsider_tenant=outsider_tenant,
+        editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret),
+        viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER).secret),
+        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret),
+        agent=agent,
+        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent).secret),
+    )
+
+
+@pytest.fixture
+def collection(cast: Cast) -> Collection:
+    return collection_create(tenant=cast.tenant, name="handbook")
+
+
+@pytest.fixture
+def upload(django_capture_on_commit_callbacks) -> Callable:  # type: ignore[no-untyped-def]
+    """Upload through the API and run the queued ingestion, as the cluster would after commit."""
+
+    def _upload(client: APIClient, collection: Collection, filename: str, content: bytes, **extra):  # type: ignore[no-untyped-def]
+        file = io.BytesIO(content)
+        file.name = filename
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(
+                f"/api/manage/collections/{collection.pk}/documents", {"file": file, **extra}, format="multipart"
+            )
+
+    return _upload
+
+
+@pytest.fixture(autouse=True)
+def _storage(settings, tmp_path):  # type: ignore[no-untyped-def]
+    settings.MEDIA_ROOT = tmp_path / "storage"
