@@ -43,7 +43,12 @@ def embedded_database(var_dir: Path) -> dict[str, object]:
 
 def _ensure_database(psql: Path, admin_uri: str) -> None:
     exists = subprocess.run(
-        [str(psql), admin_uri, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'"],
+        [
+            str(psql),
+            admin_uri,
+            "-tAc",
+            f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'",
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -8,10 +8,22 @@ from collections_app.models import Agent, ApiKey, TenantOwned
 
 
 class SearchEvent(TenantOwned):
-    api_key = models.ForeignKey(ApiKey, null=True, on_delete=models.SET_NULL, related_name="search_events")
-    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="search_events")
+    api_key = models.ForeignKey(
+        ApiKey, null=True, on_delete=models.SET_NULL, related_name="search_events"
+    )
+    agent = models.ForeignKey(
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="search_events",
+    )
     on_behalf_of = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="searches_on_behalf"
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="searches_on_behalf",
     )
     collections = models.JSONField(default=list)
     # Three-valued: null = no judge configured, false = approved, true = nothing answers.

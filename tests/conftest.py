@@ -41,9 +41,13 @@ def cast(db) -> Cast:  # type: ignore[no-untyped-def]
         outsider_tenant=outsider_tenant,
         editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret),
         viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER).secret),
-        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret),
+        outsider=client_for(
+            api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret
+        ),
         agent=agent,
-        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent).secret),
+        agent_client=client_for(
+            api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent).secret
+        ),
     )
 
 
@@ -56,12 +60,20 @@ def collection(cast: Cast) -> Collection:
 def upload(django_capture_on_commit_callbacks) -> Callable:  # type: ignore[no-untyped-def]
     """Upload through the API and run the queued ingestion, as the cluster would after commit."""
 
-    def _upload(client: APIClient, collection: Collection, filename: str, content: bytes, **extra):  # type: ignore[no-untyped-def]
+    def _upload(
+        client: APIClient,
+        collection: Collection,
+        filename: str,
+        content: bytes,
+        **extra,
+    ):  # type: ignore[no-untyped-def]
         file = io.BytesIO(content)
         file.name = filename
         with django_capture_on_commit_callbacks(execute=True):
             return client.post(
-                f"/api/manage/collections/{collection.pk}/documents", {"file": file, **extra}, format="multipart"
+                f"/api/manage/collections/{collection.pk}/documents",
+                {"file": file, **extra},
+                format="multipart",
             )
 
     return _upload

@@ -46,8 +46,24 @@ def pdf_bytes(pages: list[list[tuple[str, str]]]) -> bytes:
 
 
 HANDBOOK = [
-    (1, "Handbook", "This handbook explains how the shop works for customers and staff."),
-    (2, "3 Returns", "Goods can be sent back within thirty days of purchase if they are unused."),
-    (3, "3.2 Refunds", "Money is paid back to the original card within five working days after we receive the parcel."),
-    (2, "4 Delivery", "Parcels leave the warehouse every weekday morning and arrive within two days."),
+    (
+        1,
+        "Handbook",
+        "This handbook explains how the shop works for customers and staff.",
+    ),
+    (
+        2,
+        "3 Returns",
+        "Goods can be sent back within thirty days of purchase if they are unused.",
+    ),
+    (
+        3,
+        "3.2 Refunds",
+        "Money is paid back to the original card within five working days after we receive the parcel.",
+    ),
+    (
+        2,
+        "4 Delivery",
+        "Parcels leave the warehouse every weekday morning and arrive within two days.",
+    ),
 ]

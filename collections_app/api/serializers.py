@@ -70,8 +70,11 @@ class CollectionOutput(serializers.ModelSerializer):
 
 
 class DocumentUploadInput(serializers.Serializer):
-    file = serializers.FileField()
-    source_uri = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    # An empty file is accepted and ends in `error` ("no text could be read"), like any unreadable one.
+    file = serializers.FileField(allow_empty_file=True)
+    source_uri = serializers.CharField(
+        required=False, allow_blank=True, max_length=1000
+    )
 
 
 class DocumentUploadOutput(serializers.Serializer):
@@ -109,4 +112,15 @@ class DocumentListInput(serializers.Serializer):
 class BuildOutput(serializers.ModelSerializer):
     class Meta:
         model = Build
-        fields = ["id", "document", "model", "dims", "method", "built_from", "passages", "built_at", "refused", "warnings"]
+        fields = [
+            "id",
+            "document",
+            "model",
+            "dims",
+            "method",
+            "built_from",
+            "passages",
+            "built_at",
+            "refused",
+            "warnings",
+        ]

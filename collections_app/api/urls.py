@@ -4,12 +4,24 @@ from collections_app.api import views
 
 urlpatterns = [
     path("collections", views.CollectionListView.as_view(), name="collection-list"),
-    path("collections/<uuid:collection_id>", views.CollectionDetailView.as_view(), name="collection-detail"),
-    path("collections/<uuid:collection_id>/documents", views.DocumentListView.as_view(), name="document-list"),
+    path(
+        "collections/<uuid:collection_id>",
+        views.CollectionDetailView.as_view(),
+        name="collection-detail",
+    ),
+    path(
+        "collections/<uuid:collection_id>/documents",
+        views.DocumentListView.as_view(),
+        name="document-list",
+    ),
     path(
         "collections/<uuid:collection_id>/documents/<uuid:document_id>",
         views.DocumentDetailView.as_view(),
         name="document-detail",
     ),
-    path("collections/<uuid:collection_id>/builds", views.BuildListView.as_view(), name="build-list"),
+    path(
+        "collections/<uuid:collection_id>/builds",
+        views.BuildListView.as_view(),
+        name="build-list",
+    ),
 ]

@@ -28,7 +28,9 @@ class ChunkingSettings:
 
 
 def chunk_blocks(
-    blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int] | None = None
+    blocks: Iterable[Block],
+    settings: ChunkingSettings,
+    measure: Callable[[str], int] | None = None,
 ) -> list[ChunkDraft]:
     if settings.strategy != "structure":
         raise StrategyNotBuilt(
@@ -36,23 +38,42 @@ def chunk_blocks(
         )
     measure = measure or len
     drafts: list[ChunkDraft] = []
-    for (page, section), group in groupby(blocks, key=lambda b: (b.page, tuple(b.section))):
-        members = list(group)
-        # A heading with no body under it on this page adds nothing the next
-        # chunk's section trail does not already carry.
-        if all(b.kind == "heading" for b in members):
+    groups = [
+        (key, list(group))
+        for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section)))
+    ]
+    for index, ((page, section), members) in enumerate(groups):
+        # A heading whose body follows in a deeper section adds nothing the
+        # next chunk's trail does not already carry; any other lone heading
+        # (a one-line text file, a closing title) is content and is kept.
+        following = groups[index + 1][0][1] if index + 1 < len(groups) else ()
+        if (
+            all(b.kind == "heading" for b in members)
+            and following[: len(section)] == section
+            and following != section
+        ):
             continue
         for text in _pack([b.text for b in members], settings, measure):
             language = _dominant_language(members)
-            drafts.append(ChunkDraft(text=text, section=list(section), page=page, language=language))
+            drafts.append(
+                ChunkDraft(
+                    text=text, section=list(section), page=page, language=language
+                )
+            )
     return drafts
 
 
-def _pack(texts: list[str], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+def _pack(
+    texts: list[str], settings: ChunkingSettings, measure: Callable[[str], int]
+) -> list[str]:
     chunks: list[str] = []
     current: list[str] = []
     for text in texts:
-        pieces = _split_long(text, settings, measure) if measure(text) > settings.size else [text]
+        pieces = (
+            _split_long(text, settings, measure)
+            if measure(text) > settings.size
+            else [text]
+        )
         for piece in pieces:
             candidate = "\n\n".join([*current, piece])
             if current and measure(candidate) > settings.size:
@@ -65,7 +86,9 @@ def _pack(texts: list[str], settings: ChunkingSettings, measure: Callable[[str],
     return chunks
 
 
-def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+def _split_long(
+    text: str, settings: ChunkingSettings, measure: Callable[[str], int]
+) -> list[str]:
     """Split at whitespace into windows of at most `size`, each repeating `overlap` of the last."""
     words = text.split()
     pieces: list[str] = []
@@ -83,7 +106,10 @@ def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], 
             break
         # Step back over as many words as fit in the overlap, but always move forward.
         back = end
-        while back > start + 1 and measure(" ".join(words[back - 1 : end])) <= settings.overlap:
+        while (
+            back > start + 1
+            and measure(" ".join(words[back - 1 : end])) <= settings.overlap
+        ):
             back -= 1
         start = back if back < end else end
     return pieces

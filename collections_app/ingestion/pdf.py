@@ -22,11 +22,20 @@ def parse_pdf(path: Path) -> list[Block]:
     with pdfplumber.open(path) as pdf:
         for page in pdf.pages:
             lines = []
-            for line in page.extract_text_lines(layout=False, strip=True, return_chars=True):
+            for line in page.extract_text_lines(
+                layout=False, strip=True, return_chars=True
+            ):
                 sizes = [c["size"] for c in line["chars"] if c["text"].strip()]
                 if not line["text"].strip() or not sizes:
                     continue
-                lines.append((line["text"].strip(), statistics.median(sizes), line["top"], line["bottom"]))
+                lines.append(
+                    (
+                        line["text"].strip(),
+                        statistics.median(sizes),
+                        line["top"],
+                        line["bottom"],
+                    )
+                )
             pages.append(lines)
 
     all_sizes = [size for lines in pages for (text, size, _, _) in lines for _ in text]
@@ -34,7 +43,12 @@ def parse_pdf(path: Path) -> list[Block]:
         return []
     body = statistics.median(all_sizes)
     heading_sizes = sorted(
-        {round(size, 1) for lines in pages for (text, size, _, _) in lines if _is_heading(text, size, body)},
+        {
+            round(size, 1)
+            for lines in pages
+            for (text, size, _, _) in lines
+            if _is_heading(text, size, body)
+        },
         reverse=True,
     )
 
@@ -47,7 +61,14 @@ def parse_pdf(path: Path) -> list[Block]:
 
         def flush() -> None:
             if paragraph:
-                blocks.append(Block(text=" ".join(paragraph), kind="paragraph", page=page_number, section=list(trail)))
+                blocks.append(
+                    Block(
+                        text=" ".join(paragraph),
+                        kind="paragraph",
+                        page=page_number,
+                        section=list(trail),
+                    )
+                )
                 paragraph.clear()
 
         for text, size, top, bottom in lines:
@@ -55,11 +76,18 @@ def parse_pdf(path: Path) -> list[Block]:
                 flush()
                 depth = heading_sizes.index(round(size, 1))
                 trail = [*trail[:depth], text]
-                blocks.append(Block(text=text, kind="heading", page=page_number, section=list(trail)))
+                blocks.append(
+                    Block(
+                        text=text, kind="heading", page=page_number, section=list(trail)
+                    )
+                )
                 last_bottom = bottom
                 continue
             # A vertical gap larger than a line's height starts a new paragraph.
-            if last_bottom is not None and top - last_bottom > max(last_height, bottom - top) * 0.8:
+            if (
+                last_bottom is not None
+                and top - last_bottom > max(last_height, bottom - top) * 0.8
+            ):
                 flush()
             paragraph.append(text)
             last_bottom, last_height = bottom, bottom - top

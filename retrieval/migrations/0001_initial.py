@@ -6,33 +6,72 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('collections_app', '0002_initial'),
+        ("collections_app", "0002_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SearchEvent',
+            name="SearchEvent",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('collections', models.JSONField(default=list)),
-                ('refused', models.BooleanField(null=True)),
-                ('floor', models.FloatField(null=True)),
-                ('around', models.PositiveSmallIntegerField(null=True)),
-                ('stages', models.JSONField(default=list)),
-                ('results', models.PositiveIntegerField(default=0)),
-                ('latency_ms', models.FloatField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='search_events', to='collections_app.agent')),
-                ('api_key', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='search_events', to='collections_app.apikey')),
-                ('on_behalf_of', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='searches_on_behalf', to='collections_app.agent')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='collections_app.tenant')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("collections", models.JSONField(default=list)),
+                ("refused", models.BooleanField(null=True)),
+                ("floor", models.FloatField(null=True)),
+                ("around", models.PositiveSmallIntegerField(null=True)),
+                ("stages", models.JSONField(default=list)),
+                ("results", models.PositiveIntegerField(default=0)),
+                ("latency_ms", models.FloatField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="search_events",
+                        to="collections_app.agent",
+                    ),
+                ),
+                (
+                    "api_key",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="search_events",
+                        to="collections_app.apikey",
+                    ),
+                ),
+                (
+                    "on_behalf_of",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="searches_on_behalf",
+                        to="collections_app.agent",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        to="collections_app.tenant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -8,4 +8,10 @@ Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCo
 from ._pipeline import SearchAnswer, search
 from ._scope import SearchScope, UnknownCollections, resolve_scope
 
-__all__ = ["SearchAnswer", "SearchScope", "UnknownCollections", "resolve_scope", "search"]
+__all__ = [
+    "SearchAnswer",
+    "SearchScope",
+    "UnknownCollections",
+    "resolve_scope",
+    "search",
+]

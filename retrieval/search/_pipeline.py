@@ -13,7 +13,15 @@ from collections_app.models import Chunk, Collection
 from retrieval.embedding import get_embedder, get_model
 
 from ._scope import SearchScope
-from ._stages import Hit, Stage, passes_floor, keyword_retrieve, reciprocal_rank_fusion, semantic_scores, vector_retrieve
+from ._stages import (
+    Hit,
+    Stage,
+    passes_floor,
+    keyword_retrieve,
+    reciprocal_rank_fusion,
+    semantic_scores,
+    vector_retrieve,
+)
 from ._window import build_windows, readable_neighbours
 
 DEFAULT_AROUND = 1
@@ -38,19 +46,33 @@ class _Timer:
         return (time.perf_counter() - self.start) * 1000
 
 
-def search(*, scope: SearchScope, query: str, top_n: int | None = None, around: int | None = None) -> SearchAnswer:
+def search(
+    *,
+    scope: SearchScope,
+    query: str,
+    top_n: int | None = None,
+    around: int | None = None,
+) -> SearchAnswer:
     started = _Timer()
     stages: list[Stage] = []
     collections = scope.collections
     around = _around(collections, around)
     if not collections:
-        stages.append(Stage("retrieval", "skipped", scope.why_empty or "no collection to search"))
+        stages.append(
+            Stage("retrieval", "skipped", scope.why_empty or "no collection to search")
+        )
         return SearchAnswer([], None, None, around, stages, started.ms())
     top_n = min(top_n or max(c.rerank_top_n for c in collections), MAX_TOP_N)
     top_k = max(max(c.rerank_top_k for c in collections), top_n)
     ids = [str(c.pk) for c in collections]
 
-    stages.append(Stage("planning", "skipped", "no LLM_URL configured: the question is searched as asked"))
+    stages.append(
+        Stage(
+            "planning",
+            "skipped",
+            "no LLM_URL configured: the question is searched as asked",
+        )
+    )
     language = detect_language(query, default="")
     timer = _Timer()
     keyword_hits = keyword_retrieve(
@@ -58,7 +80,12 @@ def search(*, scope: SearchScope, query: str, top_n: int | None = None, around: 
         language=language, limit=top_k,
     )  # fmt: skip
     stages.append(
-        Stage("keyword retrieval", "ran", counts={"language": language or "unknown", "hits": len(keyword_hits)}, ms=timer.ms())
+        Stage(
+            "keyword retrieval",
+            "ran",
+            counts={"language": language or "unknown", "hits": len(keyword_hits)},
+            ms=timer.ms(),
+        )
     )
 
     # Collections may use different models: one query embedding per model.
@@ -70,7 +97,9 @@ def search(*, scope: SearchScope, query: str, top_n: int | None = None, around: 
     for alias, members in by_alias.items():
         timer = _Timer()
         query_vectors[alias] = get_embedder(alias).embed_query(query)
-        stages.append(Stage("query embedding", "ran", counts={"model": alias}, ms=timer.ms()))
+        stages.append(
+            Stage("query embedding", "ran", counts={"model": alias}, ms=timer.ms())
+        )
         timer = _Timer()
         with transaction.atomic():
             hits = vector_retrieve(
@@ -78,47 +107,101 @@ def search(*, scope: SearchScope, query: str, top_n: int | None = None, around: 
                 vector=query_vectors[alias], limit=top_k,
             )  # fmt: skip
         vector_hits.extend(hits)
-        stages.append(Stage("vector retrieval", "ran", counts={"model": alias, "hits": len(hits)}, ms=timer.ms()))
+        stages.append(
+            Stage(
+                "vector retrieval",
+                "ran",
+                counts={"model": alias, "hits": len(hits)},
+                ms=timer.ms(),
+            )
+        )
     vector_hits.sort(key=lambda h: -(h.semantic or 0))
 
     timer = _Timer()
     weights = _weights(collections)
-    fused = reciprocal_rank_fusion({"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights)
+    fused = reciprocal_rank_fusion(
+        {"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights
+    )
     _fill_semantic(fused, collections, query_vectors)
-    stages.append(Stage("fusion", "ran", counts={"method": "rrf", "k": 60, "candidates": len(fused)}, ms=timer.ms()))
+    stages.append(
+        Stage(
+            "fusion",
+            "ran",
+            counts={"method": "rrf", "k": 60, "candidates": len(fused)},
+            ms=timer.ms(),
+        )
+    )
 
-    reason = "no reranker configured (KB_RERANK_URL)" if not settings.KB_RERANK_URL else "reranker client not built yet"
+    reason = (
+        "no reranker configured (KB_RERANK_URL)"
+        if not settings.KB_RERANK_URL
+        else "reranker client not built yet"
+    )
     stages.append(Stage("rerank", "skipped", reason))
 
     timer = _Timer()
     floors = {str(c.pk): _floor(c) for c in collections}
     kept = [h for h in fused if passes_floor(h, floors[h.collection_id])]
-    stages.append(Stage("floor", "ran", counts={"before": len(fused), "after": len(kept)}, ms=timer.ms()))
+    stages.append(
+        Stage(
+            "floor",
+            "ran",
+            counts={"before": len(fused), "after": len(kept)},
+            ms=timer.ms(),
+        )
+    )
 
-    thresholds = {c.score_threshold for c in collections if c.score_threshold is not None}
+    thresholds = {
+        c.score_threshold for c in collections if c.score_threshold is not None
+    }
     if thresholds:
         threshold = min(thresholds)
         kept = [h for h in kept if (h.semantic or 0) >= threshold]
-        stages.append(Stage("threshold", "ran", counts={"threshold": threshold, "after": len(kept)}))
+        stages.append(
+            Stage(
+                "threshold", "ran", counts={"threshold": threshold, "after": len(kept)}
+            )
+        )
     else:
-        stages.append(Stage("threshold", "skipped", "no score_threshold set on these collections"))
+        stages.append(
+            Stage("threshold", "skipped", "no score_threshold set on these collections")
+        )
 
     kept = kept[:top_n]
     timer = _Timer()
     readable = readable_neighbours(
-        tenant_id=scope.tenant_id, collection_ids=ids, labels=scope.reader_labels, hits=kept, around=around
+        tenant_id=scope.tenant_id,
+        collection_ids=ids,
+        labels=scope.reader_labels,
+        hits=kept,
+        around=around,
     )
     windows = build_windows(kept, readable, around)
     results = _render(windows, {str(c.pk): c for c in collections})
     if around:
-        stages.append(Stage("window", "ran", counts={"around": around, "results": len(results)}, ms=timer.ms()))
+        stages.append(
+            Stage(
+                "window",
+                "ran",
+                counts={"around": around, "results": len(results)},
+                ms=timer.ms(),
+            )
+        )
     else:
         stages.append(Stage("window", "skipped", "around is 0"))
 
-    stages.append(Stage("judge", "skipped", "no LLM_URL configured: this search cannot refuse (refused is null)"))
+    stages.append(
+        Stage(
+            "judge",
+            "skipped",
+            "no LLM_URL configured: this search cannot refuse (refused is null)",
+        )
+    )
     floor_values = {c.name: _floor(c) for c in collections}
     floor: float | dict[str, float] = (
-        next(iter(floor_values.values())) if len(set(floor_values.values())) == 1 else floor_values
+        next(iter(floor_values.values()))
+        if len(set(floor_values.values())) == 1
+        else floor_values
     )
     return SearchAnswer(results, None, floor, around, stages, started.ms())
 
@@ -145,7 +228,9 @@ def _weights(collections: list[Collection]) -> dict[str, float]:
     return {"vector": 2 * w, "keyword": 2 * (1 - w)}
 
 
-def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]) -> None:
+def _fill_semantic(
+    hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]
+) -> None:
     alias_of = {str(c.pk): c.embedding_alias for c in collections}
     missing: dict[str, list[str]] = defaultdict(list)
     for hit in hits:
@@ -168,10 +253,18 @@ def _render(windows, collections: dict[str, Collection]) -> list[dict[str, Any]]
         .only("id", "text", "ordinal", "page", "section", "language", "document__id", "document__filename",
               "document__source_uri", "collection_id")
     )  # fmt: skip
-    by_key = {(str(r.document_id), r.ordinal): r for r in rows if (str(r.document_id), r.ordinal) in wanted}
+    by_key = {
+        (str(r.document_id), r.ordinal): r
+        for r in rows
+        if (str(r.document_id), r.ordinal) in wanted
+    }
     results = []
     for window in windows:
-        pieces = [by_key[(window.document_id, o)] for o in window.ordinals if (window.document_id, o) in by_key]
+        pieces = [
+            by_key[(window.document_id, o)]
+            for o in window.ordinals
+            if (window.document_id, o) in by_key
+        ]
         best = by_key[(window.document_id, window.best.ordinal)]
         results.append(
             {

@@ -19,7 +19,9 @@ class SearchScope:
     why_empty: str = ""
 
 
-def resolve_scope(*, key: ApiKey, names: list[str] | None, reader_labels: list[str] | None = None) -> SearchScope:
+def resolve_scope(
+    *, key: ApiKey, names: list[str] | None, reader_labels: list[str] | None = None
+) -> SearchScope:
     """The collections this key may search, narrowed (never widened) by the names asked for."""
     allowed = Collection.objects.for_tenant(key.tenant_id)
     why_empty = ""
@@ -32,7 +34,9 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader_labels: list[s
         missing = wanted - {c.name for c in found}
         if missing:
             raise UnknownCollections(
-                "no collection named " + ", ".join(sorted(missing)) + " is available to this key"
+                "no collection named "
+                + ", ".join(sorted(missing))
+                + " is available to this key"
             )
         collections = found
     else:

@@ -48,7 +48,13 @@ READABLE_SQL = """
 
 
 def keyword_retrieve(
-    *, tenant_id: object, collection_ids: list[str], labels: list[str], query: str, language: str, limit: int
+    *,
+    tenant_id: object,
+    collection_ids: list[str],
+    labels: list[str],
+    query: str,
+    language: str,
+    limit: int,
 ) -> list[Hit]:
     """PostgreSQL full text: the question in its own language's stemmer, OR'd with 'simple'."""
     config = text_search_config(language)
@@ -79,7 +85,12 @@ def keyword_retrieve(
 
 
 def vector_retrieve(
-    *, tenant_id: object, collection_ids: list[str], labels: list[str], vector: list[float], limit: int
+    *,
+    tenant_id: object,
+    collection_ids: list[str],
+    labels: list[str],
+    vector: list[float],
+    limit: int,
 ) -> list[Hit]:
     """pgvector cosine over the HNSW index of this width; iterative scan keeps filtered recall."""
     dims = len(vector)
@@ -105,7 +116,9 @@ def vector_retrieve(
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
+    return [
+        Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows
+    ]
 
 
 def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, float]:
@@ -124,7 +137,9 @@ def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, f
         return {str(r[0]): float(r[1]) for r in cursor.fetchall()}
 
 
-def reciprocal_rank_fusion(ranked: dict[str, list[Hit]], k: int = 60, weights: dict[str, float] | None = None) -> list[Hit]:
+def reciprocal_rank_fusion(
+    ranked: dict[str, list[Hit]], k: int = 60, weights: dict[str, float] | None = None
+) -> list[Hit]:
     """RRF: score = Σ weight / (k + rank). Rank-based, so cosine and ts_rank need no common scale."""
     fused: dict[str, Hit] = {}
     for source, hits in ranked.items():

@@ -24,14 +24,21 @@ class Window:
 
 
 def readable_neighbours(
-    *, tenant_id: object, collection_ids: list[str], labels: list[str], hits: list[Hit], around: int
+    *,
+    tenant_id: object,
+    collection_ids: list[str],
+    labels: list[str],
+    hits: list[Hit],
+    around: int,
 ) -> dict[str, set[int]]:
     """Ordinals the reader may read, per document, within `around` of any hit."""
     if not hits or around <= 0:
         return {h.document_id: {h.ordinal} for h in hits}
     wanted: dict[str, set[int]] = defaultdict(set)
     for hit in hits:
-        wanted[hit.document_id].update(range(max(0, hit.ordinal - around), hit.ordinal + around + 1))
+        wanted[hit.document_id].update(
+            range(max(0, hit.ordinal - around), hit.ordinal + around + 1)
+        )
     pairs = [(doc, o) for doc, ords in wanted.items() for o in ords]
     sql = f"""
         SELECT c.document_id, c.ordinal
@@ -56,7 +63,9 @@ def readable_neighbours(
     return readable
 
 
-def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -> list[Window]:
+def build_windows(
+    hits: list[Hit], readable: dict[str, set[int]], around: int
+) -> list[Window]:
     """One window per hit, grown outwards while neighbours are readable; overlapping windows merge."""
     windows: list[Window] = []
     for hit in hits:
@@ -69,9 +78,15 @@ def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -
         span = list(range(low, high + 1))
         merged = False
         for window in windows:
-            if window.document_id == hit.document_id and span[0] <= window.ordinals[-1] + 1 and window.ordinals[0] <= span[-1] + 1:
+            if (
+                window.document_id == hit.document_id
+                and span[0] <= window.ordinals[-1] + 1
+                and window.ordinals[0] <= span[-1] + 1
+            ):
                 window.ordinals = sorted(set(window.ordinals) | set(span))
-                if hit.semantic is not None and (window.score is None or hit.semantic > window.score):
+                if hit.semantic is not None and (
+                    window.score is None or hit.semantic > window.score
+                ):
                     window.score = hit.semantic
                 merged = True
                 break

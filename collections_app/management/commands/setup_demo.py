@@ -21,10 +21,14 @@ class Command(BaseCommand):
         else:
             user.set_password(password)
             user.save(update_fields=["password"])
-        Membership.objects.update_or_create(user=user, tenant=tenant, defaults={"role": Role.ADMIN})
+        Membership.objects.update_or_create(
+            user=user, tenant=tenant, defaults={"role": Role.ADMIN}
+        )
         issued = api_key_create(tenant=tenant, role=Role.EDITOR, name="demo editor key")
         self.stdout.write("")
         self.stdout.write("kbsite demo tenant 'demo' is ready.")
-        self.stdout.write(f"  admin:    http://127.0.0.1:{os.environ.get('PORT', '8000')}/admin/  user: admin  password: {password}")
+        self.stdout.write(
+            f"  admin:    http://127.0.0.1:{os.environ.get('PORT', '8000')}/admin/  user: admin  password: {password}"
+        )
         self.stdout.write(f"  API key:  {issued.secret}   (editor, tenant demo)")
         self.stdout.write("")

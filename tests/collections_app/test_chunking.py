@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks
+from collections_app.ingestion.chunking import StrategyNotBuilt
+
+
+def para(text: str, section: list[str], page: int | None = 1) -> Block:
+    return Block(text=text, kind="paragraph", page=page, section=section)
+
+
+def heading(text: str, section: list[str], page: int | None = 1) -> Block:
+    return Block(text=text, kind="heading", page=page, section=section)
+
+
+def test_blocks_of_one_section_are_packed_and_the_heading_travels_with_its_body():
+    blocks = [
+        heading("Refunds", ["Refunds"]),
+        para("One.", ["Refunds"]),
+        para("Two.", ["Refunds"]),
+    ]
+    drafts = chunk_blocks(blocks, ChunkingSettings(size=100, overlap=10))
+    assert [d.text for d in drafts] == ["Refunds\n\nOne.\n\nTwo."]
+    assert drafts[0].section == ["Refunds"]
+
+
+def test_a_chunk_never_crosses_a_page_or_section_boundary():
+    blocks = [para("a", ["A"], 1), para("b", ["A"], 2), para("c", ["B"], 2)]
+    drafts = chunk_blocks(blocks, ChunkingSettings(size=1000, overlap=0))
+    assert [(d.text, d.page, d.section) for d in drafts] == [
+        ("a", 1, ["A"]),
+        ("b", 2, ["A"]),
+        ("c", 2, ["B"]),
+    ]
+
+
+def test_a_parent_heading_with_no_body_of_its_own_is_carried_by_the_trail_not_a_chunk():
+    blocks = [
+        heading("Guide", ["Guide"]),
+        heading("Setup", ["Guide", "Setup"]),
+        para("Install it.", ["Guide", "Setup"]),
+    ]
+    drafts = chunk_blocks(blocks, ChunkingSettings())
+    assert [(d.text, d.section) for d in drafts] == [
+        ("Setup\n\nInstall it.", ["Guide", "Setup"])
+    ]
+
+
+def test_a_long_block_is_split_at_whitespace_with_overlap():
+    words = [f"w{i:03d}" for i in range(100)]
+    drafts = chunk_blocks(
+        [para(" ".join(words), [])], ChunkingSettings(size=100, overlap=20)
+    )
+    assert len(drafts) > 1
+    assert all(len(d.text) <= 100 for d in drafts)
+    assert all(not d.text.startswith(" ") and not d.text.endswith(" ") for d in drafts)
+    for before, after in zip(drafts, drafts[1:], strict=False):
+        assert (
+            before.text.split()[-1] in after.text.split()[:5]
+        )  # the overlap repeats the tail
+    covered = {w for d in drafts for w in d.text.split()}
+    assert covered == set(words)
+
+
+def test_an_unbuilt_strategy_is_refused_not_faked():
+    with pytest.raises(StrategyNotBuilt, match="not built yet"):
+        chunk_blocks([para("x", [])], ChunkingSettings(strategy="hierarchical"))
+
+
+def test_the_embedding_text_carries_the_trail_the_stored_text_does_not():
+    (draft,) = chunk_blocks(
+        [para("Paid in five days.", ["Handbook", "Refunds"])], ChunkingSettings()
+    )
+    assert draft.text == "Paid in five days."
+    assert draft.embedding_text() == "Handbook › Refunds\n\nPaid in five days."

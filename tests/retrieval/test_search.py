@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import pytest
+
+from collections_app.models import Chunk
+from collections_app.services.collections import collection_create
+from retrieval.models import SearchEvent
+from tests.fixtures import html_bytes
+
+# Four unrelated paragraphs. The question below paraphrases the bicycle one
+# and shares none of its content words.
+KNOWLEDGE = [
+    (1, "Office", ""),
+    (
+        2,
+        "Parking",
+        "Staff cars must be left in the underground garage beneath building B, level minus two.",
+    ),
+    (
+        2,
+        "Bicycles",
+        "Cyclists can lock their bikes in the covered rack next to the main entrance.",
+    ),
+    (
+        2,
+        "Canteen",
+        "Lunch is served between noon and two o'clock; vegetarian dishes are marked green.",
+    ),
+    (
+        2,
+        "Printing",
+        "Colour printers sit on the third floor and need a badge to release jobs.",
+    ),
+]
+PARAPHRASE = "where do I secure my cycle?"
+
+
+@pytest.fixture
+def office(cast, collection, upload):
+    response = upload(cast.editor, collection, "office.html", html_bytes(KNOWLEDGE))
+    assert response.status_code == 202
+    return response.json()["document_id"]
+
+
+def search(client, **body):
+    response = client.post("/api/search", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_a_paraphrase_with_no_shared_keyword_finds_its_paragraph_first(cast, office):
+    bikes = Chunk.objects.get(text__contains="bikes")
+    answer = search(cast.viewer, query=PARAPHRASE, around=0)
+
+    first = answer["results"][0]
+    assert first["chunk_id"] == str(bikes.pk)
+    assert first["section"] == ["Office", "Bicycles"]
+    assert first["document"] == {
+        "id": office,
+        "filename": "office.html",
+        "source_uri": "upload://office.html",
+    }
+    assert first["collection"] == "handbook" and first["language"] == "en"
+    assert first["score"] >= answer["floor"] > 0
+
+
+def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(
+    cast, office
+):
+    answer = search(cast.viewer, query=PARAPHRASE)
+
+    stages = [s["stage"] for s in answer["trace"]]
+    assert stages == [
+        "planning", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
+        "rerank", "floor", "threshold", "window", "judge",
+    ]  # fmt: skip
+    assert all(s["status"] in {"ran", "skipped"} for s in answer["trace"])
+    assert all(s.get("reason") for s in answer["trace"] if s["status"] == "skipped")
+    assert answer["refused"] is None
+    assert answer["around"] == 1
+
+
+def test_the_floor_travels_back_and_an_unrelated_question_finds_nothing(cast, office):
+    answer = search(
+        cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?"
+    )
+    assert answer["results"] == []
+    assert answer["floor"] == pytest.approx(0.80)
+
+
+def test_a_floor_of_zero_turns_it_off(cast, collection, office):
+    collection.min_score = 0
+    collection.save()
+    answer = search(
+        cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?"
+    )
+    assert answer["floor"] == 0 and answer["results"]
+
+
+def test_neighbours_are_stitched_in_document_order_within_the_document(cast, office):
+    answer = search(cast.viewer, query=PARAPHRASE, top_n=1, around=1)
+
+    result = answer["results"][0]
+    assert result["passages"] == 3
+    assert (
+        result["text"].index("garage")
+        < result["text"].index("bikes")
+        < result["text"].index("Lunch")
+    )
+    pieces = Chunk.objects.filter(document_id=office, ordinal__in=[0, 1, 2]).order_by(
+        "ordinal"
+    )
+    assert result["text"] == " ".join(p.text for p in pieces)
+
+
+def test_outsider_finds_none_of_the_tenants_paragraphs(cast, office):
+    collection_create(tenant=cast.outsider_tenant, name="handbook")
+    answer = search(cast.outsider, query=PARAPHRASE)
+    assert answer["results"] == []
+    assert (
+        cast.outsider.post("/api/search", {"query": "bikes"}, format="json").json()[
+            "results"
+        ]
+        == []
+    )
+
+
+def test_an_agent_searches_only_its_collections(cast, office, upload):
+    other = collection_create(tenant=cast.tenant, name="secrets")
+    upload(
+        cast.editor,
+        other,
+        "bikes.txt",
+        b"The bike shed code is 4711 and the rack key hangs in room 12.",
+    )
+
+    assert (
+        search(cast.agent_client, query="bike rack")["results"] == []
+    )  # no collections yet
+    cast.agent.collections.add(
+        office and cast.tenant.collection_set.get(name="handbook")
+    )
+    names = {
+        r["collection"] for r in search(cast.agent_client, query="bike rack")["results"]
+    }
+    assert names == {"handbook"}
+    widened = cast.agent_client.post(
+        "/api/search", {"query": "bike", "collections": ["secrets"]}, format="json"
+    )
+    assert widened.status_code == 400
+    assert "secrets" in widened.json()["detail"]
+
+
+def test_naming_collections_narrows_the_search(cast, office, upload):
+    other = collection_create(tenant=cast.tenant, name="garage")
+    upload(
+        cast.editor,
+        other,
+        "g.txt",
+        b"The underground garage closes at ten in the evening on weekdays.",
+    )
+
+    everywhere = {
+        r["collection"]
+        for r in search(cast.viewer, query="garage closing time")["results"]
+    }
+    only = {
+        r["collection"]
+        for r in search(
+            cast.viewer, query="garage closing time", collections=["garage"]
+        )["results"]
+    }
+    assert everywhere == {"handbook", "garage"}
+    assert only == {"garage"}
+
+
+def test_each_search_is_audited_without_the_question(cast, office):
+    search(cast.viewer, query=PARAPHRASE)
+
+    event = SearchEvent.objects.get()
+    assert event.tenant == cast.tenant and event.collections == ["handbook"]
+    assert (
+        event.refused is None
+        and event.floor == pytest.approx(0.80)
+        and event.results >= 1
+    )
+    assert "cycle" not in str(event.stages)
+
+
+def test_bad_search_input_is_400(cast):
+    assert cast.viewer.post("/api/search", {}, format="json").status_code == 400
+    assert (
+        cast.viewer.post(
+            "/api/search", {"query": "x", "top_n": 0}, format="json"
+        ).status_code
+        == 400
+    )
