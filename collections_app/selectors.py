@@ -21,8 +21,4 @@ def documents_for(collection: Collection) -> QuerySet[Document]:
 
 
 def builds_for(collection: Collection) -> QuerySet[Build]:
-    return (
-        Build.objects.for_tenant(collection.tenant_id)
-        .filter(collection=collection)
-        .order_by("-built_at")
-    )
+    return Build.objects.for_tenant(collection.tenant_id).filter(collection=collection).order_by("-built_at")

@@ -38,13 +38,9 @@ DEBUG = env_bool("KB_DEBUG", False)
 SECRET_KEY = os.environ.get("KB_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise RuntimeError(
-            "KB_SECRET_KEY must be set (or KB_DEBUG=1 for a development machine)"
-        )
-    SECRET_KEY = "insecure-development-only-key"  # noqa: S105 - DEBUG only
-ALLOWED_HOSTS = [
-    h for h in os.environ.get("KB_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h
-]
+        raise RuntimeError("KB_SECRET_KEY must be set (or KB_DEBUG=1 for a development machine)")
+    SECRET_KEY = "insecure-development-only-key"
+ALLOWED_HOSTS = [h for h in os.environ.get("KB_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
 
@@ -118,9 +114,7 @@ KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [
-        "collections_app.api.authentication.ApiKeyAuthentication"
-    ],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["collections_app.api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["collections_app.api.permissions.HasApiKey"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

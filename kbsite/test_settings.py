@@ -5,8 +5,8 @@ import os
 os.environ.setdefault("KB_DEBUG", "1")
 os.environ.setdefault("KB_SECRET_KEY", "test-only")
 
-from kbsite.settings import *  # noqa: E402,F403
-from kbsite.settings import Q_CLUSTER, VAR_DIR  # noqa: E402
+from kbsite.settings import *  # noqa: F403
+from kbsite.settings import Q_CLUSTER, VAR_DIR
 
 # Tasks run inline when their transaction commits, so a test sees the result.
 Q_CLUSTER["sync"] = True

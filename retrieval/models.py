@@ -8,9 +8,7 @@ from collections_app.models import Agent, ApiKey, TenantOwned
 
 
 class SearchEvent(TenantOwned):
-    api_key = models.ForeignKey(
-        ApiKey, null=True, on_delete=models.SET_NULL, related_name="search_events"
-    )
+    api_key = models.ForeignKey(ApiKey, null=True, on_delete=models.SET_NULL, related_name="search_events")
     agent = models.ForeignKey(
         Agent,
         null=True,

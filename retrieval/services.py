@@ -5,9 +5,7 @@ from retrieval.models import SearchEvent
 from retrieval.search import SearchAnswer, SearchScope
 
 
-def search_event_record(
-    *, key: ApiKey, scope: SearchScope, answer: SearchAnswer
-) -> SearchEvent:
+def search_event_record(*, key: ApiKey, scope: SearchScope, answer: SearchAnswer) -> SearchEvent:
     """Audit one search. It records what ran and how long, never the question or the paragraphs."""
     floor = answer.floor if isinstance(answer.floor, float | int) else None
     return SearchEvent.objects.create(

@@ -41,13 +41,9 @@ def cast(db) -> Cast:  # type: ignore[no-untyped-def]
         outsider_tenant=outsider_tenant,
         editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret),
         viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER).secret),
-        outsider=client_for(
-            api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret
-        ),
+        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret),
         agent=agent,
-        agent_client=client_for(
-            api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent).secret
-        ),
+        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent).secret),
     )
 
 

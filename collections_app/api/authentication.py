@@ -40,14 +40,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         scheme, _, secret = header.partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
-            raise exceptions.AuthenticationFailed(
-                "Send the API key as 'Authorization: Bearer <key>'."
-            )
+            raise exceptions.AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
         key = api_key_resolve(secret=secret.strip())
         if key is None:
-            raise exceptions.AuthenticationFailed(
-                "This API key is not valid (unknown or revoked)."
-            )
+            raise exceptions.AuthenticationFailed("This API key is not valid (unknown or revoked).")
         return KeyPrincipal(key), key
 
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]

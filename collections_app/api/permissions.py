@@ -17,9 +17,7 @@ class HasApiKey(permissions.BasePermission):
 class EditorWrites(HasApiKey):
     """Reading needs any valid key; creating or changing needs editor or admin."""
 
-    message = (
-        "This key may only read: creating or changing needs an editor or admin key."
-    )
+    message = "This key may only read: creating or changing needs an editor or admin key."
 
     def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
         if not super().has_permission(request, view):

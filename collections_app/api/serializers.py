@@ -72,9 +72,7 @@ class CollectionOutput(serializers.ModelSerializer):
 class DocumentUploadInput(serializers.Serializer):
     # An empty file is accepted and ends in `error` ("no text could be read"), like any unreadable one.
     file = serializers.FileField(allow_empty_file=True)
-    source_uri = serializers.CharField(
-        required=False, allow_blank=True, max_length=1000
-    )
+    source_uri = serializers.CharField(required=False, allow_blank=True, max_length=1000)
 
 
 class DocumentUploadOutput(serializers.Serializer):

@@ -40,9 +40,7 @@ class TenantScopedView(APIView):
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
         # Another tenant's id is simply not found: 404, never 403.
-        return get_object_or_404(
-            selectors.collections_for(request.auth.tenant), pk=collection_id
-        )
+        return get_object_or_404(selectors.collections_for(request.auth.tenant), pk=collection_id)
 
 
 def _settings_error(exc: Exception) -> Response:
@@ -66,24 +64,18 @@ class CollectionListView(TenantScopedView):
         data = CollectionInput(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            collection = collection_create(
-                tenant=request.auth.tenant, **data.validated_data
-            )
+            collection = collection_create(tenant=request.auth.tenant, **data.validated_data)
         except CollectionNameTaken as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         except (StrategyNotBuilt, InvalidSettings) as exc:
             return _settings_error(exc)
-        return Response(
-            CollectionOutput(collection).data, status=status.HTTP_201_CREATED
-        )
+        return Response(CollectionOutput(collection).data, status=status.HTTP_201_CREATED)
 
 
 class CollectionDetailView(TenantScopedView):
     @extend_schema(responses=CollectionOutput)
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
-        return Response(
-            CollectionOutput(self.get_collection(request, collection_id)).data
-        )
+        return Response(CollectionOutput(self.get_collection(request, collection_id)).data)
 
     @extend_schema(request=CollectionInput, responses=CollectionOutput)
     def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -119,9 +111,7 @@ class DocumentListView(TenantScopedView):
                 "count": documents.count(),
                 "limit": limit,
                 "offset": offset,
-                "results": DocumentOutput(
-                    documents[offset : offset + limit], many=True
-                ).data,
+                "results": DocumentOutput(documents[offset : offset + limit], many=True).data,
             }
         )
 
@@ -145,12 +135,8 @@ class DocumentListView(TenantScopedView):
         except UnsupportedFile as exc:
             raise ValidationError({"file": [str(exc)]}) from exc
         except FileTooLarge as exc:
-            return Response(
-                {"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-            )
-        body = DocumentUploadOutput(
-            {"document_id": result.document.pk, "status": result.document.status}
-        ).data
+            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        body = DocumentUploadOutput({"document_id": result.document.pk, "status": result.document.status}).data
         return Response(
             body,
             status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,
@@ -161,9 +147,7 @@ class DocumentDetailView(TenantScopedView):
     @extend_schema(responses=DocumentOutput)
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
-        document = get_object_or_404(
-            selectors.documents_for(collection), pk=document_id
-        )
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         return Response(DocumentOutput(document).data)
 
 
@@ -171,6 +155,4 @@ class BuildListView(TenantScopedView):
     @extend_schema(responses=BuildOutput(many=True))
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
-        return Response(
-            BuildOutput(selectors.builds_for(collection)[:200], many=True).data
-        )
+        return Response(BuildOutput(selectors.builds_for(collection)[:200], many=True).data)

@@ -38,42 +38,25 @@ def chunk_blocks(
         )
     measure = measure or len
     drafts: list[ChunkDraft] = []
-    groups = [
-        (key, list(group))
-        for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section)))
-    ]
+    groups = [(key, list(group)) for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section)))]
     for index, ((page, section), members) in enumerate(groups):
         # A heading whose body follows in a deeper section adds nothing the
         # next chunk's trail does not already carry; any other lone heading
         # (a one-line text file, a closing title) is content and is kept.
         following = groups[index + 1][0][1] if index + 1 < len(groups) else ()
-        if (
-            all(b.kind == "heading" for b in members)
-            and following[: len(section)] == section
-            and following != section
-        ):
+        if all(b.kind == "heading" for b in members) and following[: len(section)] == section and following != section:
             continue
         for text in _pack([b.text for b in members], settings, measure):
             language = _dominant_language(members)
-            drafts.append(
-                ChunkDraft(
-                    text=text, section=list(section), page=page, language=language
-                )
-            )
+            drafts.append(ChunkDraft(text=text, section=list(section), page=page, language=language))
     return drafts
 
 
-def _pack(
-    texts: list[str], settings: ChunkingSettings, measure: Callable[[str], int]
-) -> list[str]:
+def _pack(texts: list[str], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
     chunks: list[str] = []
     current: list[str] = []
     for text in texts:
-        pieces = (
-            _split_long(text, settings, measure)
-            if measure(text) > settings.size
-            else [text]
-        )
+        pieces = _split_long(text, settings, measure) if measure(text) > settings.size else [text]
         for piece in pieces:
             candidate = "\n\n".join([*current, piece])
             if current and measure(candidate) > settings.size:
@@ -86,9 +69,7 @@ def _pack(
     return chunks
 
 
-def _split_long(
-    text: str, settings: ChunkingSettings, measure: Callable[[str], int]
-) -> list[str]:
+def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
     """Split at whitespace into windows of at most `size`, each repeating `overlap` of the last."""
     words = text.split()
     pieces: list[str] = []
@@ -106,10 +87,7 @@ def _split_long(
             break
         # Step back over as many words as fit in the overlap, but always move forward.
         back = end
-        while (
-            back > start + 1
-            and measure(" ".join(words[back - 1 : end])) <= settings.overlap
-        ):
+        while back > start + 1 and measure(" ".join(words[back - 1 : end])) <= settings.overlap:
             back -= 1
         start = back if back < end else end
     return pieces

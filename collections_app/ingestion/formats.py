@@ -12,9 +12,7 @@ TEXT_EXTENSIONS = {".txt", ".md"}
 MARKUP_EXTENSIONS = {".html", ".htm"}
 OFFICE_EXTENSIONS = {".docx"}
 PDF_EXTENSIONS = {".pdf"}
-ACCEPTED_EXTENSIONS = sorted(
-    TEXT_EXTENSIONS | MARKUP_EXTENSIONS | OFFICE_EXTENSIONS | PDF_EXTENSIONS
-)
+ACCEPTED_EXTENSIONS = sorted(TEXT_EXTENSIONS | MARKUP_EXTENSIONS | OFFICE_EXTENSIONS | PDF_EXTENSIONS)
 
 
 class UnsupportedFile(ValueError):
@@ -30,23 +28,15 @@ def check_upload(filename: str, content: bytes) -> str:
     ext = extension_of(filename)
     if ext not in ACCEPTED_EXTENSIONS:
         shown = ext or "(no extension)"
-        raise UnsupportedFile(
-            f"files of type {shown} are not accepted; accepted: {' '.join(ACCEPTED_EXTENSIONS)}"
-        )
+        raise UnsupportedFile(f"files of type {shown} are not accepted; accepted: {' '.join(ACCEPTED_EXTENSIONS)}")
     actual = _sniff(content)
     if ext in PDF_EXTENSIONS and actual != "pdf":
-        raise UnsupportedFile(
-            f"{filename} is named .pdf but its content is {actual or 'not a PDF'}"
-        )
+        raise UnsupportedFile(f"{filename} is named .pdf but its content is {actual or 'not a PDF'}")
     if ext in OFFICE_EXTENSIONS:
         if actual != "zip":
-            raise UnsupportedFile(
-                f"{filename} is named {ext} but its content is {actual or 'not a Word document'}"
-            )
+            raise UnsupportedFile(f"{filename} is named {ext} but its content is {actual or 'not a Word document'}")
         if not _is_word_package(content):
-            raise UnsupportedFile(
-                f"{filename} is named {ext} but its content is a ZIP archive, not a Word document"
-            )
+            raise UnsupportedFile(f"{filename} is named {ext} but its content is a ZIP archive, not a Word document")
     return ext
 
 

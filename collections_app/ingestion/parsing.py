@@ -22,16 +22,10 @@ class NothingReadable(ValueError):
 
 def parse_document(path: Path, filename: str) -> list[Block]:
     ext = extension_of(filename)
-    blocks = (
-        parse_pdf(path)
-        if ext in PDF_EXTENSIONS
-        else _parse_with_unstructured(path, ext)
-    )
+    blocks = parse_pdf(path) if ext in PDF_EXTENSIONS else _parse_with_unstructured(path, ext)
     blocks = [b for b in blocks if b.text.strip()]
     if not blocks:
-        raise NothingReadable(
-            "no text could be read from this file (is it empty, truncated or a scan?)"
-        )
+        raise NothingReadable("no text could be read from this file (is it empty, truncated or a scan?)")
     return blocks
 
 
@@ -62,9 +56,7 @@ def _parse_with_unstructured(path: Path, ext: str) -> list[Block]:
         if kind == "heading":
             depth = element.metadata.category_depth or 0
             trail = [*trail[:depth], text]
-            blocks.append(
-                Block(text=text, kind="heading", page=page, section=list(trail))
-            )
+            blocks.append(Block(text=text, kind="heading", page=page, section=list(trail)))
         else:
             blocks.append(Block(text=text, kind=kind, page=page, section=list(trail)))
     return blocks

@@ -22,9 +22,7 @@ def parse_pdf(path: Path) -> list[Block]:
     with pdfplumber.open(path) as pdf:
         for page in pdf.pages:
             lines = []
-            for line in page.extract_text_lines(
-                layout=False, strip=True, return_chars=True
-            ):
+            for line in page.extract_text_lines(layout=False, strip=True, return_chars=True):
                 sizes = [c["size"] for c in line["chars"] if c["text"].strip()]
                 if not line["text"].strip() or not sizes:
                     continue
@@ -43,12 +41,7 @@ def parse_pdf(path: Path) -> list[Block]:
         return []
     body = statistics.median(all_sizes)
     heading_sizes = sorted(
-        {
-            round(size, 1)
-            for lines in pages
-            for (text, size, _, _) in lines
-            if _is_heading(text, size, body)
-        },
+        {round(size, 1) for lines in pages for (text, size, _, _) in lines if _is_heading(text, size, body)},
         reverse=True,
     )
 
@@ -58,40 +51,23 @@ def parse_pdf(path: Path) -> list[Block]:
         paragraph: list[str] = []
         last_bottom: float | None = None
         last_height = 0.0
-
-        def flush() -> None:
-            if paragraph:
-                blocks.append(
-                    Block(
-                        text=" ".join(paragraph),
-                        kind="paragraph",
-                        page=page_number,
-                        section=list(trail),
-                    )
-                )
-                paragraph.clear()
-
         for text, size, top, bottom in lines:
-            if _is_heading(text, size, body):
-                flush()
+            heading = _is_heading(text, size, body)
+            # A heading, or a vertical gap larger than a line's height, ends the paragraph.
+            gap = last_bottom is not None and top - last_bottom > max(last_height, bottom - top) * 0.8
+            if paragraph and (heading or gap):
+                blocks.append(Block(" ".join(paragraph), "paragraph", page_number, list(trail)))
+                paragraph = []
+            if heading:
                 depth = heading_sizes.index(round(size, 1))
                 trail = [*trail[:depth], text]
-                blocks.append(
-                    Block(
-                        text=text, kind="heading", page=page_number, section=list(trail)
-                    )
-                )
-                last_bottom = bottom
-                continue
-            # A vertical gap larger than a line's height starts a new paragraph.
-            if (
-                last_bottom is not None
-                and top - last_bottom > max(last_height, bottom - top) * 0.8
-            ):
-                flush()
-            paragraph.append(text)
-            last_bottom, last_height = bottom, bottom - top
-        flush()
+                blocks.append(Block(text, "heading", page_number, list(trail)))
+            else:
+                paragraph.append(text)
+                last_height = bottom - top
+            last_bottom = bottom
+        if paragraph:
+            blocks.append(Block(" ".join(paragraph), "paragraph", page_number, list(trail)))
     return blocks
 
 

@@ -46,7 +46,5 @@ class Migration(migrations.Migration):
     dependencies = [("collections_app", "0003_chunk_hnsw_384")]
 
     operations = [
-        migrations.RunSQL(
-            sql=FUNCTION, reverse_sql="DROP FUNCTION IF EXISTS kb_ts_config(text)"
-        ),
+        migrations.RunSQL(sql=FUNCTION, reverse_sql="DROP FUNCTION IF EXISTS kb_ts_config(text)"),
     ]

@@ -20,9 +20,7 @@ class InvalidSettings(ValueError):
 def _validate(values: dict[str, Any]) -> None:
     strategy = values.get("chunk_strategy")
     if strategy is not None and strategy not in BUILT_CHUNK_STRATEGIES:
-        raise StrategyNotBuilt(
-            f"chunk_strategy {strategy!r} is planned but not built yet; use 'structure'"
-        )
+        raise StrategyNotBuilt(f"chunk_strategy {strategy!r} is planned but not built yet; use 'structure'")
     if "embedding_alias" in values:
         try:
             get_model(values["embedding_alias"])
@@ -36,17 +34,13 @@ def _validate(values: dict[str, Any]) -> None:
 def collection_create(*, tenant: Tenant, name: str, **settings: Any) -> Collection:
     _validate(settings)
     collection = Collection(tenant=tenant, name=name, **settings)
-    _validate(
-        {"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap}
-    )
+    _validate({"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap})
     try:
         with transaction.atomic():
             collection.save()
     except IntegrityError as exc:
         if "collection_name_unique_per_tenant" in str(exc):
-            raise CollectionNameTaken(
-                f"a collection named {name!r} already exists"
-            ) from exc
+            raise CollectionNameTaken(f"a collection named {name!r} already exists") from exc
         raise
     return collection
 
@@ -55,17 +49,13 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
     _validate(changes)
     for field, value in changes.items():
         setattr(collection, field, value)
-    _validate(
-        {"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap}
-    )
+    _validate({"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap})
     try:
         with transaction.atomic():
             collection.save()
     except IntegrityError as exc:
         if "collection_name_unique_per_tenant" in str(exc):
-            raise CollectionNameTaken(
-                f"a collection named {collection.name!r} already exists"
-            ) from exc
+            raise CollectionNameTaken(f"a collection named {collection.name!r} already exists") from exc
         raise
     return collection
 

@@ -21,7 +21,6 @@ from collections_app.ingestion import (
     chunk_blocks,
     detect_language,
     parse_document,
-    text_search_config,
 )
 from collections_app.ingestion.blocks import Block
 from collections_app.ingestion.chunking import StrategyNotBuilt
@@ -53,15 +52,11 @@ def document_create(
     filename = Path(filename.replace("\\", "/")).name
     data = content.read(settings.KB_MAX_UPLOAD_BYTES + 1)
     if len(data) > settings.KB_MAX_UPLOAD_BYTES:
-        raise FileTooLarge(
-            f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes"
-        )
+        raise FileTooLarge(f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes")
     check_upload(filename, data)
     content_hash = hashlib.sha256(data).hexdigest()
     with transaction.atomic():
-        existing = Document.objects.filter(
-            collection=collection, content_hash=content_hash
-        ).first()
+        existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
         if existing is not None:
             return UploadResult(existing, created=False)
         document = Document(
@@ -100,9 +95,7 @@ def document_ingest(*, document_id: str) -> None:
     transaction; a failure leaves them as they were and the document in
     `error` with a reason a person can act on.
     """
-    document = (
-        Document.objects.select_related("collection").filter(pk=document_id).first()
-    )
+    document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         return  # deleted while queued: nothing to do
     collection = document.collection
@@ -137,15 +130,11 @@ def _blocks_of(document: Document) -> list[Block]:
     with document.file.open("rb"):
         path = Path(document.file.path)
         blocks = parse_document(path, document.filename)
-    Document.objects.filter(pk=document.pk).update(
-        blocks=[b.to_json() for b in blocks], progress=10
-    )
+    Document.objects.filter(pk=document.pk).update(blocks=[b.to_json() for b in blocks], progress=10)
     return blocks
 
 
-def _chunk(
-    document: Document, collection: Collection, blocks: list[Block]
-) -> list[ChunkDraft]:
+def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
     method = ChunkingSettings(
         strategy=collection.chunk_strategy,
         size=collection.chunk_size,
@@ -155,9 +144,7 @@ def _chunk(
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = chunk_blocks(blocks, method, measure)
     if not drafts:
-        raise NothingReadable(
-            "no text could be read from this file (only headings were found)"
-        )
+        raise NothingReadable("no text could be read from this file (only headings were found)")
     document_language = detect_language(" ".join(d.text for d in drafts)[:5000])
     for draft in drafts:
         draft.language = detect_language(draft.text, default=document_language)
@@ -174,9 +161,7 @@ def _token_counter(collection: Collection):  # type: ignore[no-untyped-def]
     return lambda text: e5.token_count(text)
 
 
-def _embed(
-    document: Document, collection: Collection, drafts: list[ChunkDraft]
-) -> list[list[float]]:
+def _embed(document: Document, collection: Collection, drafts: list[ChunkDraft]) -> list[list[float]]:
     embedder = get_embedder(collection.embedding_alias)
     batch = settings.KB_EMBED_BATCH
     vectors: list[list[float]] = []

@@ -23,31 +23,26 @@ class IssuedKey:
 
 
 @transaction.atomic
-def api_key_create(
-    *, tenant: Tenant, role: str, agent: Agent | None = None, name: str = ""
-) -> IssuedKey:
+def api_key_create(*, tenant: Tenant, role: str, agent: Agent | None = None, name: str = "") -> IssuedKey:
     role = Role(role)
     if agent is not None and agent.tenant_id != tenant.id:
         raise ValueError("the agent belongs to another tenant")
-    secret = KEY_PREFIX + secrets.token_urlsafe(32)
-    key = ApiKey.objects.create(
-        tenant=tenant,
-        role=role,
-        agent=agent,
-        name=name,
-        prefix=secret[:10],
-        hashed_key=hash_key(secret),
-    )
+    key = ApiKey(tenant=tenant, role=role, agent=agent, name=name)
+    secret = api_key_assign_secret(key=key)
+    key.save()
     return IssuedKey(key=key, secret=secret)
+
+
+def api_key_assign_secret(*, key: ApiKey) -> str:
+    """Give an unsaved key a new secret; only its prefix and hash are kept. Returns the secret."""
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    key.prefix, key.hashed_key = secret[:10], hash_key(secret)
+    return secret
 
 
 def api_key_resolve(*, secret: str) -> ApiKey | None:
     """The live key for a presented secret, or None."""
-    key = (
-        ApiKey.objects.select_related("tenant", "agent")
-        .filter(hashed_key=hash_key(secret), revoked=False)
-        .first()
-    )
+    key = ApiKey.objects.select_related("tenant", "agent").filter(hashed_key=hash_key(secret), revoked=False).first()
     if key is not None:
         # One UPDATE per request at most once a minute: keeps "last used" useful
         # in the admin without a write on every search.

@@ -22,9 +22,7 @@ class SearchView(APIView):
         )
         top_n = serializers.IntegerField(min_value=1, max_value=50, required=False)
         around = serializers.IntegerField(min_value=0, max_value=5, required=False)
-        reader_labels = serializers.ListField(
-            child=serializers.CharField(max_length=100), required=False
-        )
+        reader_labels = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
 
     class DocumentRef(serializers.Serializer):
         id = serializers.UUIDField()

@@ -56,15 +56,11 @@ class E5Provider:
 class OpenAIEmbeddingProvider:
     """Any server that speaks OpenAI's POST /v1/embeddings (a GPU box, a hosted API)."""
 
-    def __init__(
-        self, model: EmbeddingModel, url: str, api_key: str = "", timeout: float = 60
-    ) -> None:
+    def __init__(self, model: EmbeddingModel, url: str, api_key: str = "", timeout: float = 60) -> None:
         self.model = model
         self._url = url.rstrip("/")
         if not self._url.endswith("/embeddings"):
-            self._url += (
-                "/v1/embeddings" if not self._url.endswith("/v1") else "/embeddings"
-            )
+            self._url += "/v1/embeddings" if not self._url.endswith("/v1") else "/embeddings"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
 
@@ -109,9 +105,7 @@ class SentenceTransformerProvider:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
-                raise RuntimeError(
-                    "KB_ST_MODEL_PATH is set but sentence-transformers is not installed"
-                ) from exc
+                raise RuntimeError("KB_ST_MODEL_PATH is set but sentence-transformers is not installed") from exc
             self._st = SentenceTransformer(self._path, device="cpu")
         return self._st
 

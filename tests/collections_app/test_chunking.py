@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks
@@ -42,23 +44,17 @@ def test_a_parent_heading_with_no_body_of_its_own_is_carried_by_the_trail_not_a_
         para("Install it.", ["Guide", "Setup"]),
     ]
     drafts = chunk_blocks(blocks, ChunkingSettings())
-    assert [(d.text, d.section) for d in drafts] == [
-        ("Setup\n\nInstall it.", ["Guide", "Setup"])
-    ]
+    assert [(d.text, d.section) for d in drafts] == [("Setup\n\nInstall it.", ["Guide", "Setup"])]
 
 
 def test_a_long_block_is_split_at_whitespace_with_overlap():
     words = [f"w{i:03d}" for i in range(100)]
-    drafts = chunk_blocks(
-        [para(" ".join(words), [])], ChunkingSettings(size=100, overlap=20)
-    )
+    drafts = chunk_blocks([para(" ".join(words), [])], ChunkingSettings(size=100, overlap=20))
     assert len(drafts) > 1
     assert all(len(d.text) <= 100 for d in drafts)
     assert all(not d.text.startswith(" ") and not d.text.endswith(" ") for d in drafts)
-    for before, after in zip(drafts, drafts[1:], strict=False):
-        assert (
-            before.text.split()[-1] in after.text.split()[:5]
-        )  # the overlap repeats the tail
+    for before, after in itertools.pairwise(drafts):
+        assert before.text.split()[-1] in after.text.split()[:5]  # the overlap repeats the tail
     covered = {w for d in drafts for w in d.text.split()}
     assert covered == set(words)
 
@@ -69,8 +65,6 @@ def test_an_unbuilt_strategy_is_refused_not_faked():
 
 
 def test_the_embedding_text_carries_the_trail_the_stored_text_does_not():
-    (draft,) = chunk_blocks(
-        [para("Paid in five days.", ["Handbook", "Refunds"])], ChunkingSettings()
-    )
+    (draft,) = chunk_blocks([para("Paid in five days.", ["Handbook", "Refunds"])], ChunkingSettings())
     assert draft.text == "Paid in five days."
     assert draft.embedding_text() == "Handbook › Refunds\n\nPaid in five days."

@@ -6,9 +6,7 @@ from collections_app.models import Collection
 
 
 def test_editor_creates_a_collection_with_every_default_setting(cast):
-    response = cast.editor.post(
-        "/api/manage/collections", {"name": "handbook"}, format="json"
-    )
+    response = cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json")
 
     assert response.status_code == 201
     body = response.json()
@@ -40,33 +38,16 @@ def test_editor_creates_a_collection_with_every_default_setting(cast):
 
 
 def test_same_name_in_same_tenant_is_409_but_another_tenant_may_reuse_it(cast):
-    assert (
-        cast.editor.post(
-            "/api/manage/collections", {"name": "handbook"}, format="json"
-        ).status_code
-        == 201
-    )
-    again = cast.editor.post(
-        "/api/manage/collections", {"name": "handbook"}, format="json"
-    )
+    assert cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json").status_code == 201
+    again = cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json")
     assert again.status_code == 409
     assert "already exists" in again.json()["detail"]
-    assert (
-        cast.outsider.post(
-            "/api/manage/collections", {"name": "handbook"}, format="json"
-        ).status_code
-        == 201
-    )
+    assert cast.outsider.post("/api/manage/collections", {"name": "handbook"}, format="json").status_code == 201
 
 
 def test_viewer_may_read_but_not_write(cast, collection):
     assert cast.viewer.get("/api/manage/collections").status_code == 200
-    assert (
-        cast.viewer.post(
-            "/api/manage/collections", {"name": "x"}, format="json"
-        ).status_code
-        == 403
-    )
+    assert cast.viewer.post("/api/manage/collections", {"name": "x"}, format="json").status_code == 403
     assert (
         cast.viewer.patch(
             f"/api/manage/collections/{collection.pk}",
@@ -75,10 +56,7 @@ def test_viewer_may_read_but_not_write(cast, collection):
         ).status_code
         == 403
     )
-    assert (
-        cast.viewer.delete(f"/api/manage/collections/{collection.pk}").status_code
-        == 403
-    )
+    assert cast.viewer.delete(f"/api/manage/collections/{collection.pk}").status_code == 403
 
 
 def test_no_key_or_a_bad_key_is_401(cast):
@@ -86,18 +64,13 @@ def test_no_key_or_a_bad_key_is_401(cast):
     bad = APIClient()
     bad.credentials(HTTP_AUTHORIZATION="Bearer kb_not-a-real-key")
     assert bad.get("/api/manage/collections").status_code == 401
-    assert (
-        APIClient().post("/api/search", {"query": "x"}, format="json").status_code
-        == 401
-    )
+    assert APIClient().post("/api/search", {"query": "x"}, format="json").status_code == 401
 
 
 def test_it_hides_another_tenants_collection(cast, collection):
     url = f"/api/manage/collections/{collection.pk}"
     assert cast.outsider.get(url).status_code == 404
-    assert (
-        cast.outsider.patch(url, {"chunk_size": 10}, format="json").status_code == 404
-    )
+    assert cast.outsider.patch(url, {"chunk_size": 10}, format="json").status_code == 404
     assert cast.outsider.delete(url).status_code == 404
     assert cast.outsider.get("/api/manage/collections").json() == []
     assert Collection.objects.filter(pk=collection.pk, chunk_size=1000).exists()
@@ -105,10 +78,7 @@ def test_it_hides_another_tenants_collection(cast, collection):
 
 def test_patch_changes_settings_and_refuses_an_unbuilt_strategy(cast, collection):
     url = f"/api/manage/collections/{collection.pk}"
-    assert (
-        cast.editor.patch(url, {"chunk_size": 600}, format="json").json()["chunk_size"]
-        == 600
-    )
+    assert cast.editor.patch(url, {"chunk_size": 600}, format="json").json()["chunk_size"] == 600
     refused = cast.editor.patch(url, {"chunk_strategy": "hierarchical"}, format="json")
     assert refused.status_code == 400
     assert "not built yet" in refused.json()["detail"]
@@ -117,10 +87,7 @@ def test_patch_changes_settings_and_refuses_an_unbuilt_strategy(cast, collection
 
 
 def test_delete_removes_the_collection(cast, collection):
-    assert (
-        cast.editor.delete(f"/api/manage/collections/{collection.pk}").status_code
-        == 204
-    )
+    assert cast.editor.delete(f"/api/manage/collections/{collection.pk}").status_code == 204
     assert not Collection.objects.filter(pk=collection.pk).exists()
 
 

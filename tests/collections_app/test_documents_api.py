@@ -4,9 +4,7 @@ from collections_app.models import Build, Chunk, Document
 from tests.fixtures import HANDBOOK, docx_bytes, html_bytes, pdf_bytes
 
 
-def test_upload_is_accepted_then_ingested_with_the_right_section_trail(
-    cast, collection, upload
-):
+def test_upload_is_accepted_then_ingested_with_the_right_section_trail(cast, collection, upload):
     response = upload(cast.editor, collection, "handbook.docx", docx_bytes(HANDBOOK))
 
     assert response.status_code == 202
@@ -26,9 +24,7 @@ def test_html_headings_become_the_section_trail(cast, collection, upload):
 
     document = Document.objects.get(pk=response.json()["document_id"])
     assert document.status == "done", document.error
-    assert Chunk.objects.get(
-        document=document, text__contains="original card"
-    ).section == [
+    assert Chunk.objects.get(document=document, text__contains="original card").section == [
         "Handbook",
         "3 Returns",
         "3.2 Refunds",
@@ -60,9 +56,7 @@ def test_pdf_chunks_carry_their_page_numbers(cast, collection, upload):
     assert delivery.section == ["Delivery"]
 
 
-def test_the_same_content_again_answers_200_with_the_first_document(
-    cast, collection, upload
-):
+def test_the_same_content_again_answers_200_with_the_first_document(cast, collection, upload):
     first = upload(cast.editor, collection, "a.html", html_bytes(HANDBOOK[:1]))
     again = upload(cast.editor, collection, "renamed.html", html_bytes(HANDBOOK[:1]))
 
@@ -74,9 +68,7 @@ def test_the_same_content_again_answers_200_with_the_first_document(
     assert Document.objects.filter(collection=collection).count() == 1
 
 
-def test_an_extension_outside_the_list_is_400_naming_what_is_accepted(
-    cast, collection, upload
-):
+def test_an_extension_outside_the_list_is_400_naming_what_is_accepted(cast, collection, upload):
     response = upload(cast.editor, collection, "tool.exe", b"MZ\x90\x00")
 
     assert response.status_code == 400
@@ -86,9 +78,7 @@ def test_an_extension_outside_the_list_is_400_naming_what_is_accepted(
 
 
 def test_content_that_contradicts_its_extension_is_400(cast, collection, upload):
-    response = upload(
-        cast.editor, collection, "report.pdf", b"PK\x03\x04 not a pdf at all"
-    )
+    response = upload(cast.editor, collection, "report.pdf", b"PK\x03\x04 not a pdf at all")
     assert response.status_code == 400
     assert "zip" in response.json()["file"][0]
     html_as_docx = upload(
@@ -105,9 +95,7 @@ def test_viewer_cannot_upload(cast, collection, upload):
     assert upload(cast.viewer, collection, "a.txt", b"hello").status_code == 403
 
 
-def test_a_corrupt_file_ends_in_error_and_the_other_documents_stay_searchable(
-    cast, collection, upload
-):
+def test_a_corrupt_file_ends_in_error_and_the_other_documents_stay_searchable(cast, collection, upload):
     good = upload(cast.editor, collection, "handbook.html", html_bytes(HANDBOOK))
     corrupt = upload(
         cast.editor,
@@ -119,18 +107,12 @@ def test_a_corrupt_file_ends_in_error_and_the_other_documents_stay_searchable(
     assert corrupt.status_code == 202
     document = Document.objects.get(pk=corrupt.json()["document_id"])
     assert document.status == "error"
-    assert "broken.pdf" in document.error and "/" not in document.error.replace(
-        "broken.pdf", ""
-    )
-    detail = cast.editor.get(
-        f"/api/manage/collections/{collection.pk}/documents/{document.pk}"
-    ).json()
+    assert "broken.pdf" in document.error and "/" not in document.error.replace("broken.pdf", "")
+    detail = cast.editor.get(f"/api/manage/collections/{collection.pk}/documents/{document.pk}").json()
     assert detail["status"] == "error" and detail["error"] == document.error
     assert Build.objects.filter(document=document).get().refused == ["broken.pdf"]
 
-    hits = cast.editor.post(
-        "/api/search", {"query": "refund to the card"}, format="json"
-    ).json()["results"]
+    hits = cast.editor.post("/api/search", {"query": "refund to the card"}, format="json").json()["results"]
     assert hits and all(h["document"]["id"] == good.json()["document_id"] for h in hits)
 
 

@@ -40,17 +40,10 @@ def no_network(monkeypatch):
         ),
     ],
 )
-def test_ingestion_and_search_work_with_the_network_blocked(
-    cast, collection, upload, no_network, filename, content
-):
+def test_ingestion_and_search_work_with_the_network_blocked(cast, collection, upload, no_network, filename, content):
     response = upload(cast.editor, collection, filename, content)
 
     document = Document.objects.get(pk=response.json()["document_id"])
     assert document.status == "done", document.error
-    assert (
-        cast.viewer.post(
-            "/api/search", {"query": "meeting day"}, format="json"
-        ).status_code
-        == 200
-    )
+    assert cast.viewer.post("/api/search", {"query": "meeting day"}, format="json").status_code == 200
     assert no_network == []

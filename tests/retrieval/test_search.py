@@ -64,9 +64,7 @@ def test_a_paraphrase_with_no_shared_keyword_finds_its_paragraph_first(cast, off
     assert first["score"] >= answer["floor"] > 0
 
 
-def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(
-    cast, office
-):
+def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(cast, office):
     answer = search(cast.viewer, query=PARAPHRASE)
 
     stages = [s["stage"] for s in answer["trace"]]
@@ -81,9 +79,7 @@ def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(
 
 
 def test_the_floor_travels_back_and_an_unrelated_question_finds_nothing(cast, office):
-    answer = search(
-        cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?"
-    )
+    answer = search(cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?")
     assert answer["results"] == []
     assert answer["floor"] == pytest.approx(0.80)
 
@@ -91,9 +87,7 @@ def test_the_floor_travels_back_and_an_unrelated_question_finds_nothing(cast, of
 def test_a_floor_of_zero_turns_it_off(cast, collection, office):
     collection.min_score = 0
     collection.save()
-    answer = search(
-        cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?"
-    )
+    answer = search(cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?")
     assert answer["floor"] == 0 and answer["results"]
 
 
@@ -102,14 +96,8 @@ def test_neighbours_are_stitched_in_document_order_within_the_document(cast, off
 
     result = answer["results"][0]
     assert result["passages"] == 3
-    assert (
-        result["text"].index("garage")
-        < result["text"].index("bikes")
-        < result["text"].index("Lunch")
-    )
-    pieces = Chunk.objects.filter(document_id=office, ordinal__in=[0, 1, 2]).order_by(
-        "ordinal"
-    )
+    assert result["text"].index("garage") < result["text"].index("bikes") < result["text"].index("Lunch")
+    pieces = Chunk.objects.filter(document_id=office, ordinal__in=[0, 1, 2]).order_by("ordinal")
     assert result["text"] == " ".join(p.text for p in pieces)
 
 
@@ -117,12 +105,7 @@ def test_outsider_finds_none_of_the_tenants_paragraphs(cast, office):
     collection_create(tenant=cast.outsider_tenant, name="handbook")
     answer = search(cast.outsider, query=PARAPHRASE)
     assert answer["results"] == []
-    assert (
-        cast.outsider.post("/api/search", {"query": "bikes"}, format="json").json()[
-            "results"
-        ]
-        == []
-    )
+    assert cast.outsider.post("/api/search", {"query": "bikes"}, format="json").json()["results"] == []
 
 
 def test_an_agent_searches_only_its_collections(cast, office, upload):
@@ -134,19 +117,11 @@ def test_an_agent_searches_only_its_collections(cast, office, upload):
         b"The bike shed code is 4711 and the rack key hangs in room 12.",
     )
 
-    assert (
-        search(cast.agent_client, query="bike rack")["results"] == []
-    )  # no collections yet
-    cast.agent.collections.add(
-        office and cast.tenant.collection_set.get(name="handbook")
-    )
-    names = {
-        r["collection"] for r in search(cast.agent_client, query="bike rack")["results"]
-    }
+    assert search(cast.agent_client, query="bike rack")["results"] == []  # no collections yet
+    cast.agent.collections.add(office and cast.tenant.collection_set.get(name="handbook"))
+    names = {r["collection"] for r in search(cast.agent_client, query="bike rack")["results"]}
     assert names == {"handbook"}
-    widened = cast.agent_client.post(
-        "/api/search", {"query": "bike", "collections": ["secrets"]}, format="json"
-    )
+    widened = cast.agent_client.post("/api/search", {"query": "bike", "collections": ["secrets"]}, format="json")
     assert widened.status_code == 400
     assert "secrets" in widened.json()["detail"]
 
@@ -160,15 +135,9 @@ def test_naming_collections_narrows_the_search(cast, office, upload):
         b"The underground garage closes at ten in the evening on weekdays.",
     )
 
-    everywhere = {
-        r["collection"]
-        for r in search(cast.viewer, query="garage closing time")["results"]
-    }
+    everywhere = {r["collection"] for r in search(cast.viewer, query="garage closing time")["results"]}
     only = {
-        r["collection"]
-        for r in search(
-            cast.viewer, query="garage closing time", collections=["garage"]
-        )["results"]
+        r["collection"] for r in search(cast.viewer, query="garage closing time", collections=["garage"])["results"]
     }
     assert everywhere == {"handbook", "garage"}
     assert only == {"garage"}
@@ -179,19 +148,10 @@ def test_each_search_is_audited_without_the_question(cast, office):
 
     event = SearchEvent.objects.get()
     assert event.tenant == cast.tenant and event.collections == ["handbook"]
-    assert (
-        event.refused is None
-        and event.floor == pytest.approx(0.80)
-        and event.results >= 1
-    )
+    assert event.refused is None and event.floor == pytest.approx(0.80) and event.results >= 1
     assert "cycle" not in str(event.stages)
 
 
 def test_bad_search_input_is_400(cast):
     assert cast.viewer.post("/api/search", {}, format="json").status_code == 400
-    assert (
-        cast.viewer.post(
-            "/api/search", {"query": "x", "top_n": 0}, format="json"
-        ).status_code
-        == 400
-    )
+    assert cast.viewer.post("/api/search", {"query": "x", "top_n": 0}, format="json").status_code == 400

@@ -21,9 +21,7 @@ class Command(BaseCommand):
         else:
             user.set_password(password)
             user.save(update_fields=["password"])
-        Membership.objects.update_or_create(
-            user=user, tenant=tenant, defaults={"role": Role.ADMIN}
-        )
+        Membership.objects.update_or_create(user=user, tenant=tenant, defaults={"role": Role.ADMIN})
         issued = api_key_create(tenant=tenant, role=Role.EDITOR, name="demo editor key")
         self.stdout.write("")
         self.stdout.write("kbsite demo tenant 'demo' is ready.")

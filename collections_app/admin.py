@@ -1,0 +1,238 @@
+"""Admin: editors manage their tenants' collections and documents; admins audit builds.
+
+Non-superuser staff see only the rows of tenants they are members of.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.http import HttpRequest
+
+from collections_app.ingestion import UnsupportedFile, check_upload
+from collections_app.models import (
+    Agent,
+    ApiKey,
+    Build,
+    Chunk,
+    Collection,
+    Document,
+    Membership,
+    ReaderLabel,
+    Tenant,
+)
+from collections_app.services.documents import document_create, document_queue_ingest
+from collections_app.services.keys import api_key_assign_secret
+
+
+def tenant_ids_of(request: HttpRequest) -> list | None:  # type: ignore[type-arg]
+    """None for a superuser (every tenant), else the ids of the user's tenants."""
+    if request.user.is_superuser:
+        return None
+    return list(Membership.objects.filter(user=request.user).values_list("tenant_id", flat=True))
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    tenant_field = "tenant"
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        queryset = super().get_queryset(request)
+        tenants = tenant_ids_of(request)
+        return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        tenants = tenant_ids_of(request)
+        if tenants is not None:
+            if db_field.name == "tenant":
+                kwargs["queryset"] = Tenant.objects.filter(pk__in=tenants)
+            elif hasattr(db_field.related_model, "tenant"):
+                kwargs["queryset"] = db_field.related_model.objects.filter(tenant__in=tenants)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        tenants = tenant_ids_of(request)
+        if tenants is not None and hasattr(db_field.related_model, "tenant"):
+            kwargs["queryset"] = db_field.related_model.objects.filter(tenant__in=tenants)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class ReadOnlyAdmin(TenantScopedAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(Tenant)
+class TenantAdmin(TenantScopedAdmin):
+    tenant_field = "pk"
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(TenantScopedAdmin):
+    list_display = ["user", "tenant", "role"]
+    list_filter = ["role", "tenant"]
+    list_select_related = ["user", "tenant"]
+
+
+@admin.register(Agent)
+class AgentAdmin(TenantScopedAdmin):
+    list_display = ["name", "tenant", "created_at"]
+    list_filter = ["tenant"]
+    filter_horizontal = ["collections"]
+    list_select_related = ["tenant"]
+
+
+class ApiKeyForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["tenant", "name", "role", "agent", "revoked"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(TenantScopedAdmin):
+    form = ApiKeyForm
+    list_display = ["prefix", "name", "tenant", "role", "agent", "created_at", "last_used_at", "revoked"]
+    list_filter = ["role", "revoked", "tenant"]
+    list_select_related = ["tenant", "agent"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        if not change:
+            secret = api_key_assign_secret(key=obj)
+            self.message_user(
+                request,
+                f"The new key is {secret} — copy it now: it is stored hashed and will not be shown again.",
+                messages.WARNING,
+            )
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Collection)
+class CollectionAdmin(TenantScopedAdmin):
+    list_display = ["name", "tenant", "chunk_strategy", "embedding_alias", "document_count", "per_reader"]
+    list_filter = ["tenant", "chunk_strategy", "per_reader"]
+    list_select_related = ["tenant"]
+    search_fields = ["name"]
+    readonly_fields = ["metadata_schema", "created_at", "updated_at"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        return super().get_queryset(request).annotate(document_count=Count("documents"))
+
+    @admin.display(ordering="document_count", description="documents")
+    def document_count(self, obj: Collection) -> int:
+        return obj.document_count  # type: ignore[attr-defined]
+
+
+class DocumentUploadForm(forms.ModelForm):
+    upload = forms.FileField(help_text="The file to ingest (.pdf .docx .html .md .txt).")
+    source_uri = forms.CharField(required=False, help_text="Where it came from; default upload://<filename>.")
+
+    class Meta:
+        model = Document
+        fields = ["collection"]
+
+    def clean_upload(self):  # type: ignore[no-untyped-def]
+        upload = self.cleaned_data["upload"]
+        try:
+            check_upload(upload.name, upload.read(8192))
+        except UnsupportedFile as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        upload.seek(0)
+        return upload
+
+
+@admin.register(Document)
+class DocumentAdmin(TenantScopedAdmin):
+    list_display = ["filename", "collection", "status", "progress", "language", "chunk_count", "updated_at"]
+    list_filter = ["status", "collection__tenant", "collection"]
+    list_select_related = ["collection"]
+    search_fields = ["filename", "source_uri"]
+    actions = ["reingest"]
+    readonly_fields = [
+        "collection", "filename", "source_uri", "status", "progress", "error", "warnings", "language",
+        "size", "content_hash", "uploaded_by", "created_at", "updated_at",
+    ]  # fmt: skip
+    exclude = ["file", "blocks", "tenant", "parent", "ingest_options"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        return super().get_queryset(request).annotate(chunk_count=Count("chunks"))
+
+    @admin.display(ordering="chunk_count", description="paragraphs")
+    def chunk_count(self, obj: Document) -> int:
+        return obj.chunk_count  # type: ignore[attr-defined]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+        if obj is None:
+            kwargs["form"] = DocumentUploadForm
+            kwargs["fields"] = ["collection", "upload", "source_uri"]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return self.readonly_fields if obj is not None else []
+
+    def get_exclude(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return self.exclude if obj is not None else []
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        if change:
+            return
+        upload = form.cleaned_data["upload"]
+        result = document_create(
+            collection=form.cleaned_data["collection"],
+            filename=upload.name,
+            content=upload,
+            source_uri=form.cleaned_data.get("source_uri", ""),
+            uploaded_by=request.user.get_username(),
+        )
+        # The admin redirects to the saved object: point it at the stored document.
+        obj.pk, obj._state.adding = result.document.pk, False
+        if not result.created:
+            self.message_user(request, f"This content is already held as {result.document.filename}.", messages.INFO)
+
+    @admin.action(description="Re-ingest the selected documents", permissions=["change"])
+    def reingest(self, request, queryset):  # type: ignore[no-untyped-def]
+        for document in queryset:
+            document_queue_ingest(document=document)
+        self.message_user(request, f"{queryset.count()} document(s) queued for ingestion.")
+
+
+@admin.register(Chunk)
+class ChunkAdmin(ReadOnlyAdmin):
+    list_display = ["document", "ordinal", "page", "section_trail", "language", "short_text"]
+    list_filter = ["language", "collection"]
+    list_select_related = ["document"]
+    search_fields = ["text"]
+    exclude = ["embedding", "search_vector"]
+
+    def get_list_filter(self, request):  # type: ignore[no-untyped-def]
+        # Filter by document through the URL (?document__id__exact=...), linked from the document page.
+        return self.list_filter
+
+    def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
+        return lookup in {"document__id__exact", "document"} or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="section")
+    def section_trail(self, obj: Chunk) -> str:
+        return " › ".join(obj.section)
+
+    @admin.display(description="text")
+    def short_text(self, obj: Chunk) -> str:
+        return obj.text[:120]
+
+
+@admin.register(Build)
+class BuildAdmin(ReadOnlyAdmin):
+    list_display = ["built_at", "collection", "document", "model", "dims", "passages", "refused", "warnings"]
+    list_filter = ["collection", "model"]
+    list_select_related = ["collection", "document"]
+
+
+@admin.register(ReaderLabel)
+class ReaderLabelAdmin(TenantScopedAdmin):
+    list_display = ["name", "tenant", "description"]
+    list_filter = ["tenant"]
