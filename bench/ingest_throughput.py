@@ -102,6 +102,10 @@ def pipeline_drafts(documents: list[tuple[str, bytes]], collection) -> list[list
     return drafts
 
 
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def rate(chunks: int, seconds: float) -> float:
     return chunks / seconds if seconds > 0 else float("nan")
 
@@ -130,8 +134,11 @@ def main() -> int:
     print(f"  corpus       : {len(documents)} SciFact abstracts as .txt uploads ({args.corpus.name})")
     print(f"  model        : {model.alias} = {model.model_id}, {model.dims} dims")
     print(
+        f"  machine      : {os.cpu_count()} cpus, load average {load_average()} (other work on the machine skews rates)"
+    )
+    print(
         f"  embed batch  : {batch} (KB_EMBED_BATCH={settings.KB_EMBED_BATCH}), threads setting: "
-        f"{settings.KB_EMBED_THREADS or 'engine default'}, cpus: {os.cpu_count()}"
+        f"{settings.KB_EMBED_THREADS or 'engine default'}"
     )
 
     tenant = Tenant.objects.create(name=f"bench-ingest-{uuid.uuid4().hex[:10]}")
@@ -212,7 +219,7 @@ def main() -> int:
         same = all(got.get(key, []) == value for key, value in expected.items())
         print(f"    check      : chunks published {'are' if same else 'are NOT'} the {len(texts)} chunks timed in (a)")
 
-        print("\nsummary")
+        print(f"\nsummary (load average now {load_average()})")
         print(f"  embedder alone : {raw_rate:7.2f} chunks/s")
         print(f"  end to end     : {e2e_rate:7.2f} chunks/s")
         print(f"  ratio          : {e2e_rate / raw_rate:.2f} (end to end / embedder alone)")

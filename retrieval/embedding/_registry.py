@@ -65,17 +65,20 @@ def get_model(alias: str) -> EmbeddingModel:
     return models[alias]
 
 
-_embedders: dict[str, Embedder] = {}
+_embedders: dict[tuple[EmbeddingModel, str], Embedder] = {}
 _lock = threading.Lock()
 
 
 def get_embedder(alias: str) -> Embedder:
     """Return the process-wide embedder for an alias (models load once, then stay hot)."""
     model = get_model(alias)
+    # Keyed by what the model is and where it is served, so a changed setting
+    # gets a new client instead of the old one.
+    key = (model, settings.KB_EMBED_URL if model.provider == "openai" else "")
     with _lock:
-        if alias not in _embedders:
-            _embedders[alias] = _build(model)
-        return _embedders[alias]
+        if key not in _embedders:
+            _embedders[key] = _build(model)
+        return _embedders[key]
 
 
 def _build(model: EmbeddingModel) -> Embedder:

@@ -7,8 +7,10 @@ Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCo
 
 from ._pipeline import SearchAnswer, search
 from ._scope import SearchScope, UnknownCollections, resolve_scope
+from ._stages import EmbeddingWidthMismatch
 
 __all__ = [
+    "EmbeddingWidthMismatch",
     "SearchAnswer",
     "SearchScope",
     "UnknownCollections",

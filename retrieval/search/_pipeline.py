@@ -16,6 +16,7 @@ from ._scope import SearchScope
 from ._stages import (
     Hit,
     Stage,
+    check_embedding_width,
     keyword_retrieve,
     passes_floor,
     reciprocal_rank_fusion,
@@ -95,6 +96,7 @@ def search(
     for alias, members in by_alias.items():
         timer = _Timer()
         query_vectors[alias] = get_embedder(alias).embed_query(query)
+        check_embedding_width(collections=members, dims=len(query_vectors[alias]))
         stages.append(Stage("query embedding", "ran", counts={"model": alias}, ms=timer.ms()))
         timer = _Timer()
         with transaction.atomic():

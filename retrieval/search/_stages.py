@@ -119,6 +119,29 @@ def vector_retrieve(
     return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
 
 
+class EmbeddingWidthMismatch(ValueError):
+    """Paragraphs were embedded with a model of another width than the collection's model now."""
+
+
+def check_embedding_width(*, collections: list, dims: int) -> None:  # type: ignore[type-arg]
+    """Refuse to search vectors of another width than the query's: they would silently never match."""
+    from collections_app.models import Chunk
+
+    stale = (
+        Chunk.objects.filter(collection__in=collections)
+        .exclude(embedding_dims=dims)
+        .order_by()
+        .values_list("collection__name", "embedding_dims")
+        .distinct()[:5]
+    )
+    if stale:
+        names = ", ".join(f"{name} ({width} dimensions)" for name, width in stale)
+        raise EmbeddingWidthMismatch(
+            f"the question is embedded with {dims} dimensions but {names} were built with another model; "
+            "rebuild those collections with their current embedding model"
+        )
+
+
 def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, float]:
     """Cosine similarity for hits that only the keyword side found, so the floor can judge them too."""
     if not chunk_ids:

