@@ -63,6 +63,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--batch", type=int, default=None, help="embedding batch size (default: settings.KB_EMBED_BATCH)"
     )
+    parser.add_argument("--verbose", action="store_true", help="keep ingestion's per-document log lines")
     return parser.parse_args()
 
 

@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.search import UnknownCollections, resolve_scope, search
+from retrieval.search import EmbeddingWidthMismatch, UnknownCollections, resolve_scope, search
 from retrieval.services import search_event_record
 
 
@@ -60,12 +60,10 @@ class SearchView(APIView):
             )
         except UnknownCollections as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        answer = search(
-            scope=scope,
-            query=params["query"],
-            top_n=params.get("top_n"),
-            around=params.get("around"),
-        )
+        try:
+            answer = search(scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"))
+        except EmbeddingWidthMismatch as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         search_event_record(key=request.auth, scope=scope, answer=answer)
         return Response(
             {
