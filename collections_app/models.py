@@ -115,6 +115,8 @@ class Collection(TenantOwned):
     languages = ArrayField(models.CharField(max_length=10), null=True, blank=True)
     per_reader = models.BooleanField(default=False)
     metadata_schema = models.JSONField(default=dict, blank=True)
+    # Glob patterns (relative to a folder source or zip root) never imported, e.g. **/README.md.
+    exclude_patterns = ArrayField(models.CharField(max_length=300), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -197,6 +199,8 @@ class Document(TenantOwned):
     warnings = models.JSONField(default=list, blank=True)
     language = models.CharField(max_length=10, blank=True, default="")
     ingest_options = models.JSONField(default=dict, blank=True)
+    # Document-level facts from the parser (email sender, date, subject, ...); copied onto its chunks.
+    metadata = models.JSONField(default=dict, blank=True)
     # Parser output, kept so re-chunking never re-parses.
     blocks = models.JSONField(null=True, blank=True, editable=False)
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent of ingestion done.")

@@ -13,6 +13,8 @@ class Block:
     # Heading trail, outermost first. A heading's own trail ends with itself.
     section: list[str] = field(default_factory=list)
     language: str = ""
+    # Filterable values of a record (spreadsheet row, JSON object), by column.
+    metadata: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -30,6 +32,7 @@ class ChunkDraft:
     section: list[str]
     page: int | None
     language: str = ""
+    metadata: dict[str, object] = field(default_factory=dict)
 
     def embedding_text(self) -> str:
         # The heading trail gives the embedding its context ("Refunds" means
@@ -38,3 +41,23 @@ class ChunkDraft:
         if not self.section:
             return self.text
         return " › ".join(self.section) + "\n\n" + self.text
+
+
+@dataclass
+class Attachment:
+    """A file found inside another (an email attachment): it becomes a document of its own."""
+
+    filename: str
+    content: bytes
+
+
+@dataclass
+class ParseResult:
+    """What a parser hands back: blocks in order, plus what a person should know."""
+
+    blocks: list[Block]
+    # Shown on the document: things read differently than asked, rows skipped, ...
+    warnings: list[str] = field(default_factory=list)
+    # Document-level facts (email sender, date, subject, ...), filterable.
+    metadata: dict[str, object] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)

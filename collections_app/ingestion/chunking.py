@@ -46,27 +46,56 @@ def chunk_blocks(
         following = groups[index + 1][0][1] if index + 1 < len(groups) else ()
         if all(b.kind == "heading" for b in members) and following[: len(section)] == section and following != section:
             continue
-        for text in _pack([b.text for b in members], settings, measure):
-            language = _dominant_language(members)
-            drafts.append(ChunkDraft(text=text, section=list(section), page=page, language=language))
+        language = _dominant_language(members)
+        for text, metadata in _pack(members, settings, measure):
+            drafts.append(ChunkDraft(text=text, section=list(section), page=page, language=language, metadata=metadata))
     return drafts
 
 
-def _pack(texts: list[str], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
-    chunks: list[str] = []
+def _pack(
+    blocks: list[Block], settings: ChunkingSettings, measure: Callable[[str], int]
+) -> list[tuple[str, dict[str, object]]]:
+    """Pack blocks up to `size`. A record (spreadsheet row, JSON object) is always a chunk of its own."""
+    chunks: list[tuple[str, dict[str, object]]] = []
     current: list[str] = []
-    for text in texts:
-        pieces = _split_long(text, settings, measure) if measure(text) > settings.size else [text]
+
+    def flush() -> None:
+        if current:
+            chunks.append(("\n\n".join(current), {}))
+            current.clear()
+
+    for block in blocks:
+        if block.kind == "record":
+            flush()
+            chunks.append((block.text, dict(block.metadata)))
+            continue
+        too_long = measure(block.text) > settings.size
+        if not too_long:
+            pieces = [block.text]
+        elif block.kind == "code":
+            pieces = _split_lines(block.text, settings, measure)
+        else:
+            pieces = _split_long(block.text, settings, measure)
         for piece in pieces:
-            candidate = "\n\n".join([*current, piece])
-            if current and measure(candidate) > settings.size:
-                chunks.append("\n\n".join(current))
-                current = [piece]
-            else:
-                current.append(piece)
-    if current:
-        chunks.append("\n\n".join(current))
+            if current and measure("\n\n".join([*current, piece])) > settings.size:
+                flush()
+            current.append(piece)
+    flush()
     return chunks
+
+
+def _split_lines(code: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+    """Code is split between lines, never inside one, so it stays code."""
+    pieces: list[str] = []
+    current: list[str] = []
+    for line in code.splitlines():
+        if current and measure("\n".join([*current, line])) > settings.size:
+            pieces.append("\n".join(current))
+            current = []
+        current.append(line)
+    if current:
+        pieces.append("\n".join(current))
+    return pieces
 
 
 def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:

@@ -1,62 +1,58 @@
-"""Parsers: stored original → blocks (text, kind, page, heading trail).
+"""Parsers: stored original → ParseResult (blocks with kind, page, heading trail; warnings; attachments).
 
-Office and markup formats go through `unstructured`, which serves them offline
-(with DO_NOT_TRACK set and its spaCy model installed, see _unstructured.py).
-PDFs go through pdfplumber: unstructured's PDF path imports torch,
-transformers and onnxruntime even for its `fast` strategy, and its text path
-loses headings, which pdfplumber's font sizes give back.
+One module per family, chosen for the job:
+- office and markup formats: `unstructured` (offline with DO_NOT_TRACK and its spaCy model, see _unstructured.py);
+- PDF: pdfplumber (unstructured's PDF path imports torch, transformers and onnxruntime even for `fast`,
+  and loses headings, which font sizes give back); pages without text go to OCR;
+- images: Tesseract (ocr.py);
+- spreadsheets and structured data: records (records.py);
+- email: the standard library's email parser and python-oxmsg (email.py);
+- source files: code kept intact (source.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
-from .blocks import Block
-from .formats import PDF_EXTENSIONS, extension_of
-from .pdf import parse_pdf
+from .blocks import ParseResult
+from .formats import extension_of, family_of
 
 
 class NothingReadable(ValueError):
     """The file parsed, but no text could be read from it."""
 
 
-def parse_document(path: Path, filename: str) -> list[Block]:
-    ext = extension_of(filename)
-    blocks = parse_pdf(path) if ext in PDF_EXTENSIONS else _parse_with_unstructured(path, ext)
-    blocks = [b for b in blocks if b.text.strip()]
-    if not blocks:
-        raise NothingReadable("no text could be read from this file (is it empty, truncated or a scan?)")
-    return blocks
+class ParserUnavailable(RuntimeError):
+    """A parser needs a program this machine does not have; the message names the install step."""
 
 
-_KINDS = {
-    "Title": "heading",
-    "ListItem": "list_item",
-    "Table": "table",
-    "CodeSnippet": "code",
-    "Formula": "paragraph",
+# family → "module:function" taking (path, ext, options) and returning ParseResult.
+PARSERS = {
+    "pdf": "collections_app.ingestion.pdf:parse_pdf",
+    "office": "collections_app.ingestion._unstructured:parse_office",
+    "markup": "collections_app.ingestion._unstructured:parse_office",
+    "spreadsheet": "collections_app.ingestion.records:parse_records",
+    "structured": "collections_app.ingestion.records:parse_records",
+    "email": "collections_app.ingestion.email:parse_email",
+    "image": "collections_app.ingestion.ocr:parse_image",
+    "source": "collections_app.ingestion.source:parse_source",
 }
-# Page furniture repeats on every page and says nothing about the content.
-_SKIPPED = {"Header", "Footer", "PageBreak", "PageNumber", "Image"}
 
 
-def _parse_with_unstructured(path: Path, ext: str) -> list[Block]:
-    from ._unstructured import partition
+def parser_for(family: str) -> Callable[[Path, str, dict[str, Any]], ParseResult]:
+    module, _, function = PARSERS[family].partition(":")
+    return getattr(import_module(module), function)
 
-    elements = partition(path, ext)
-    blocks: list[Block] = []
-    trail: list[str] = []
-    for element in elements:
-        category = element.category
-        text = (element.text or "").strip()
-        if category in _SKIPPED or not text:
-            continue
-        page = element.metadata.page_number
-        kind = _KINDS.get(category, "paragraph")
-        if kind == "heading":
-            depth = element.metadata.category_depth or 0
-            trail = [*trail[:depth], text]
-            blocks.append(Block(text=text, kind="heading", page=page, section=list(trail)))
-        else:
-            blocks.append(Block(text=text, kind=kind, page=page, section=list(trail)))
-    return blocks
+
+def parse_document(path: Path, filename: str, options: dict[str, Any] | None = None) -> ParseResult:
+    family = family_of(filename)
+    if family not in PARSERS:
+        raise NothingReadable(f"{filename} is not a file kbsite parses on its own")
+    result = parser_for(family)(path, extension_of(filename), options or {})
+    result.blocks = [b for b in result.blocks if b.text.strip()]
+    if not result.blocks and not result.attachments:
+        raise NothingReadable("no text could be read from this file (is it empty, truncated or a scan?)")
+    return result

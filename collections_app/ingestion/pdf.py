@@ -9,13 +9,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from .blocks import Block
+from .blocks import Block, ParseResult
 
 _HEADING_RATIO = 1.15
 _HEADING_MAX_CHARS = 120
 
 
-def parse_pdf(path: Path) -> list[Block]:
+def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> ParseResult:  # type: ignore[type-arg]
     import pdfplumber
 
     pages: list[list[tuple[str, float, float, float]]] = []  # (text, size, top, bottom)
@@ -38,7 +38,7 @@ def parse_pdf(path: Path) -> list[Block]:
 
     all_sizes = [size for lines in pages for (text, size, _, _) in lines for _ in text]
     if not all_sizes:
-        return []
+        return ParseResult(blocks=[])
     body = statistics.median(all_sizes)
     heading_sizes = sorted(
         {round(size, 1) for lines in pages for (text, size, _, _) in lines if _is_heading(text, size, body)},
@@ -68,7 +68,7 @@ def parse_pdf(path: Path) -> list[Block]:
             last_bottom = bottom
         if paragraph:
             blocks.append(Block(" ".join(paragraph), "paragraph", page_number, list(trail)))
-    return blocks
+    return ParseResult(blocks=blocks)
 
 
 def _is_heading(text: str, size: float, body: float) -> bool:

@@ -4,8 +4,9 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -22,9 +23,11 @@ from collections_app.ingestion import (
     detect_language,
     parse_document,
 )
-from collections_app.ingestion.blocks import Block
+from collections_app.ingestion.blocks import Attachment, Block
 from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
+from collections_app.ingestion.parsing import ParserUnavailable
+from collections_app.models import Chunk, Collection, Document, DocumentStatus
+from collections_app.services.builds import build_record
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -47,6 +50,8 @@ def document_create(
     content: BinaryIO,
     source_uri: str = "",
     uploaded_by: str = "",
+    ingest_options: dict[str, Any] | None = None,
+    parent: Document | None = None,
 ) -> UploadResult:
     """Store an upload and queue its ingestion; the same content again returns the document already held."""
     filename = Path(filename.replace("\\", "/")).name
@@ -67,6 +72,8 @@ def document_create(
             source_uri=source_uri or f"upload://{filename}",
             size=len(data),
             uploaded_by=uploaded_by,
+            ingest_options=ingest_options or {},
+            parent=parent,
         )
         document.file.save(filename, ContentFile(data), save=False)
         document.save()
@@ -104,34 +111,46 @@ def document_ingest(*, document_id: str) -> None:
         blocks = _blocks_of(document)
         drafts = _chunk(document, collection, blocks)
         vectors = _embed(document, collection, drafts)
-    except (NothingReadable, UnsupportedFile, StrategyNotBuilt) as exc:
+    except (NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable) as exc:
         _fail(document, str(exc))
         return
     except Exception as exc:  # a parser or model failure: say what, never where
         logger.exception("ingestion of document %s failed", document.pk)
-        _fail(
-            document,
-            f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt",
-        )
+        _fail(document, f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt")
         return
     _publish(document, collection, drafts, vectors)
-    logger.info(
-        "document %s ingested: %d chunks in %.1fs",
-        document.pk,
-        len(drafts),
-        time.monotonic() - started,
-    )
+    logger.info("document %s ingested: %d chunks in %.1fs", document.pk, len(drafts), time.monotonic() - started)
 
 
 def _blocks_of(document: Document) -> list[Block]:
     # Parser output is kept so that re-chunking never re-parses.
     if document.blocks is not None:
         return [Block.from_json(b) for b in document.blocks]
-    with document.file.open("rb"):
-        path = Path(document.file.path)
-        blocks = parse_document(path, document.filename)
-    Document.objects.filter(pk=document.pk).update(blocks=[b.to_json() for b in blocks], progress=10)
-    return blocks
+    result = parse_document(Path(document.file.path), document.filename, document.ingest_options)
+    warnings = [*result.warnings, *document_attachments_create(parent=document, attachments=result.attachments)]
+    document.warnings, document.metadata = warnings, result.metadata
+    Document.objects.filter(pk=document.pk).update(
+        blocks=[b.to_json() for b in result.blocks], warnings=warnings, metadata=result.metadata, progress=10
+    )
+    return result.blocks
+
+
+def document_attachments_create(*, parent: Document, attachments: list[Attachment]) -> list[str]:
+    """Each attachment becomes a document of its own, linked to its message. Returns warnings for the parent."""
+    warnings = []
+    for attachment in attachments:
+        try:
+            document_create(
+                collection=parent.collection,
+                filename=attachment.filename,
+                content=BytesIO(attachment.content),
+                source_uri=f"{parent.source_uri}#attachment={attachment.filename}",
+                uploaded_by=parent.uploaded_by,
+                parent=parent,
+            )
+        except (UnsupportedFile, FileTooLarge) as exc:
+            warnings.append(f"attachment {attachment.filename} skipped: {exc}")
+    return warnings
 
 
 def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
@@ -182,6 +201,9 @@ def _publish(
 ) -> None:
     model = get_model(collection.embedding_alias)
     dims = len(vectors[0])
+    labels = list(document.ingest_options.get("labels", []))
+    # Platform filter keys every paragraph answers to, whatever the collection's schema.
+    platform_metadata = {k: document.metadata[k] for k in ("author", "created") if k in document.metadata}
     with transaction.atomic():
         Chunk.objects.filter(document=document).delete()
         chunks = Chunk.objects.bulk_create(
@@ -194,6 +216,8 @@ def _publish(
                 section=draft.section,
                 page=draft.page,
                 language=draft.language,
+                labels=labels,
+                metadata={**platform_metadata, **draft.metadata},
                 embedding=vector,
                 embedding_dims=dims,
             )
@@ -214,6 +238,8 @@ def _publish(
             dims=dims,
             passages=len(chunks),
             refused=[],
+            built_from=built_from_upload(document),
+            unlabelled=0 if labels else len(chunks),
         )
 
 
@@ -244,38 +270,12 @@ def _fail(document: Document, reason: str) -> None:
         model = get_model(collection.embedding_alias)
         build_record(
             collection=collection, document=document, model=model.alias, dims=model.dims, passages=0,
-            refused=[document.filename],
+            refused=[document.filename], built_from=built_from_upload(document),
         )  # fmt: skip
 
 
-def build_record(
-    *,
-    collection: Collection,
-    document: Document | None,
-    model: str,
-    dims: int,
-    passages: int,
-    refused: list[str],
-) -> Build:
-    previous = Build.objects.filter(collection=collection).order_by("-built_at").first()
-    warnings = []
-    if previous is not None and previous.model != model:
-        warnings.append(f"embedding model changed from {previous.model} to {model}")
-    uploader = document.uploaded_by if document is not None else ""
-    return Build.objects.create(
-        tenant_id=collection.tenant_id,
-        collection=collection,
-        document=document,
-        model=model,
-        dims=dims,
-        method={
-            "strategy": collection.chunk_strategy,
-            "size": collection.chunk_size,
-            "overlap": collection.chunk_overlap,
-            "unit": collection.chunk_size_unit,
-        },
-        built_from=f"upload by {uploader}" if uploader else "upload",
-        passages=passages,
-        refused=refused,
-        warnings=warnings,
-    )
+def built_from_upload(document: Document) -> str:
+    # For a person, never a path: who uploaded it, or which folder source it came from.
+    if document.source_uri.startswith("folder://"):
+        return "folder source " + document.source_uri.removeprefix("folder://").split("/", 1)[0]
+    return f"upload by {document.uploaded_by}" if document.uploaded_by else "upload"

@@ -80,7 +80,7 @@ def test_an_extension_outside_the_list_is_400_naming_what_is_accepted(cast, coll
 def test_content_that_contradicts_its_extension_is_400(cast, collection, upload):
     response = upload(cast.editor, collection, "report.pdf", b"PK\x03\x04 not a pdf at all")
     assert response.status_code == 400
-    assert "zip" in response.json()["file"][0]
+    assert "ZIP archive" in response.json()["file"][0]
     html_as_docx = upload(
         cast.editor,
         collection,
