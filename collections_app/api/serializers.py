@@ -73,6 +73,19 @@ class DocumentUploadInput(serializers.Serializer):
     # An empty file is accepted and ends in `error` ("no text could be read"), like any unreadable one.
     file = serializers.FileField(allow_empty_file=True)
     source_uri = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    ingest_options = serializers.JSONField(
+        required=False, help_text='JSON object, e.g. {"tesseract_langs": ["mkd", "eng"]} or {"table_mode": "sheet"}'
+    )
+
+
+class IngestOptionsInput(serializers.Serializer):
+    confirm_reparse = serializers.BooleanField(default=False)
+    mineru_lang = serializers.CharField(required=False)
+    tesseract_langs = serializers.ListField(child=serializers.CharField(), required=False)
+    table_mode = serializers.CharField(required=False)
+    column_roles = serializers.DictField(child=serializers.CharField(), required=False)
+    records_path = serializers.CharField(required=False, allow_blank=True)
+    labels = serializers.ListField(child=serializers.CharField(), required=False)
 
 
 class DocumentUploadOutput(serializers.Serializer):
@@ -93,6 +106,8 @@ class DocumentOutput(serializers.ModelSerializer):
             "status",
             "error",
             "warnings",
+            "ingest_options",
+            "metadata",
             "progress",
             "language",
             "size",

@@ -21,6 +21,7 @@ from collections_app.api.serializers import (
     DocumentOutput,
     DocumentUploadInput,
     DocumentUploadOutput,
+    IngestOptionsInput,
 )
 from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.chunking import StrategyNotBuilt
@@ -33,6 +34,12 @@ from collections_app.services.collections import (
     collection_update,
 )
 from collections_app.services.documents import FileTooLarge, document_create
+from collections_app.services.ingest_options import (
+    InvalidIngestOptions,
+    ReparseNeedsConfirmation,
+    document_options_update,
+    ingest_options_validate,
+)
 
 
 class TenantScopedView(APIView):
@@ -125,12 +132,17 @@ class DocumentListView(TenantScopedView):
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
         try:
+            options = ingest_options_validate(data.validated_data.get("ingest_options"))
+        except InvalidIngestOptions as exc:
+            raise ValidationError({"ingest_options": [str(exc)]}) from exc
+        try:
             result = document_create(
                 collection=collection,
                 filename=upload.name,
                 content=upload,
                 source_uri=data.validated_data.get("source_uri", ""),
                 uploaded_by=request.auth.name or request.auth.prefix,
+                ingest_options=options,
             )
         except UnsupportedFile as exc:
             raise ValidationError({"file": [str(exc)]}) from exc
@@ -149,6 +161,28 @@ class DocumentDetailView(TenantScopedView):
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         return Response(DocumentOutput(document).data)
+
+
+class DocumentIngestOptionsView(TenantScopedView):
+    @extend_schema(
+        request=IngestOptionsInput, responses={202: DocumentOutput, 409: OpenApiResponse(description="confirm")}
+    )
+    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        data = IngestOptionsInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        changes = {k: v for k, v in data.validated_data.items() if k != "confirm_reparse"}
+        try:
+            document_options_update(
+                document=document, changes=changes, confirm_reparse=data.validated_data["confirm_reparse"]
+            )
+        except InvalidIngestOptions as exc:
+            raise ValidationError({"detail": str(exc)}) from exc
+        except ReparseNeedsConfirmation as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        document = selectors.documents_for(collection).get(pk=document.pk)
+        return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
 
 
 class BuildListView(TenantScopedView):
