@@ -34,14 +34,7 @@ def _validate(values: dict[str, Any]) -> None:
 def collection_create(*, tenant: Tenant, name: str, **settings: Any) -> Collection:
     _validate(settings)
     collection = Collection(tenant=tenant, name=name, **settings)
-    _validate({"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap})
-    try:
-        with transaction.atomic():
-            collection.save()
-    except IntegrityError as exc:
-        if "collection_name_unique_per_tenant" in str(exc):
-            raise CollectionNameTaken(f"a collection named {name!r} already exists") from exc
-        raise
+    _save(collection)
     return collection
 
 
@@ -49,6 +42,12 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
     _validate(changes)
     for field, value in changes.items():
         setattr(collection, field, value)
+    _save(collection)
+    return collection
+
+
+def _save(collection: Collection) -> None:
+    # Size and overlap are checked together: a change to one may break the pair.
     _validate({"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap})
     try:
         with transaction.atomic():
@@ -57,7 +56,6 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
         if "collection_name_unique_per_tenant" in str(exc):
             raise CollectionNameTaken(f"a collection named {collection.name!r} already exists") from exc
         raise
-    return collection
 
 
 def collection_delete(*, collection: Collection) -> None:
