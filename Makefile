@@ -28,6 +28,7 @@ migrate: setup
 # Web server and django-q2 cluster share the embedded PostgreSQL; Ctrl-C stops both,
 # and the database stops with the last of them.
 run: migrate
+	@$(BIN)/python -m collections_app.ingestion.ocr  # says how to add Tesseract if missing; never fails
 	$(MANAGE) setup_demo
 	@trap 'kill $$cluster 2>/dev/null; wait $$cluster 2>/dev/null' EXIT INT TERM; \
 	export KB_WARM_EMBEDDING=1; \

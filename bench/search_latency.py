@@ -59,6 +59,13 @@ def setup_django() -> None:
 
     django.setup()
 
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        raise SystemExit("the database has unapplied migrations: run `.venv/bin/python manage.py migrate` first")
+
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -10,7 +10,11 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpRequest
 
+from collections_app.admin_column_roles import ColumnRolesAdminMixin
+from collections_app.admin_ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
+from collections_app.admin_sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin, FolderSourceAdminMixin
 from collections_app.ingestion import UnsupportedFile, check_upload
+from collections_app.ingestion.formats import family_of
 from collections_app.models import (
     Agent,
     ApiKey,
@@ -113,12 +117,13 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
 
 @admin.register(Collection)
-class CollectionAdmin(TenantScopedAdmin):
+class CollectionAdmin(FolderSourceAdminMixin, TenantScopedAdmin):
     list_display = ["name", "tenant", "chunk_strategy", "embedding_alias", "document_count", "per_reader"]
     list_filter = ["tenant", "chunk_strategy", "per_reader"]
     list_select_related = ["tenant"]
     search_fields = ["name"]
-    readonly_fields = ["metadata_schema", "created_at", "updated_at"]
+    readonly_fields = ["metadata_schema", "folder_source", "created_at", "updated_at"]
+    actions = ["sync_folder_source"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).annotate(document_count=Count("documents"))
@@ -129,8 +134,11 @@ class CollectionAdmin(TenantScopedAdmin):
 
 
 class DocumentUploadForm(forms.ModelForm):
-    upload = forms.FileField(help_text="The file to ingest (.pdf .docx .html .md .txt).")
+    upload = forms.FileField(
+        help_text="The file to ingest (.pdf .docx .html .md .txt ...); a .zip imports each file in it."
+    )
     source_uri = forms.CharField(required=False, help_text="Where it came from; default upload://<filename>.")
+    scanned_text_language = scanned_text_field()
 
     class Meta:
         model = Document
@@ -145,17 +153,44 @@ class DocumentUploadForm(forms.ModelForm):
         upload.seek(0)
         return upload
 
+    def clean_source_uri(self) -> str:
+        value = self.cleaned_data.get("source_uri", "")
+        if value.lower().startswith("folder://"):  # as the API: only folder sources are folder://
+            raise forms.ValidationError("folder:// addresses belong to folder sources, set by the deployment.")
+        return value
+
+    def clean_scanned_text_language(self) -> list[str]:
+        return scanned_text_langs(self.cleaned_data.get("scanned_text_language", ""))
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        upload = data.get("upload")
+        if upload is not None and family_of(upload.name) == "archive" and data.get("scanned_text_language"):
+            self.add_error(
+                "scanned_text_language",
+                "A .zip import takes no OCR language: its files are read with the defaults. "
+                "Upload a scan on its own to choose its language.",
+            )
+        return data
+
+    def ingest_options(self) -> dict:  # type: ignore[type-arg]
+        langs = self.cleaned_data.get("scanned_text_language")
+        return {"tesseract_langs": langs} if langs else {}
+
 
 @admin.register(Document)
-class DocumentAdmin(TenantScopedAdmin):
+class DocumentAdmin(
+    ArchiveUploadAdminMixin, AttachmentsAdminMixin, OcrAdminMixin, ColumnRolesAdminMixin, TenantScopedAdmin
+):
     list_display = ["filename", "collection", "status", "progress", "language", "chunk_count", "updated_at"]
     list_filter = ["status", "collection__tenant", "collection"]
     list_select_related = ["collection"]
     search_fields = ["filename", "source_uri"]
     actions = ["reingest"]
     readonly_fields = [
-        "collection", "filename", "source_uri", "status", "progress", "error", "warnings", "language",
-        "size", "content_hash", "uploaded_by", "created_at", "updated_at",
+        "collection", "filename", "source_uri", "attached_to", "attachment_links", "status", "progress", "error",
+        "warnings", "language", "ocr_languages", "column_roles", "size", "content_hash", "uploaded_by",
+        "created_at", "updated_at",
     ]  # fmt: skip
     exclude = ["file", "blocks", "tenant", "parent", "ingest_options"]
 
@@ -169,7 +204,7 @@ class DocumentAdmin(TenantScopedAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
         if obj is None:
             kwargs["form"] = DocumentUploadForm
-            kwargs["fields"] = ["collection", "upload", "source_uri"]
+            kwargs["fields"] = ["collection", "upload", "source_uri", "scanned_text_language"]
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
@@ -182,12 +217,15 @@ class DocumentAdmin(TenantScopedAdmin):
         if change:
             return
         upload = form.cleaned_data["upload"]
+        if family_of(upload.name) == "archive":
+            return self.save_archive(request, obj, form)  # each member a document: admin_sources.py
         result = document_create(
             collection=form.cleaned_data["collection"],
             filename=upload.name,
             content=upload,
             source_uri=form.cleaned_data.get("source_uri", ""),
             uploaded_by=request.user.get_username(),
+            ingest_options=form.ingest_options(),
         )
         # The admin redirects to the saved object: point it at the stored document.
         obj.pk, obj._state.adding = result.document.pk, False

@@ -112,6 +112,16 @@ USE_TZ = True
 # Uploads: an upload larger than this is refused with 413 before any work.
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Zip imports (the .zip itself is an upload, so KB_MAX_UPLOAD_BYTES bounds it; each member is
+# bounded by it too). A zip whose members add up to more than KB_MAX_ZIP_BYTES, that holds more
+# than KB_MAX_ZIP_MEMBERS entries, or that has a large member compressed more than
+# KB_MAX_ZIP_RATIO times is refused before anything is extracted.
+KB_MAX_ZIP_BYTES = env_int("KB_MAX_ZIP_BYTES", 1024 * 1024 * 1024)
+KB_MAX_ZIP_MEMBERS = env_int("KB_MAX_ZIP_MEMBERS", 10_000)
+KB_MAX_ZIP_RATIO = env_int("KB_MAX_ZIP_RATIO", 100)
+# Folder sources (KB_COLLECTION_<NAME>_FOLDER): with KB_SYNC_EVERY_MINUTES > 0,
+# `manage.py sync_collection --schedule` makes a django-q2 schedule that syncs each one that often.
+KB_SYNC_EVERY_MINUTES = env_int("KB_SYNC_EVERY_MINUTES", 0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["collections_app.api.authentication.ApiKeyAuthentication"],
@@ -161,6 +171,10 @@ KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
 # Optional generative model and reranker: absent means their stages are skipped.
 KB_LLM_URL = os.environ.get("LLM_URL", "")
 KB_RERANK_URL = os.environ.get("KB_RERANK_URL", "")
+
+# OCR: MinerU would be the primary OCR for the language groups it serves. No client is built
+# yet, so documents that ask for it are read by Tesseract and their warnings say so.
+KB_MINERU_URL = os.environ.get("KB_MINERU_URL", "")
 
 LOGGING = {
     "version": 1,

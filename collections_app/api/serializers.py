@@ -77,6 +77,13 @@ class DocumentUploadInput(serializers.Serializer):
         required=False, help_text='JSON object, e.g. {"tesseract_langs": ["mkd", "eng"]} or {"table_mode": "sheet"}'
     )
 
+    def validate_source_uri(self, value: str) -> str:
+        # folder:// names what a folder source synced; only the deployment sets folder sources, and a sync
+        # removes folder documents it does not find, so an upload may not claim to be one.
+        if value.lower().startswith("folder://"):
+            raise serializers.ValidationError("folder:// addresses belong to folder sources, set by the deployment")
+        return value
+
 
 class IngestOptionsInput(serializers.Serializer):
     confirm_reparse = serializers.BooleanField(default=False)
@@ -91,6 +98,20 @@ class IngestOptionsInput(serializers.Serializer):
 class DocumentUploadOutput(serializers.Serializer):
     document_id = serializers.UUIDField()
     status = serializers.CharField()
+
+
+class ArchiveMemberOutput(serializers.Serializer):
+    document_id = serializers.UUIDField(source="document.pk")
+    filename = serializers.CharField(source="path", help_text="the member's path inside the zip")
+    status = serializers.CharField(source="document.status")
+    created = serializers.BooleanField(help_text="false: the same content was already held")
+
+
+class ArchiveImportOutput(serializers.Serializer):
+    """The answer to a .zip upload: one entry per member imported (or already held), and what was not."""
+
+    documents = ArchiveMemberOutput(many=True, source="members")
+    warnings = serializers.ListField(child=serializers.CharField())
 
 
 class DocumentOutput(serializers.ModelSerializer):

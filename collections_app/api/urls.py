@@ -20,6 +20,11 @@ urlpatterns = [
         name="document-detail",
     ),
     path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/ingest-options",
+        views.DocumentIngestOptionsView.as_view(),
+        name="document-ingest-options",
+    ),
+    path(
         "collections/<uuid:collection_id>/builds",
         views.BuildListView.as_view(),
         name="build-list",

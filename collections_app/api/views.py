@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from collections_app import selectors
 from collections_app.api.permissions import EditorWrites
 from collections_app.api.serializers import (
+    ArchiveImportOutput,
     BuildOutput,
     CollectionInput,
     CollectionOutput,
@@ -25,7 +26,9 @@ from collections_app.api.serializers import (
 )
 from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.chunking import StrategyNotBuilt
+from collections_app.ingestion.formats import family_of
 from collections_app.models import Collection
+from collections_app.services.archives import ArchiveRefused, InsufficientStorage, archive_import
 from collections_app.services.collections import (
     CollectionNameTaken,
     InvalidSettings,
@@ -103,6 +106,13 @@ class CollectionDetailView(TenantScopedView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+_UPLOAD_ANSWER = PolymorphicProxySerializer(
+    component_name="UploadAnswer",
+    serializers=[DocumentUploadOutput, ArchiveImportOutput],
+    resource_type_field_name=None,
+)
+
+
 class DocumentListView(TenantScopedView):
     parser_classes = [MultiPartParser, FormParser]
 
@@ -124,13 +134,16 @@ class DocumentListView(TenantScopedView):
 
     @extend_schema(
         request={"multipart/form-data": DocumentUploadInput},
-        responses={202: DocumentUploadOutput, 200: DocumentUploadOutput},
+        responses={202: _UPLOAD_ANSWER, 200: _UPLOAD_ANSWER},
+        description="A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
     def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         data = DocumentUploadInput(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
+        if family_of(upload.name) == "archive":
+            return _archive_upload(request, collection, data.validated_data)
         try:
             options = ingest_options_validate(data.validated_data.get("ingest_options"))
         except InvalidIngestOptions as exc:
@@ -153,6 +166,32 @@ class DocumentListView(TenantScopedView):
             body,
             status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,
         )
+
+
+def _archive_upload(request: Request, collection: Collection, validated: dict) -> Response:  # type: ignore[type-arg]
+    if validated.get("ingest_options") not in (None, "", {}):
+        raise ValidationError(
+            {"ingest_options": ["a .zip import takes no ingest options; upload a file on its own to set them"]}
+        )
+    upload = validated["file"]
+    try:
+        result = archive_import(
+            collection=collection,
+            filename=upload.name,
+            content=upload,
+            uploaded_by=request.auth.name or request.auth.prefix,
+            source_uri=validated.get("source_uri", ""),
+        )
+    except (UnsupportedFile, ArchiveRefused) as exc:
+        raise ValidationError({"file": [str(exc)]}) from exc
+    except FileTooLarge as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    except InsufficientStorage as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
+    return Response(
+        ArchiveImportOutput(result).data,
+        status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,
+    )
 
 
 class DocumentDetailView(TenantScopedView):

@@ -61,3 +61,11 @@ class ParseResult:
     # Document-level facts (email sender, date, subject, ...), filterable.
     metadata: dict[str, object] = field(default_factory=dict)
     attachments: list[Attachment] = field(default_factory=list)
+    # Records only (spreadsheets, JSON/YAML arrays; ingestion/records.py), None for every other parser:
+    # each column's name, type, proposed role, role used and sample values. services/metadata_schema.py
+    # stores the roles on the document (editable) and declares the metadata columns in the collection.
+    columns: list[dict[str, object]] | None = None
+    # Each record block with where a person finds its row ("row 7 of the data (line 8 of the file)") and
+    # the typed values of all its kept columns: a value the collection's schema refuses is reported by row
+    # and column, and a column the collection already declares can be made filterable here too.
+    record_rows: list[tuple[Block, str, dict[str, object]]] = field(default_factory=list)

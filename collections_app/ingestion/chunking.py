@@ -74,6 +74,8 @@ def _pack(
             pieces = [block.text]
         elif block.kind == "code":
             pieces = _split_lines(block.text, settings, measure)
+        elif block.kind == "table":
+            pieces = _split_table(block.text, settings, measure)
         else:
             pieces = _split_long(block.text, settings, measure)
         for piece in pieces:
@@ -96,6 +98,16 @@ def _split_lines(code: str, settings: ChunkingSettings, measure: Callable[[str],
     if current:
         pieces.append("\n".join(current))
     return pieces
+
+
+def _split_table(table: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+    """A table too long for one chunk is split between rows; a Markdown header (row + |---| rule) repeats."""
+    lines = table.splitlines()
+    if len(lines) > 2 and "-" in lines[1] and set(lines[1].replace("|", "").replace(" ", "")) <= set("-:"):
+        header, body = "\n".join(lines[:2]), "\n".join(lines[2:])
+        room = ChunkingSettings(settings.strategy, max(1, settings.size - measure(header) - 1), 0, settings.unit)
+        return [f"{header}\n{piece}" for piece in _split_lines(body, room, measure)]
+    return _split_lines(table, settings, measure)
 
 
 def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:

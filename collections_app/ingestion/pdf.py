@@ -1,7 +1,15 @@
-"""PDF text with pdfplumber: pages kept, headings found by font size.
+"""PDF text with pdfplumber: pages kept, headings found by font size; scanned pages read by OCR.
 
 A line set in a clearly larger font than the body text, and short, is a
 heading; distinct heading sizes give the levels (largest = outermost).
+
+A page with no text layer but something drawn on it (a scan, or text turned
+into outlines) is rendered with pypdfium2 at 300 dpi and read by Tesseract in
+the document's OCR languages (ocr.py); its paragraphs keep the page number and
+the heading trail of the text before them. The `mineru_lang` warning is given
+only when OCR ran. On a machine without Tesseract, a PDF with text pages keeps
+them and its warnings name the skipped scanned pages and the apt line; a PDF
+made only of scans ends in error naming that line.
 """
 
 from __future__ import annotations
@@ -10,17 +18,24 @@ import statistics
 from pathlib import Path
 
 from .blocks import Block, ParseResult
+from .ocr import OcrPlan, ocr_page, ocr_plan
+from .parsing import ParserUnavailable
 
 _HEADING_RATIO = 1.15
 _HEADING_MAX_CHARS = 120
+# Tesseract reads best at 300 dpi; an A4 page is then about 2,500 × 3,500 pixels.
+_OCR_DPI = 300
 
 
 def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> ParseResult:  # type: ignore[type-arg]
     import pdfplumber
 
+    options = options or {}
+
     pages: list[list[tuple[str, float, float, float]]] = []  # (text, size, top, bottom)
+    scanned: list[int] = []  # pages with no text layer but something drawn: scans, or text as outlines
     with pdfplumber.open(path) as pdf:
-        for page in pdf.pages:
+        for number, page in enumerate(pdf.pages, start=1):
             lines = []
             for line in page.extract_text_lines(layout=False, strip=True, return_chars=True):
                 sizes = [c["size"] for c in line["chars"] if c["text"].strip()]
@@ -35,11 +50,13 @@ def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> Par
                     )
                 )
             pages.append(lines)
+            if not lines and any(page.objects.get(kind) for kind in ("image", "curve", "rect", "line")):
+                scanned.append(number)
+
+    ocr_text, warnings = _read_scanned_pages(path, scanned, len(pages), options) if scanned else ({}, [])
 
     all_sizes = [size for lines in pages for (text, size, _, _) in lines for _ in text]
-    if not all_sizes:
-        return ParseResult(blocks=[])
-    body = statistics.median(all_sizes)
+    body = statistics.median(all_sizes) if all_sizes else 0.0
     heading_sizes = sorted(
         {round(size, 1) for lines in pages for (text, size, _, _) in lines if _is_heading(text, size, body)},
         reverse=True,
@@ -48,6 +65,7 @@ def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> Par
     blocks: list[Block] = []
     trail: list[str] = []
     for page_number, lines in enumerate(pages, start=1):
+        blocks.extend(Block(text, "paragraph", page_number, list(trail)) for text in ocr_text.get(page_number, []))
         paragraph: list[str] = []
         last_bottom: float | None = None
         last_height = 0.0
@@ -68,7 +86,54 @@ def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> Par
             last_bottom = bottom
         if paragraph:
             blocks.append(Block(" ".join(paragraph), "paragraph", page_number, list(trail)))
-    return ParseResult(blocks=blocks)
+    return ParseResult(blocks=blocks, warnings=warnings)
+
+
+def _read_scanned_pages(
+    path: Path,
+    numbers: list[int],
+    page_count: int,
+    options: dict,  # type: ignore[type-arg]
+) -> tuple[dict[int, list[str]], list[str]]:
+    """OCR the pages without a text layer: their paragraphs by page number, and warnings for the document."""
+    import subprocess
+
+    import pypdfium2
+
+    try:
+        plan: OcrPlan = ocr_plan(options)
+    except ParserUnavailable as exc:
+        if len(numbers) == page_count:
+            raise  # nothing but scans: the document cannot be read at all
+        # The message names what is missing and the apt line that adds it (never a path).
+        return {}, [f"page(s) {_ranges(numbers)} are scans and were not read: {exc}; then re-ingest the document"]
+    text: dict[int, list[str]] = {}
+    warnings = list(plan.warnings)
+    pdf = pypdfium2.PdfDocument(path)
+    try:
+        for number in numbers:
+            page = pdf[number - 1]
+            try:
+                image = page.render(scale=_OCR_DPI / 72, grayscale=True).to_pil()
+                text[number] = ocr_page(image, plan, dpi=_OCR_DPI)
+            except subprocess.TimeoutExpired:
+                warnings.append(f"page {number} is a scan that could not be read in time and was skipped")
+            finally:
+                page.close()
+    finally:
+        pdf.close()
+    return text, warnings
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 7] → "1-3, 7"."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def _is_heading(text: str, size: float, body: float) -> bool:

@@ -25,9 +25,11 @@ from collections_app.ingestion import (
 )
 from collections_app.ingestion.blocks import Attachment, Block
 from collections_app.ingestion.chunking import StrategyNotBuilt
+from collections_app.ingestion.formats import family_of
 from collections_app.ingestion.parsing import ParserUnavailable
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
+from collections_app.services.metadata_schema import document_records_declare
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -52,8 +54,12 @@ def document_create(
     uploaded_by: str = "",
     ingest_options: dict[str, Any] | None = None,
     parent: Document | None = None,
+    queue: bool = True,
 ) -> UploadResult:
-    """Store an upload and queue its ingestion; the same content again returns the document already held."""
+    """Store an upload and queue its ingestion; the same content again returns the document already held.
+
+    `queue=False` leaves ingestion to the caller (a folder sync ingests in its own run).
+    """
     filename = Path(filename.replace("\\", "/")).name
     data = content.read(settings.KB_MAX_UPLOAD_BYTES + 1)
     if len(data) > settings.KB_MAX_UPLOAD_BYTES:
@@ -77,7 +83,8 @@ def document_create(
         )
         document.file.save(filename, ContentFile(data), save=False)
         document.save()
-        document_queue_ingest(document=document)
+        if queue:
+            document_queue_ingest(document=document)
     return UploadResult(document, created=True)
 
 
@@ -127,6 +134,11 @@ def _blocks_of(document: Document) -> list[Block]:
     if document.blocks is not None:
         return [Block.from_json(b) for b in document.blocks]
     result = parse_document(Path(document.file.path), document.filename, document.ingest_options)
+    if result.columns is not None:
+        # Records (spreadsheets, JSON/YAML arrays): declare the metadata columns in the collection's schema,
+        # drop values that do not fit it (warned by row and column), and store the column roles on the
+        # document so they can be edited. See services/metadata_schema.py.
+        result.warnings += document_records_declare(document=document, result=result)
     warnings = [*result.warnings, *document_attachments_create(parent=document, attachments=result.attachments)]
     document.warnings, document.metadata = warnings, result.metadata
     Document.objects.filter(pk=document.pk).update(
@@ -139,6 +151,9 @@ def document_attachments_create(*, parent: Document, attachments: list[Attachmen
     """Each attachment becomes a document of its own, linked to its message. Returns warnings for the parent."""
     warnings = []
     for attachment in attachments:
+        if family_of(attachment.filename) == "archive":
+            warnings.append(f"attachment {attachment.filename} skipped: a zip attached to a message is not unpacked")
+            continue
         try:
             document_create(
                 collection=parent.collection,
@@ -202,8 +217,9 @@ def _publish(
     model = get_model(collection.embedding_alias)
     dims = len(vectors[0])
     labels = list(document.ingest_options.get("labels", []))
-    # Platform filter keys every paragraph answers to, whatever the collection's schema.
-    platform_metadata = {k: document.metadata[k] for k in ("author", "created") if k in document.metadata}
+    # Document-level facts every paragraph answers to: the platform keys (author, created) and
+    # an email's subject, recipients and conversation thread.
+    platform_metadata = {k: v for k, v in document.metadata.items() if k in DOCUMENT_METADATA_KEYS}
     with transaction.atomic():
         Chunk.objects.filter(document=document).delete()
         chunks = Chunk.objects.bulk_create(
@@ -243,6 +259,10 @@ def _publish(
         )
 
 
+# Document-level metadata copied onto each of its paragraphs (see ingestion/email.py for the email keys).
+DOCUMENT_METADATA_KEYS = ("author", "created", "subject", "recipients", "thread")
+
+
 def _index_keywords(chunk_ids: list) -> None:  # type: ignore[type-arg]
     # Each paragraph is indexed with its own language's stemmer and with the
     # 'simple' configuration, so a question in another language (or a name,
@@ -274,8 +294,35 @@ def _fail(document: Document, reason: str) -> None:
         )  # fmt: skip
 
 
+def document_delete(*, document: Document) -> None:
+    """Remove a document, its paragraphs and its attachments; stored originals go once the deletion commits."""
+    documents = [document, *_attachments_of(document)]
+    storage = Document._meta.get_field("file").storage
+    files = [d.file.name for d in documents if d.file]
+
+    def remove_files() -> None:
+        for name in files:
+            storage.delete(name)
+
+    with transaction.atomic():
+        document.delete()  # paragraphs and attachments cascade; builds keep their record (document set to null)
+        transaction.on_commit(remove_files)
+
+
+def _attachments_of(document: Document) -> list[Document]:
+    found: list[Document] = []
+    level = list(Document.objects.filter(parent=document))
+    while level:
+        found += level
+        level = list(Document.objects.filter(parent__in=level))
+    return found
+
+
 def built_from_upload(document: Document) -> str:
     # For a person, never a path: who uploaded it, or which folder source it came from.
     if document.source_uri.startswith("folder://"):
+        name = document.collection.name
+        if document.source_uri.startswith(f"folder://{name}/"):
+            return f"folder source {name}"  # a collection name may itself hold a slash
         return "folder source " + document.source_uri.removeprefix("folder://").split("/", 1)[0]
     return f"upload by {document.uploaded_by}" if document.uploaded_by else "upload"

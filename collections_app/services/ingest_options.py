@@ -73,7 +73,11 @@ def document_options_update(*, document: Document, changes: dict[str, Any], conf
 
     with transaction.atomic():
         document = Document.objects.select_for_update().get(pk=document.pk)
-        document.ingest_options = {**document.ingest_options, **cleaned}
+        current = document.ingest_options
+        if "column_roles" in cleaned:
+            # Roles are edited column by column: a change names only the columns whose role it changes.
+            cleaned["column_roles"] = {**current.get("column_roles", {}), **cleaned["column_roles"]}
+        document.ingest_options = {**current, **cleaned}
         # Dropping the parser output makes the next ingestion parse the original again;
         # the current paragraphs stay searchable until the new set replaces them.
         document.blocks = None

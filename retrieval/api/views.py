@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.search import EmbeddingWidthMismatch, UnknownCollections, resolve_scope, search
+from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, UnknownCollections, resolve_scope, search
 from retrieval.services import search_event_record
 
 
@@ -23,6 +23,12 @@ class SearchView(APIView):
         top_n = serializers.IntegerField(min_value=1, max_value=50, required=False)
         around = serializers.IntegerField(min_value=0, max_value=5, required=False)
         reader_labels = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+        filters = serializers.JSONField(
+            required=False,
+            help_text='Metadata filters, e.g. {"status": "open", "opened_on": {"gte": "2026-01-01"}, '
+            '"n": {"in": [1, 2]}}; operators eq (a bare value), gt, gte, lt, lte, in. Keys: the collections\' '
+            "metadata schemas, plus author, created, language and document.",
+        )
 
     class DocumentRef(serializers.Serializer):
         id = serializers.UUIDField()
@@ -61,7 +67,12 @@ class SearchView(APIView):
         except UnknownCollections as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            answer = search(scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"))
+            answer = search(
+                scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
+                filters=params.get("filters"),
+            )  # fmt: skip
+        except InvalidFilters as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         except EmbeddingWidthMismatch as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         search_event_record(key=request.auth, scope=scope, answer=answer)

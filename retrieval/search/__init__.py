@@ -2,15 +2,17 @@
 
     answer = search(scope=..., query=..., top_n=...)
 
-Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCollections`.
+Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCollections`, `InvalidFilters`.
 """
 
+from ._filters import InvalidFilters
 from ._pipeline import SearchAnswer, search
 from ._scope import SearchScope, UnknownCollections, resolve_scope
 from ._stages import EmbeddingWidthMismatch
 
 __all__ = [
     "EmbeddingWidthMismatch",
+    "InvalidFilters",
     "SearchAnswer",
     "SearchScope",
     "UnknownCollections",

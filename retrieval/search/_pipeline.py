@@ -12,6 +12,7 @@ from collections_app.ingestion import detect_language
 from collections_app.models import Chunk, Collection
 from retrieval.embedding import get_embedder, get_model
 
+from ._filters import compile_filters, count_matching
 from ._scope import SearchScope
 from ._stages import (
     Hit,
@@ -26,6 +27,9 @@ from ._stages import (
 from ._window import build_windows, readable_neighbours
 
 DEFAULT_AROUND = 1
+# A filter leaving at most this many paragraphs is answered by an exact vector scan (about what one
+# filtered HNSW walk may visit: pgvector's hnsw.max_scan_tuples default).
+EXACT_SCAN_LIMIT = 20_000
 MAX_TOP_N = 50
 
 
@@ -53,6 +57,7 @@ def search(
     query: str,
     top_n: int | None = None,
     around: int | None = None,
+    filters: dict[str, Any] | None = None,
 ) -> SearchAnswer:
     started = _Timer()
     stages: list[Stage] = []
@@ -64,6 +69,16 @@ def search(
     top_n = min(top_n or max(c.rerank_top_n for c in collections), MAX_TOP_N)
     top_k = max(max(c.rerank_top_k for c in collections), top_n)
     ids = [str(c.pk) for c in collections]
+    # Every stage that reads paragraphs (both retrievals and the window) applies the same filter.
+    where = compile_filters(filters, collections)
+    filter_counts: dict[str, Any] = {}
+    exact = False
+    if where:
+        matching = count_matching(
+            tenant_id=scope.tenant_id, collection_ids=ids, labels=scope.reader_labels, filters=where
+        )
+        filter_counts = {"filters": where.described, "filter_matches": matching}
+        exact = matching <= EXACT_SCAN_LIMIT
 
     stages.append(
         Stage(
@@ -76,13 +91,13 @@ def search(
     timer = _Timer()
     keyword_hits = keyword_retrieve(
         tenant_id=scope.tenant_id, collection_ids=ids, labels=scope.reader_labels, query=query,
-        language=language, limit=top_k,
+        language=language, limit=top_k, filters=where,
     )  # fmt: skip
     stages.append(
         Stage(
             "keyword retrieval",
             "ran",
-            counts={"language": language or "unknown", "hits": len(keyword_hits)},
+            counts={"language": language or "unknown", "hits": len(keyword_hits), **filter_counts},
             ms=timer.ms(),
         )
     )
@@ -102,14 +117,14 @@ def search(
         with transaction.atomic():
             hits = vector_retrieve(
                 tenant_id=scope.tenant_id, collection_ids=[str(c.pk) for c in members], labels=scope.reader_labels,
-                vector=query_vectors[alias], limit=top_k,
+                vector=query_vectors[alias], limit=top_k, filters=where, exact=exact,
             )  # fmt: skip
         vector_hits.extend(hits)
         stages.append(
             Stage(
                 "vector retrieval",
                 "ran",
-                counts={"model": alias, "hits": len(hits)},
+                counts={"model": alias, "hits": len(hits), **filter_counts, **({"scan": "exact"} if exact else {})},
                 ms=timer.ms(),
             )
         )
@@ -159,6 +174,7 @@ def search(
         labels=scope.reader_labels,
         hits=kept,
         around=around,
+        filters=where,
     )
     windows = build_windows(kept, readable, around)
     results = _render(windows, {str(c.pk): c for c in collections})

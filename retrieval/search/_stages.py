@@ -9,6 +9,8 @@ from django.db import connection
 
 from collections_app.ingestion import text_search_config
 
+from ._filters import NO_FILTERS, Filters
+
 
 @dataclass
 class Stage:
@@ -55,6 +57,7 @@ def keyword_retrieve(
     query: str,
     language: str,
     limit: int,
+    filters: Filters = NO_FILTERS,
 ) -> list[Hit]:
     """PostgreSQL full text: the question in its own language's stemmer, OR'd with 'simple'."""
     config = text_search_config(language)
@@ -66,7 +69,7 @@ def keyword_retrieve(
         SELECT c.id, c.document_id, c.collection_id, c.ordinal
         FROM collections_app_chunk c
         JOIN collections_app_collection col ON col.id = c.collection_id, q
-        WHERE {READABLE_SQL} AND c.search_vector @@ q.tsq
+        WHERE {READABLE_SQL} AND {filters.sql} AND c.search_vector @@ q.tsq
         ORDER BY ts_rank_cd(c.search_vector, q.tsq) DESC, c.id
         LIMIT %(limit)s
     """
@@ -77,6 +80,7 @@ def keyword_retrieve(
         "collections": collection_ids,
         "labels": labels,
         "limit": limit,
+        **filters.params,
     }
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -91,16 +95,23 @@ def vector_retrieve(
     labels: list[str],
     vector: list[float],
     limit: int,
+    filters: Filters = NO_FILTERS,
+    exact: bool = False,
 ) -> list[Hit]:
-    """pgvector cosine over the HNSW index of this width; iterative scan keeps filtered recall."""
+    """pgvector cosine over the HNSW index of this width; iterative scan keeps filtered recall.
+
+    `exact` ranks every row that passes the filters instead: when a filter leaves few rows, the graph walk
+    would skip nearly all it meets and may give up (hnsw.max_scan_tuples) before it has found them.
+    """
     dims = len(vector)
+    distance = f"(c.embedding::vector({dims})) <=> %(vector)s::vector({dims})"
+    order = f"({distance}) + 0" if exact else distance  # "+ 0": an expression the HNSW index cannot serve
     sql = f"""
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal,
-               1 - ((c.embedding::vector({dims})) <=> %(vector)s::vector({dims})) AS similarity
+        SELECT c.id, c.document_id, c.collection_id, c.ordinal, 1 - ({distance}) AS similarity
         FROM collections_app_chunk c
         JOIN collections_app_collection col ON col.id = c.collection_id
-        WHERE {READABLE_SQL} AND c.embedding_dims = {dims}
-        ORDER BY (c.embedding::vector({dims})) <=> %(vector)s::vector({dims})
+        WHERE {READABLE_SQL} AND {filters.sql} AND c.embedding_dims = {dims}
+        ORDER BY {order}
         LIMIT %(limit)s
     """
     params = {
@@ -109,6 +120,7 @@ def vector_retrieve(
         "collections": collection_ids,
         "labels": labels,
         "limit": limit,
+        **filters.params,
     }
     with connection.cursor() as cursor:
         # Tenant and collection filters run after the index scan; relaxed

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from ._filters import NO_FILTERS, Filters
 from ._stages import READABLE_SQL, Hit
 
 
@@ -30,8 +31,9 @@ def readable_neighbours(
     labels: list[str],
     hits: list[Hit],
     around: int,
+    filters: Filters = NO_FILTERS,
 ) -> dict[str, set[int]]:
-    """Ordinals the reader may read, per document, within `around` of any hit."""
+    """Ordinals the reader may read and the search's filters pass, per document, within `around` of any hit."""
     if not hits or around <= 0:
         return {h.document_id: {h.ordinal} for h in hits}
     wanted: dict[str, set[int]] = defaultdict(set)
@@ -44,7 +46,7 @@ def readable_neighbours(
         JOIN collections_app_collection col ON col.id = c.collection_id
         JOIN unnest(%(docs)s::uuid[], %(ords)s::int[]) AS w(doc, ord)
              ON w.doc = c.document_id AND w.ord = c.ordinal
-        WHERE {READABLE_SQL}
+        WHERE {READABLE_SQL} AND {filters.sql}
     """
     params = {
         "docs": [p[0] for p in pairs],
@@ -52,6 +54,7 @@ def readable_neighbours(
         "tenant": tenant_id,
         "collections": collection_ids,
         "labels": labels,
+        **filters.params,
     }
     readable: dict[str, set[int]] = defaultdict(set)
     with connection.cursor() as cursor:

@@ -1,0 +1,121 @@
+"""Admin: where documents come from — email attachments and their message, zip uploads, folder sources.
+
+- Document page: the message an attachment belongs to, and a message's attachments, as links.
+- Document upload: a .zip imports each member (archive_import) and lands on the collection's documents,
+  with what was not imported shown as warnings.
+- Collection page: whether the deployment gave it a folder source (the variable's name, never the path),
+  and an action that queues a sync.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from collections_app.ingestion import UnsupportedFile
+from collections_app.models import Collection, Document
+from collections_app.services.archives import ArchiveRefused, InsufficientStorage, archive_import
+from collections_app.services.documents import FileTooLarge
+from collections_app.services.folder_sources import folder_env_name, folder_source_configured
+
+
+class AttachmentsAdminMixin:
+    """Read-only links between a message and its attachments (add "attached_to", "attachment_links")."""
+
+    @admin.display(description="attached to")
+    def attached_to(self, obj: Document) -> str:
+        if obj.parent_id is None:
+            return "—"
+        url = reverse("admin:collections_app_document_change", args=[obj.parent_id])
+        return format_html('<a href="{}">{}</a>', url, obj.parent.filename if obj.parent else obj.parent_id)
+
+    @admin.display(description="attachments")
+    def attachment_links(self, obj: Document) -> str:
+        attachments = list(obj.attachments.order_by("filename").values_list("pk", "filename", "status"))
+        if not attachments:
+            return "—"
+        change = "admin:collections_app_document_change"
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a> ({})',
+            ((reverse(change, args=[pk]), name, status) for pk, name, status in attachments),
+        )
+
+
+class ArchiveUploadAdminMixin:
+    """A .zip uploaded in the admin imports each member, as the API does (DocumentAdmin.save_model hands it over)."""
+
+    def save_archive(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
+        """Called by the admin's save_model for a .zip; the admin then lands on the collection's documents."""
+        upload = form.cleaned_data["upload"]
+        obj._archive_collection = form.cleaned_data["collection"]
+        try:
+            result = archive_import(
+                collection=obj._archive_collection,
+                filename=upload.name,
+                content=upload,
+                uploaded_by=request.user.get_username(),
+                source_uri=form.cleaned_data.get("source_uri", ""),
+            )
+        except (UnsupportedFile, ArchiveRefused, FileTooLarge, InsufficientStorage) as exc:
+            self.message_user(request, str(exc), messages.ERROR)  # type: ignore[attr-defined]
+            return
+        created = sum(1 for m in result.members if m.created)
+        held = len(result.members) - created
+        self.message_user(  # type: ignore[attr-defined]
+            request, f"{upload.name}: {created} document(s) imported, {held} already held.", messages.SUCCESS
+        )
+        for warning in result.warnings:
+            self.message_user(request, warning, messages.WARNING)  # type: ignore[attr-defined]
+
+    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+        if not hasattr(form.instance, "_archive_collection"):
+            super().save_related(request, form, formsets, change)  # type: ignore[misc]
+
+    def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
+        if not hasattr(obj, "_archive_collection"):  # a zip is no one object; each member is its own document
+            return super().log_addition(request, obj, message)  # type: ignore[misc]
+        return None
+
+    def response_add(self, request: HttpRequest, obj, post_url_continue=None) -> HttpResponse:  # type: ignore[no-untyped-def]
+        collection = getattr(obj, "_archive_collection", None)
+        if collection is None:
+            return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]
+        url = reverse("admin:collections_app_document_changelist")
+        return HttpResponseRedirect(f"{url}?collection__id__exact={collection.pk}")
+
+
+class FolderSourceAdminMixin:
+    """A collection's folder source, as the deployment set it (add "folder_source"), and a sync action."""
+
+    @admin.display(description="folder source")
+    def folder_source(self, obj: Collection) -> str:
+        env = folder_env_name(obj.name)
+        if folder_source_configured(obj):
+            return f"set by the deployment ({env}); synced by manage.py sync_collection or its schedule"
+        return f"none (the deployment can set one with {env})"
+
+    @admin.action(description="Sync the folder source now", permissions=["change"])
+    def sync_folder_source(self, request, queryset):  # type: ignore[no-untyped-def]
+        from django_q.tasks import async_task
+
+        queued, skipped = [], []
+        for collection in queryset:
+            if not folder_source_configured(collection):
+                skipped.append(collection.name)
+                continue
+            async_task(
+                "collections_app.tasks.sync_folder_source",
+                str(collection.pk),
+                task_name=f"sync folder source of {collection.pk}",
+                group="ingestion",
+            )
+            queued.append(collection.name)
+        if queued:
+            self.message_user(request, f"Folder sync queued for {', '.join(queued)}.")  # type: ignore[attr-defined]
+        if skipped:
+            self.message_user(  # type: ignore[attr-defined]
+                request, f"No folder source for {', '.join(skipped)}: nothing to sync.", messages.WARNING
+            )

@@ -1,0 +1,135 @@
+"""The collection's metadata schema: which record columns are filterable, and as what type.
+
+Collection.metadata_schema = {column: {"type": "number" | "date" | "enum" | "string", "values": [...] (enum)}}.
+
+- A metadata column declares itself on the first upload that has it, with the type its values there share
+  (ingestion/values.py: number, date, a small vocabulary as enum, else string).
+- It only ever adds. A declared column keeps its type, and later values are checked against it: a value
+  that does not fit is reported in the document's warnings (row and column) and left out of that
+  paragraph's metadata; the document itself does not fail.
+- An enum's vocabulary grows with later uploads ("open", "closed", then "blocked") up to
+  ENUM_VOCABULARY_LIMIT values; past that a new value is reported like any value that does not fit.
+- A column the collection already declares is filterable in every later upload: where its role was only
+  proposed as `index` (its values there look like free text, e.g. a date column with typos), it becomes
+  `both`, so its values are checked and the ones that do not fit are reported.
+- Declaring runs under a row lock on the collection, so two uploads at once never lose each other's columns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db import transaction
+
+from collections_app.ingestion.blocks import ParseResult
+from collections_app.ingestion.values import ENUM_VOCABULARY_LIMIT, as_text, coerce, infer_type, is_empty
+from collections_app.models import Collection, Document
+
+# Problems listed one by one on a document before the rest are counted.
+MAX_VALUE_WARNINGS = 50
+
+
+def collection_schema_declare(*, collection_id: object, values_by_key: dict[str, list[Any]]) -> dict[str, Any]:
+    """Add the keys the collection does not declare yet (typed from their values); return the schema as stored."""
+    with transaction.atomic():
+        # The lock makes a concurrent upload wait and then read this one's columns, instead of writing
+        # back a schema read before this one committed.
+        collection = Collection.objects.select_for_update().only("id", "metadata_schema").get(pk=collection_id)
+        schema: dict[str, Any] = dict(collection.metadata_schema or {})
+        changed = False
+        for key, values in values_by_key.items():
+            if key not in schema:
+                schema[key] = infer_type(values)
+                changed = True
+            elif schema[key].get("type") == "enum":
+                grown = _grow_vocabulary(schema[key], values)
+                if grown is not None:
+                    schema[key], changed = grown, True
+        if changed:
+            Collection.objects.filter(pk=collection_id).update(metadata_schema=schema)
+    return schema
+
+
+def _grow_vocabulary(entry: dict[str, Any], values: list[Any]) -> dict[str, Any] | None:
+    known = list(entry.get("values", []))
+    new = sorted({as_text(v) for v in values if not is_empty(v)} - set(known))
+    room = max(0, ENUM_VOCABULARY_LIMIT - len(known))
+    if not new or not room:
+        return None
+    return {**entry, "values": sorted([*known, *new[:room]])}
+
+
+def metadata_validate(*, schema: dict[str, Any], metadata: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The values that fit their declared type (coerced), and for each one that does not, why."""
+    clean: dict[str, Any] = {}
+    problems: dict[str, str] = {}
+    for key, value in metadata.items():
+        entry = schema.get(key)
+        if entry is None:
+            clean[key] = value
+            continue
+        try:
+            typed = coerce(value, entry)
+        except ValueError as exc:
+            problems[key] = str(exc)
+            continue
+        if typed is not None:
+            clean[key] = typed
+    return clean, problems
+
+
+def document_records_declare(*, document: Document, result: ParseResult) -> list[str]:
+    """Declare a records file's metadata columns, check its values, and keep its column roles on the document.
+
+    Record blocks lose the values their collection refuses (in place); the returned warnings say which,
+    by row and column. The roles used become the document's `column_roles` ingest option and the column
+    profile its `columns`, which the column-roles editor (admin) and the API show.
+    """
+    warnings: list[str] = []
+    refused = 0
+    with transaction.atomic():
+        declared = Collection.objects.select_for_update().only("id", "metadata_schema").get(pk=document.collection_id)
+        given = set(document.ingest_options.get("column_roles") or {})
+        _follow_declared_columns(result, declared.metadata_schema or {}, given)
+        values_by_key: dict[str, list[Any]] = defaultdict(list)
+        for block, _, _ in result.record_rows:
+            for key, value in block.metadata.items():
+                values_by_key[key].append(value)
+        schema = collection_schema_declare(collection_id=document.collection_id, values_by_key=values_by_key)
+        for block, where, _ in result.record_rows:
+            block.metadata, problems = metadata_validate(schema=schema, metadata=block.metadata)
+            for key, reason in problems.items():
+                refused += 1
+                if refused <= MAX_VALUE_WARNINGS:
+                    warnings.append(
+                        f"{where}, column {key}: {reason} (the collection declares {key} as "
+                        f"{schema[key]['type']}); the value was left out of this row's metadata"
+                    )
+        if refused > MAX_VALUE_WARNINGS:
+            warnings.append(f"…and {refused - MAX_VALUE_WARNINGS} more values that did not fit their column's type")
+        columns = result.columns or []
+        current = Document.objects.select_for_update().only("id", "ingest_options").get(pk=document.pk)
+        options = {
+            **current.ingest_options,
+            "column_roles": {c["name"]: c["role"] for c in columns},
+            "columns": [{k: c[k] for k in ("name", "type", "proposed", "samples")} for c in columns],
+        }
+        Document.objects.filter(pk=document.pk).update(ingest_options=options)
+        document.ingest_options = options
+    return warnings
+
+
+def _follow_declared_columns(result: ParseResult, declared: dict[str, Any], given: set[str]) -> None:
+    """A proposed `index` role becomes `both` for a column the collection declares; given roles stand."""
+    followed = set()
+    for column in result.columns or []:
+        name = column["name"]
+        if column["role"] == "index" and name in declared and name not in given:
+            column["role"] = "both"
+            followed.add(name)
+    if not followed:
+        return
+    for block, _, values in result.record_rows:
+        for name in followed & set(values):
+            block.metadata[name] = values[name]
