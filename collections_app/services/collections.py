@@ -42,16 +42,17 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
     _validate(changes)
     for field, value in changes.items():
         setattr(collection, field, value)
-    _save(collection)
+    # Only the changed fields: a concurrent ingestion may be adding to metadata_schema.
+    _save(collection, update_fields=[*changes, "updated_at"])
     return collection
 
 
-def _save(collection: Collection) -> None:
+def _save(collection: Collection, update_fields: list[str] | None = None) -> None:
     # Size and overlap are checked together: a change to one may break the pair.
     _validate({"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap})
     try:
         with transaction.atomic():
-            collection.save()
+            collection.save(update_fields=update_fields)
     except IntegrityError as exc:
         if "collection_name_unique_per_tenant" in str(exc):
             raise CollectionNameTaken(f"a collection named {collection.name!r} already exists") from exc

@@ -76,11 +76,14 @@ def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -
             high += 1
         span = list(range(low, high + 1))
         merged = False
+        # Windows that touch are stitched; with around=0 nothing is stitched, so
+        # two neighbouring hits (two rows of a sheet) stay two results.
+        reach = 1 if around > 0 else 0
         for window in windows:
             if (
                 window.document_id == hit.document_id
-                and span[0] <= window.ordinals[-1] + 1
-                and window.ordinals[0] <= span[-1] + 1
+                and span[0] <= window.ordinals[-1] + reach
+                and window.ordinals[0] <= span[-1] + reach
             ):
                 window.ordinals = sorted(set(window.ordinals) | set(span))
                 if hit.semantic is not None and (window.score is None or hit.semantic > window.score):

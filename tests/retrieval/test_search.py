@@ -162,3 +162,9 @@ def test_vectors_of_another_width_are_a_clear_409_not_a_silent_miss(cast, office
     response = cast.viewer.post("/api/search", {"query": PARAPHRASE}, format="json")
     assert response.status_code == 409
     assert "handbook (768 dimensions)" in response.json()["detail"] and "rebuild" in response.json()["detail"]
+
+
+def test_with_around_zero_neighbouring_hits_stay_separate_results(cast, office):
+    answer = search(cast.viewer, query="garage bikes", around=0, top_n=8)
+    assert all(r["passages"] == 1 for r in answer["results"])
+    assert len({r["chunk_id"] for r in answer["results"]}) == len(answer["results"])
