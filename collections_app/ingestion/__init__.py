@@ -2,7 +2,7 @@
 
 Public API:
     check_upload(filename, head)  -> raises UnsupportedFile before any work
-    parse_document(path, filename) -> list[Block]
+    parse_document(path, filename, options) -> ParseResult (blocks, warnings, metadata, attachments)
     chunk_blocks(blocks, settings) -> list[ChunkDraft]
     document_ingest(document_id=...) (services.documents) ties them together.
 """

@@ -9,7 +9,7 @@ whitespace with `overlap`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 from .blocks import Block, ChunkDraft
@@ -64,23 +64,31 @@ def _pack(
             chunks.append(("\n\n".join(current), {}))
             current.clear()
 
+    headings_only = False  # `current` holds nothing but headings so far
     for block in blocks:
         if block.kind == "record":
             flush()
             chunks.append((block.text, dict(block.metadata)))
             continue
-        too_long = measure(block.text) > settings.size
-        if not too_long:
+        # A heading travels with the body beneath it: when only headings are
+        # waiting, the body is split to leave them room rather than flushing
+        # them as a paragraph of their own.
+        budget = settings.size
+        if current and headings_only and block.kind != "heading":
+            budget = max(settings.size - measure("\n\n".join(current)) - 2, settings.size // 2)
+        fitted = replace(settings, size=budget)
+        if measure(block.text) <= budget:
             pieces = [block.text]
         elif block.kind == "code":
-            pieces = _split_lines(block.text, settings, measure)
+            pieces = _split_lines(block.text, fitted, measure)
         elif block.kind == "table":
-            pieces = _split_table(block.text, settings, measure)
+            pieces = _split_table(block.text, fitted, measure)
         else:
-            pieces = _split_long(block.text, settings, measure)
+            pieces = _split_long(block.text, fitted, measure)
         for piece in pieces:
             if current and measure("\n\n".join([*current, piece])) > settings.size:
                 flush()
+            headings_only = (headings_only or not current) and block.kind == "heading"
             current.append(piece)
     flush()
     return chunks

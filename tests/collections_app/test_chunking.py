@@ -68,3 +68,12 @@ def test_the_embedding_text_carries_the_trail_the_stored_text_does_not():
     (draft,) = chunk_blocks([para("Paid in five days.", ["Handbook", "Refunds"])], ChunkingSettings())
     assert draft.text == "Paid in five days."
     assert draft.embedding_text() == "Handbook › Refunds\n\nPaid in five days."
+
+
+def test_a_heading_is_never_left_alone_when_its_body_is_long():
+    body = " ".join(f"word{i:03d}" for i in range(150))  # ~1,200 characters
+    blocks = [heading("A title of some length", ["A title of some length"]), para(body, ["A title of some length"])]
+    drafts = chunk_blocks(blocks, ChunkingSettings(size=1000, overlap=100))
+    assert drafts[0].text.startswith("A title of some length\n\nword000")
+    assert all(len(d.text) <= 1000 for d in drafts)
+    assert {w for d in drafts for w in d.text.split()} >= set(body.split())
