@@ -44,26 +44,9 @@ import uuid
 from pathlib import Path
 from unittest import mock
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import setup_django
+
 DEFAULT_CORPUS = Path("/work/shared/eval/scifact/corpus.jsonl")
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("KB_DEBUG", "1")
-    os.environ.setdefault("KB_SECRET_KEY", "bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbsite.settings")
-    import django
-
-    django.setup()
-
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
-
-    executor = MigrationExecutor(connection)
-    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-        raise SystemExit("the database has unapplied migrations: run `.venv/bin/python manage.py migrate` first")
 
 
 def parse_args() -> argparse.Namespace:

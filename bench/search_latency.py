@@ -43,28 +43,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from _common import ROOT, setup_django
 
-ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = Path("/work/shared/eval/scifact")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def setup_django() -> None:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("KB_DEBUG", "1")
-    os.environ.setdefault("KB_SECRET_KEY", "bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbsite.settings")
-    import django
-
-    django.setup()
-
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
-
-    executor = MigrationExecutor(connection)
-    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-        raise SystemExit("the database has unapplied migrations: run `.venv/bin/python manage.py migrate` first")
 
 
 def parse_args() -> argparse.Namespace:
