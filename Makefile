@@ -26,14 +26,17 @@ migrate: setup
 	$(MANAGE) migrate --noinput
 
 # Web server and django-q2 cluster share the embedded PostgreSQL; Ctrl-C stops both,
-# and the database stops with the last of them.
+# and the database stops with the last of them. The cluster runs in its own session
+# and is stopped exactly once by `stop`: a second SIGTERM while django-q2 shuts down
+# deadlocks its signal handler (django-q2 issue #346). Only the web server warms the
+# model: the cluster forks its workers, and a fork must not inherit a model being loaded.
 run: migrate
 	@$(BIN)/python -m collections_app.ingestion.ocr  # says how to add Tesseract if missing; never fails
 	$(MANAGE) setup_demo
-	@trap 'kill $$cluster 2>/dev/null; wait $$cluster 2>/dev/null' EXIT INT TERM; \
-	export KB_WARM_EMBEDDING=1; \
-	$(MANAGE) qcluster & cluster=$$!; \
-	$(MANAGE) runserver 127.0.0.1:$(PORT) --noreload
+	@stop() { trap - EXIT INT TERM; kill -TERM $$cluster 2>/dev/null; wait $$cluster 2>/dev/null; }; \
+	trap stop EXIT INT TERM; \
+	setsid $(MANAGE) qcluster & cluster=$$!; \
+	KB_WARM_EMBEDDING=1 $(MANAGE) runserver 127.0.0.1:$(PORT) --noreload
 
 test: setup
 	$(BIN)/python -m pytest

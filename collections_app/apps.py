@@ -5,3 +5,6 @@ class CollectionsAppConfig(AppConfig):
     name = "collections_app"
     verbose_name = "Knowledge collections"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from collections_app.api import schema  # noqa: F401 - registers the OpenAPI auth scheme

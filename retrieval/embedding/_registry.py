@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -67,6 +68,18 @@ def get_model(alias: str) -> EmbeddingModel:
 
 _embedders: dict[tuple[EmbeddingModel, str], Embedder] = {}
 _lock = threading.Lock()
+
+
+def _forget_embedders_after_fork() -> None:
+    # A forked child (a django-q2 worker) must not use its parent's engines or
+    # locks: another thread may have held them at the fork, and the C engine's
+    # OpenMP threads do not survive it. The child loads its own on first use.
+    global _lock
+    _lock = threading.Lock()
+    _embedders.clear()
+
+
+os.register_at_fork(after_in_child=_forget_embedders_after_fork)
 
 
 def get_embedder(alias: str) -> Embedder:
