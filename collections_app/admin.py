@@ -9,6 +9,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from collections_app.admin_column_roles import ColumnRolesAdminMixin
 from collections_app.admin_ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
@@ -189,13 +191,19 @@ class DocumentAdmin(
     actions = ["reingest"]
     readonly_fields = [
         "collection", "filename", "source_uri", "attached_to", "attachment_links", "status", "progress", "error",
-        "warnings", "language", "ocr_languages", "column_roles", "size", "content_hash", "uploaded_by",
-        "created_at", "updated_at",
+        "warnings", "paragraphs", "language", "metadata", "ocr_languages", "column_roles", "size", "content_hash",
+        "uploaded_by", "created_at", "updated_at",
     ]  # fmt: skip
     exclude = ["file", "blocks", "tenant", "parent", "ingest_options"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).annotate(chunk_count=Count("chunks"))
+
+    @admin.display(description="paragraphs")
+    def paragraphs(self, obj: Document) -> str:
+        # The document's paragraphs, in the read-only chunk list filtered to it.
+        url = reverse("admin:collections_app_chunk_changelist") + f"?document__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} paragraph(s)</a>', url, obj.chunks.count())
 
     @admin.display(ordering="chunk_count", description="paragraphs")
     def chunk_count(self, obj: Document) -> int:

@@ -77,3 +77,13 @@ def test_changelists_render(cast, staff, collection, upload):
         "retrieval/searchevent",
     ]:
         assert staff.get(f"/admin/{model}/").status_code == 200, model
+
+
+def test_the_document_page_links_to_its_paragraphs_and_keeps_parser_facts_read_only(cast, staff, collection, upload):
+    document_id = upload(cast.editor, collection, "handbook.html", html_bytes(HANDBOOK)).json()["document_id"]
+
+    page = staff.get(f"/admin/collections_app/document/{document_id}/change/").content.decode()
+    assert f"?document__id__exact={document_id}" in page
+    assert 'name="metadata"' not in page  # parser output, not an editor's field
+    chunks = staff.get(f"/admin/collections_app/chunk/?document__id__exact={document_id}").content.decode()
+    assert "original card" in chunks
