@@ -75,6 +75,20 @@ def upload(django_capture_on_commit_callbacks) -> Callable:  # type: ignore[no-u
     return _upload
 
 
+@pytest.fixture
+def staff(cast, client):  # type: ignore[no-untyped-def]
+    """A logged-in staff member with every kbsite permission, editor of the cast's tenant only."""
+    from django.contrib.auth.models import Permission, User
+
+    from collections_app.models import Membership
+
+    user = User.objects.create_user("ada", password="pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=["collections_app", "retrieval"]))
+    Membership.objects.create(user=user, tenant=cast.tenant, role=Role.EDITOR)
+    client.force_login(user)
+    return client
+
+
 @pytest.fixture(autouse=True)
 def _storage(settings, tmp_path):  # type: ignore[no-untyped-def]
     settings.MEDIA_ROOT = tmp_path / "storage"

@@ -1,21 +1,9 @@
 from __future__ import annotations
 
-import pytest
-from django.contrib.auth.models import Permission, User
-
-from collections_app.models import ApiKey, Document, Membership, Role
+from collections_app.models import ApiKey, Document
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import hash_key
 from tests.fixtures import HANDBOOK, html_bytes
-
-
-@pytest.fixture
-def staff(cast, client):
-    user = User.objects.create_user("ada", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=["collections_app", "retrieval"]))
-    Membership.objects.create(user=user, tenant=cast.tenant, role=Role.EDITOR)
-    client.force_login(user)
-    return client
 
 
 def test_staff_see_only_their_tenants_collections(cast, staff):

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from collections_app.models import Build, Document, Membership, Role
+from collections_app.models import Build, Document
 from tests.collections_app.test_archives import HANDBOOK_ZIP, zip_bytes
 from tests.collections_app.test_email import eml_bytes
-
-
-@pytest.fixture
-def staff(cast, client):
-    user = User.objects.create_user("ada", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=["collections_app", "retrieval"]))
-    Membership.objects.create(user=user, tenant=cast.tenant, role=Role.EDITOR)
-    client.force_login(user)
-    return client
 
 
 def test_a_zip_uploaded_in_the_admin_imports_each_member(staff, collection, django_capture_on_commit_callbacks):

@@ -8,14 +8,13 @@ import random
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from fpdf import FPDF
 from PIL import Image, ImageDraw, ImageFont
 from rapidfuzz.distance import Levenshtein
 
 from collections_app.ingestion import ocr
-from collections_app.models import Chunk, Document, Membership, Role
+from collections_app.models import Chunk, Document
 from collections_app.services.collections import collection_create
 from collections_app.services.ingest_options import InvalidIngestOptions
 
@@ -304,15 +303,6 @@ def test_tesseract_paragraphs_are_joined_from_its_lines():
 
 
 # --- admin ---------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staff(cast, client):  # type: ignore[no-untyped-def]
-    user = User.objects.create_user("ada", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="collections_app"))
-    Membership.objects.create(user=user, tenant=cast.tenant, role=Role.EDITOR)
-    client.force_login(user)
-    return client
 
 
 def admin_upload(staff, collection, filename: str, content: bytes, **fields):  # type: ignore[no-untyped-def]

@@ -455,19 +455,6 @@ def test_two_uploads_declaring_at_once_never_lose_a_column(cast):
 # --- admin: the column-roles editor -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def staff(cast, client):  # type: ignore[no-untyped-def]
-    from django.contrib.auth.models import Permission, User
-
-    from collections_app.models import Membership, Role
-
-    user = User.objects.create_user("ada", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="collections_app"))
-    Membership.objects.create(user=user, tenant=cast.tenant, role=Role.EDITOR)
-    client.force_login(user)
-    return client
-
-
 def roles_form(document: Document, **changes: str) -> dict[str, str]:
     roles = document.ingest_options["column_roles"]
     data = {f"role_{i}": roles[c["name"]] for i, c in enumerate(document.ingest_options["columns"])}
