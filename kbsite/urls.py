@@ -1,15 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from kbsite import views
+
+# The header and tab title name the platform, not the framework.
+admin.site.site_header = "kbsite administration"
+admin.site.site_title = "kbsite"
+admin.site.index_title = "Collections, documents and audit"
 
 urlpatterns = [
+    path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/manage/", include("collections_app.api.urls")),
     path("api/", include("retrieval.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path(
-        "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="schema"),
-        name="swagger-ui",
-    ),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
 ]

@@ -1,0 +1,76 @@
+"""Real-browser tests: Playwright driving Debian's Chromium (Playwright's own browser download fails here).
+
+`.ci/run` installs Chromium when it is missing; on a machine without it (and without root to install it)
+these tests are skipped with that reason rather than pretending. Screenshots go to var/test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+# Playwright's sync API keeps an event loop on the test thread; Django would then refuse the test's own
+# (synchronous) database calls. The live server answers from its own thread, so this is safe here.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ARTIFACTS = Path(os.environ.get("KB_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "var" / "test-artifacts"))
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    # Without these Chromium phones home at start, and this machine's closed network refuses it.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str | None:
+    return os.environ.get("KB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in requirements-dev.txt")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def offline_page(browser, live_server) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A page that may reach only the live test server: every other request is aborted and recorded."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    own_host = urlsplit(live_server.url).netloc
+    page.outside_requests = []  # type: ignore[attr-defined]
+
+    def route(route):  # type: ignore[no-untyped-def]
+        url = route.request.url
+        if urlsplit(url).netloc == own_host or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            page.outside_requests.append(url)  # type: ignore[attr-defined]
+            route.abort()
+
+    page.route("**/*", route)
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
