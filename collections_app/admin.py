@@ -1,19 +1,31 @@
 """Admin: editors manage their tenants' collections and documents; admins audit builds.
 
-Non-superuser staff see only the rows of tenants they are members of.
+Non-superuser staff see only the rows of tenants they are members of, and may do there what their
+membership role allows (admin_roles.py, admin_base.py).
 """
 
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.db.models import Count
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django_q import models as q_models
 
+from collections_app.admin_base import (
+    AuditAdmin,
+    RoleGrantForm,
+    SuperuserOnlyAdmin,
+    TenantScopedAdmin,
+    superuser_only,
+)
 from collections_app.admin_column_roles import ColumnRolesAdminMixin
 from collections_app.admin_ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
+from collections_app.admin_roles import grantable_roles
 from collections_app.admin_sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin, FolderSourceAdminMixin
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
@@ -26,96 +38,116 @@ from collections_app.models import (
     Document,
     Membership,
     ReaderLabel,
+    Role,
     Tenant,
 )
 from collections_app.services.documents import document_create, document_queue_ingest
-from collections_app.services.keys import api_key_assign_secret
+from collections_app.services.keys import api_key_create
 
-
-def tenant_ids_of(request: HttpRequest) -> list | None:  # type: ignore[type-arg]
-    """None for a superuser (every tenant), else the ids of the user's tenants."""
-    if request.user.is_superuser:
-        return None
-    return list(Membership.objects.filter(user=request.user).values_list("tenant_id", flat=True))
-
-
-class TenantScopedAdmin(admin.ModelAdmin):
-    tenant_field = "tenant"
-
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
-        queryset = super().get_queryset(request)
-        tenants = tenant_ids_of(request)
-        return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
-        tenants = tenant_ids_of(request)
-        if tenants is not None:
-            if db_field.name == "tenant":
-                kwargs["queryset"] = Tenant.objects.filter(pk__in=tenants)
-            elif hasattr(db_field.related_model, "tenant"):
-                kwargs["queryset"] = db_field.related_model.objects.filter(tenant__in=tenants)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    def formfield_for_manytomany(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
-        tenants = tenant_ids_of(request)
-        if tenants is not None and hasattr(db_field.related_model, "tenant"):
-            kwargs["queryset"] = db_field.related_model.objects.filter(tenant__in=tenants)
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
-
-
-class ReadOnlyAdmin(TenantScopedAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
+# Not any one tenant's: people, groups and the task queue (its rows name every tenant's documents).
+superuser_only(
+    admin.site, get_user_model(), Group, q_models.Schedule, q_models.Success, q_models.Failure, q_models.OrmQ
+)
 
 
 @admin.register(Tenant)
-class TenantAdmin(TenantScopedAdmin):
-    tenant_field = "pk"
+class TenantAdmin(SuperuserOnlyAdmin):
     list_display = ["name", "created_at"]
     search_fields = ["name"]
 
 
+class RoleGrantAdmin(TenantScopedAdmin):
+    """Keys and memberships: only a tenant's admin gives them, and never a role above its own."""
+
+    manage_role = Role.ADMIN
+
+    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"granter": request})
+
+    def formfield_for_choice_field(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        if db_field.name == "role":
+            kwargs["choices"] = [(r.value, r.label) for r in grantable_roles(request)]
+        return super().formfield_for_choice_field(db_field, request, **kwargs)
+
+
+class MembershipForm(RoleGrantForm):
+    class Meta:
+        model = Membership
+        fields = ["user", "tenant", "role"]
+
+
 @admin.register(Membership)
-class MembershipAdmin(TenantScopedAdmin):
+class MembershipAdmin(RoleGrantAdmin):
+    form = MembershipForm
     list_display = ["user", "tenant", "role"]
     list_filter = ["role", "tenant"]
     list_select_related = ["user", "tenant"]
 
 
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = ["tenant", "name", "collections"]
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        tenant = data.get("tenant")
+        foreign = [c.name for c in data.get("collections") or [] if tenant is not None and c.tenant_id != tenant.pk]
+        if foreign:
+            self.add_error("collections", f"Not collections of {tenant}: {', '.join(foreign)}.")
+        return data
+
+
 @admin.register(Agent)
 class AgentAdmin(TenantScopedAdmin):
+    form = AgentForm
+    manage_role = Role.ADMIN
     list_display = ["name", "tenant", "created_at"]
     list_filter = ["tenant"]
     filter_horizontal = ["collections"]
     list_select_related = ["tenant"]
 
 
-class ApiKeyForm(forms.ModelForm):
+class ApiKeyForm(RoleGrantForm):
     class Meta:
         model = ApiKey
         fields = ["tenant", "name", "role", "agent", "revoked"]
 
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        tenant, agent = data.get("tenant"), data.get("agent")
+        if tenant is not None and agent is not None and agent.tenant_id != tenant.pk:
+            # api_key_create refuses it too; said here so the form shows it instead of failing on save.
+            self.add_error("agent", f"{agent} is an agent of another tenant.")
+        return data
+
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(TenantScopedAdmin):
+class ApiKeyAdmin(RoleGrantAdmin):
     form = ApiKeyForm
     list_display = ["prefix", "name", "tenant", "role", "agent", "created_at", "last_used_at", "revoked"]
     list_filter = ["role", "revoked", "tenant"]
     list_select_related = ["tenant", "agent"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
 
+    def get_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+        # A new key is issued live; revoking is a change to an existing one.
+        return ["tenant", "name", "role", "agent"] if obj is None else super().get_fields(request, obj)
+
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
-        if not change:
-            secret = api_key_assign_secret(key=obj)
-            self.message_user(
-                request,
-                f"The new key is {secret} — copy it now: it is stored hashed and will not be shown again.",
-                messages.WARNING,
-            )
-        super().save_model(request, obj, form, change)
+        if change:
+            return super().save_model(request, obj, form, change)
+        # Issued by the service, which checks the agent's tenant and keeps only the secret's hash.
+        issued = api_key_create(tenant=obj.tenant, role=obj.role, agent=obj.agent, name=obj.name)
+        for field in ApiKey._meta.concrete_fields:  # the admin goes on with (logs, redirects to) this key
+            setattr(obj, field.attname, getattr(issued.key, field.attname))
+        obj._state.adding = False
+        self.message_user(
+            request,
+            f"The new key is {issued.secret} — copy it now: it is stored hashed and will not be shown again.",
+            messages.WARNING,
+        )
 
 
 @admin.register(Collection)
@@ -147,12 +179,18 @@ class DocumentUploadForm(forms.ModelForm):
         fields = ["collection"]
 
     def clean_upload(self):  # type: ignore[no-untyped-def]
+        # The whole file, as document_create reads it: a ZIP package (.docx, .xlsx, .pptx, .odt) keeps its
+        # directory at the end, so a check of the first bytes alone refused every real one over 8 KiB.
         upload = self.cleaned_data["upload"]
+        limit = settings.KB_MAX_UPLOAD_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(f"{upload.name} is larger than the upload limit of {limit} bytes")
         try:
-            check_upload(upload.name, upload.read(8192))
+            check_upload(upload.name, upload.read(limit + 1))
         except UnsupportedFile as exc:
             raise forms.ValidationError(str(exc)) from exc
-        upload.seek(0)
+        finally:
+            upload.seek(0)
         return upload
 
     def clean_source_uri(self) -> str:
@@ -242,13 +280,16 @@ class DocumentAdmin(
 
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
     def reingest(self, request, queryset):  # type: ignore[no-untyped-def]
-        for document in queryset:
+        documents = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
+        for document in documents:
             document_queue_ingest(document=document)
-        self.message_user(request, f"{queryset.count()} document(s) queued for ingestion.")
+        self.message_user(request, f"{len(documents)} document(s) queued for ingestion.")
+        if skipped := queryset.count() - len(documents):
+            self.message_user(request, f"{skipped} document(s) left alone: you may only view them.", messages.WARNING)
 
 
 @admin.register(Chunk)
-class ChunkAdmin(ReadOnlyAdmin):
+class ChunkAdmin(AuditAdmin):
     list_display = ["document", "ordinal", "page", "section_trail", "language", "short_text"]
     list_filter = ["language", "collection"]
     list_select_related = ["document"]
@@ -272,7 +313,7 @@ class ChunkAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Build)
-class BuildAdmin(ReadOnlyAdmin):
+class BuildAdmin(AuditAdmin):
     list_display = [
         "built_at", "collection", "document", "built_from", "model", "dims", "passages",
         "refused_names", "warning_lines",
@@ -295,5 +336,6 @@ class BuildAdmin(ReadOnlyAdmin):
 
 @admin.register(ReaderLabel)
 class ReaderLabelAdmin(TenantScopedAdmin):
+    manage_role = Role.ADMIN
     list_display = ["name", "tenant", "description"]
     list_filter = ["tenant"]

@@ -102,7 +102,7 @@ class FolderSourceAdminMixin:
         from django_q.tasks import async_task
 
         queued, skipped = [], []
-        for collection in queryset:
+        for collection in self.manageable(request, queryset):  # type: ignore[attr-defined]  # not a viewer's
             if not folder_source_configured(collection):
                 skipped.append(collection.name)
                 continue

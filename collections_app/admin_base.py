@@ -1,0 +1,173 @@
+"""Admin base classes: tenant-scoped pages granted by membership role (rules in admin_roles.py).
+
+- TenantScopedAdmin: rows, list filters and form dropdowns come only from the person's tenants; reading
+  needs any membership, writing needs `manage_role` in the row's tenant.
+- AuditAdmin: read-only records (builds, search events, paragraphs): nobody adds, changes or deletes
+  them in the admin, superusers included.
+- SuperuserOnlyAdmin: pages that are not any one tenant's (tenants, users, the task queue).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.utils import get_fields_from_path
+from django.contrib.auth import get_user_model
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+
+from collections_app.admin_roles import grantable_roles, may, roles_of, tenants_where
+from collections_app.models import Role, Tenant
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    tenant_field = "tenant"  # the path from a row to its tenant
+    manage_role: Role | None = Role.EDITOR  # None: nobody writes here (audit records)
+
+    # --- what the person may do -------------------------------------------------------------------
+
+    def tenant_id_of(self, obj: Model) -> uuid.UUID:
+        return getattr(obj, f"{self.tenant_field}_id")
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) if request.user.is_superuser else bool(roles_of(request))
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        if request.user.is_superuser:
+            return super().has_view_permission(request, obj)
+        return may(request, None if obj is None else self.tenant_id_of(obj), Role.VIEWER)
+
+    def _may_manage(self, request: HttpRequest, obj: Model | None) -> bool:
+        if self.manage_role is None:
+            return False
+        return may(request, None if obj is None else self.tenant_id_of(obj), self.manage_role)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:  # type: ignore[override]
+        return self._may_manage(request, None) and (
+            not request.user.is_superuser or super().has_add_permission(request)
+        )
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self._may_manage(request, obj) and (
+            not request.user.is_superuser or super().has_change_permission(request, obj)
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self._may_manage(request, obj) and (
+            not request.user.is_superuser or super().has_delete_permission(request, obj)
+        )
+
+    def manageable(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:  # type: ignore[type-arg]
+        """The part of a selection the person may act on (actions take only these rows)."""
+        if self.manage_role is None:
+            return queryset.none()
+        tenants = tenants_where(request, self.manage_role)
+        return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
+
+    # --- what the person sees ---------------------------------------------------------------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:  # type: ignore[type-arg]
+        queryset = super().get_queryset(request)
+        tenants = tenants_where(request, Role.VIEWER)
+        return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
+
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
+        # A related filter lists only what the visible rows point at (RelatedOnlyFieldListFilter follows
+        # get_queryset), never every tenant's names.
+        return [_related_only(self.model, spec) for spec in super().get_list_filter(request)]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        queryset = self.scoped_choices(db_field.related_model, request)
+        if queryset is not None:
+            kwargs["queryset"] = queryset
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        queryset = self.scoped_choices(db_field.related_model, request)
+        if queryset is not None:
+            kwargs["queryset"] = queryset
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def scoped_choices(self, model: type[Model], request: HttpRequest) -> QuerySet | None:  # type: ignore[type-arg]
+        """A dropdown's choices: only from tenants where the person may write here (None: leave as is)."""
+        tenants = tenants_where(request, self.manage_role or Role.ADMIN)
+        if tenants is None:
+            return None
+        if model is Tenant:
+            return Tenant.objects.filter(pk__in=tenants)
+        if model is get_user_model():
+            # Only people already members of those tenants; new people are a superuser's to create.
+            return model.objects.filter(memberships__tenant__in=tenants).distinct()
+        if any(f.name == "tenant" for f in model._meta.get_fields()):
+            return model._default_manager.filter(tenant__in=tenants)
+        return model._default_manager.none()  # an unscoped model offers nothing to non-superusers
+
+    def get_deleted_objects(self, objs, request):  # type: ignore[no-untyped-def]
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        # Audit rows go with what they record (a document's paragraphs, a collection's builds): deleting
+        # the owner is the editor's call; deleting the records on their own is refused by AuditAdmin.
+        audit = {m._meta.verbose_name for m, a in self.admin_site._registry.items() if isinstance(a, AuditAdmin)}
+        return deleted, counts, perms_needed - audit, protected
+
+
+class AuditAdmin(TenantScopedAdmin):
+    """Records of what happened: read by every member, written and deleted by no one here."""
+
+    manage_role = None
+
+
+class SuperuserOnlyAdmin(admin.ModelAdmin):
+    """Mixed before a ModelAdmin: the page exists only for superusers."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser and super().has_module_permission(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return request.user.is_superuser and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return request.user.is_superuser and super().has_add_permission(request, *args)
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return request.user.is_superuser and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
+
+
+def superuser_only(site: admin.AdminSite, *models: type[Model]) -> None:
+    """Re-register other apps' admins (auth, django_q) as superuser-only, keeping their pages as they are."""
+    for model in models:
+        if not site.is_registered(model):
+            continue
+        current = type(site.get_model_admin(model))
+        site.unregister(model)
+        site.register(model, type(f"SuperuserOnly{current.__name__}", (SuperuserOnlyAdmin, current), {}))
+
+
+class RoleGrantForm(forms.ModelForm):
+    """A form that gives a role (a key's, a membership's): never above the granter's own in that tenant.
+
+    The admin's get_form sets `granter` to the request.
+    """
+
+    granter: HttpRequest | None = None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        tenant, role = data.get("tenant"), data.get("role")
+        if self.granter is not None and tenant is not None and role:
+            allowed = grantable_roles(self.granter, tenant.pk)
+            if Role(role) not in allowed:
+                ceiling = allowed[-1] if allowed else "nothing"
+                self.add_error("role", f"In {tenant} you may grant at most {ceiling}.")
+        return data
+
+
+def _related_only(model: type[Model], spec: Any) -> Any:
+    if isinstance(spec, str) and get_fields_from_path(model, spec)[-1].is_relation:
+        return (spec, admin.RelatedOnlyFieldListFilter)
+    return spec
