@@ -65,45 +65,124 @@ def document_create(
     """Store an upload and queue its ingestion; the same content again returns the document already held.
 
     `queue=False` leaves ingestion to the caller (a folder sync ingests in its own run).
+
+    Identical uploads at the same moment: a transaction-scoped advisory lock on (collection, content hash)
+    lets one of them in at a time, so the first creates the document and the others, once it has committed,
+    find it (200) instead of colliding on the unique constraint (a 500).
+
+    The stored file and the row: the file is written inside the transaction, after the lock and the look-up
+    (so a duplicate never writes one), and removed again if anything in this function fails (the row is rolled
+    back with it). Writing the file only on commit would be worse: a crash between the commit and the write
+    would leave a committed document with no file, which nothing can read or repair. What remains: a caller that
+    wraps this in a larger transaction of its own removes the files if that transaction rolls back (a zip import
+    does: services/archives.py), and a process killed between the write and the commit leaves a file no row
+    names — `manage.py storage_cleanup` finds and removes those.
     """
-    filename = Path(filename.replace("\\", "/")).name
+    filename = upload_filename(filename)
     data = content.read(settings.KB_MAX_UPLOAD_BYTES + 1)
     if len(data) > settings.KB_MAX_UPLOAD_BYTES:
         raise FileTooLarge(f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes")
     check_upload(filename, data)
     content_hash = hashlib.sha256(data).hexdigest()
-    with transaction.atomic():
-        existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
-        if existing is not None:
-            if existing.status == DocumentStatus.ERROR and queue:
-                # Uploading a failed file again is how a person retries it (after
-                # installing Tesseract, say): read it again instead of answering "done".
-                existing.status, existing.error, existing.progress, existing.blocks = (
-                    DocumentStatus.PARSING,
-                    "",
-                    0,
-                    None,
-                )
-                existing.save(update_fields=["status", "error", "progress", "blocks", "updated_at"])
-                document_queue_ingest(document=existing)
-                return UploadResult(existing, created=False, requeued=True)
-            return UploadResult(existing, created=False)
-        document = Document(
-            tenant_id=collection.tenant_id,
-            collection=collection,
-            content_hash=content_hash,
-            filename=filename,
-            source_uri=source_uri or f"upload://{filename}",
-            size=len(data),
-            uploaded_by=uploaded_by,
-            ingest_options=ingest_options or {},
-            parent=parent,
-        )
-        document.file.save(filename, ContentFile(data), save=False)
-        document.save()
-        if queue:
-            document_queue_ingest(document=document)
+    stored: list[str] = []
+    try:
+        with transaction.atomic():
+            _lock_content(collection, content_hash)
+            existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
+            if existing is not None:
+                return _upload_again(existing, queue=queue)
+            document = Document(
+                tenant_id=collection.tenant_id,
+                collection=collection,
+                content_hash=content_hash,
+                filename=filename,
+                source_uri=source_uri or f"upload://{filename}",
+                size=len(data),
+                uploaded_by=uploaded_by,
+                ingest_options=ingest_options or {},
+                parent=parent,
+            )
+            document.file.save(_stored_name(filename), ContentFile(data), save=False)
+            stored.append(document.file.name)
+            document.save()
+            if queue:
+                document_queue_ingest(document=document)
+    except BaseException:
+        stored_files_remove(stored)
+        raise
     return UploadResult(document, created=True)
+
+
+def _upload_again(existing: Document, *, queue: bool) -> UploadResult:
+    if existing.status == DocumentStatus.ERROR and queue:
+        # Uploading a failed file again is how a person retries it (after
+        # installing Tesseract, say): read it again instead of answering "done".
+        existing.status, existing.error, existing.progress, existing.blocks = (
+            DocumentStatus.PARSING,
+            "",
+            0,
+            None,
+        )
+        existing.save(update_fields=["status", "error", "progress", "blocks", "updated_at"])
+        document_queue_ingest(document=existing)
+        return UploadResult(existing, created=False, requeued=True)
+    return UploadResult(existing, created=False)
+
+
+def _lock_content(collection: Collection, content_hash: str) -> None:
+    # One upload of this content into this collection at a time, until the transaction ends. The key is 64 bits
+    # of a hash, so two different contents share a lock only by a 1-in-2^64 chance (and then merely wait).
+    digest = hashlib.sha256(f"document-content:{collection.pk}:{content_hash}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)])
+
+
+def stored_files_remove(names: list[str]) -> None:
+    """Remove stored originals whose rows did not (or will not) commit."""
+    storage = Document._meta.get_field("file").storage
+    for name in names:
+        try:
+            storage.delete(name)
+        except OSError:
+            logger.warning("a stored file could not be removed; storage_cleanup will find it")
+
+
+# Document.filename is a varchar(255) (characters); the stored file's own name must fit the file system's
+# 255 *bytes* per name (ext4, XFS, APFS) with room for the suffix storage adds when a name is taken (`_` + 7).
+_MAX_FILENAME_CHARS = 255
+_MAX_STORED_NAME_BYTES = 200
+_MAX_EXTENSION_CHARS = 16
+
+
+def upload_filename(filename: str) -> str:
+    """The name a document is shown by: the last path part, refused if unreadable, shortened if too long.
+
+    A NUL byte or a lone surrogate (half of a UTF-16 pair, which no file system or database can store) is an
+    UnsupportedFile, like a wrong extension: the uploader can rename the file.
+    """
+    name = Path(filename.replace("\\", "/")).name
+    if "\x00" in name or any("\ud800" <= ch <= "\udfff" for ch in name):
+        raise UnsupportedFile(
+            "the file name holds a NUL byte or an invalid character (a lone surrogate); "
+            "rename the file and upload it again"
+        )
+    return _shorten(name, lambda text: len(text), _MAX_FILENAME_CHARS)
+
+
+def _stored_name(filename: str) -> str:
+    return _shorten(filename, lambda text: len(text.encode("utf-8")), _MAX_STORED_NAME_BYTES)
+
+
+def _shorten(name: str, measure, limit: int) -> str:  # type: ignore[no-untyped-def]
+    """Cut the stem (never the extension) at a character boundary until `measure(name) <= limit`."""
+    if measure(name) <= limit:
+        return name
+    path = Path(name)
+    suffix = path.suffix if 0 < len(path.suffix) <= _MAX_EXTENSION_CHARS else ""
+    stem = name[: len(name) - len(suffix)] if suffix else name
+    while stem and measure(stem + suffix) > limit:
+        stem = stem[: -max(1, (measure(stem + suffix) - limit) // 4)]  # at most 4 bytes a character
+    return (stem or "file") + suffix
 
 
 def document_queue_ingest(*, document: Document) -> None:
