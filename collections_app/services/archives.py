@@ -147,7 +147,8 @@ def _refuse_bombs(zipname: str, infos: list[zipfile.ZipInfo], archive_size: int)
                 f"{zipname} is refused as a zip bomb: its member {info.filename} is compressed more than "
                 f"{ratio} times ({info.compress_size} bytes unpacking to {info.file_size})"
             )
-    # ... and the whole: many members each just under the ratio still may not unpack to more than ratio × the zip.
+    # ... and the whole zip (unpacked total / its size). The per-member rule implies it today; it is kept so that
+    # loosening that rule (exempting tiny members, say) can never loosen the bound on the whole.
     if total > ratio * archive_size:
         raise ArchiveRefused(
             f"{zipname} is refused as a zip bomb: its {archive_size} bytes would unpack to {total} bytes, "

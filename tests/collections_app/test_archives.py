@@ -147,9 +147,11 @@ def test_encrypted_oversize_unsupported_and_nested_members_are_named_in_warnings
     [
         ({"KB_MAX_ZIP_BYTES": 50_000}, {"a.txt": b"a" * 30_000, "b.txt": b"b" * 30_000}, "would unpack to 60000"),
         ({}, {"zeros.txt": b"\x00" * 3_000_000}, "zeros.txt is compressed more than 100 times"),
+        # Small members are judged too: forty of just under 1 MiB once turned 65 KB of zip into 40 MiB.
+        ({}, {f"z{i}.txt": b"\x00" * 1_000_000 for i in range(40)}, "z0.txt is compressed more than 100 times"),
         ({"KB_MAX_ZIP_MEMBERS": 3}, {f"n{i}.txt": DELIVERY for i in range(4)}, "holds 4 entries"),
     ],
-    ids=["total-size", "ratio", "members"],
+    ids=["total-size", "ratio", "small-members-ratio", "members"],
 )
 def test_a_zip_bomb_is_refused_with_400_before_anything_is_extracted(
     cast, collection, upload, settings, limits, members, expected
