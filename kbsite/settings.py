@@ -128,8 +128,35 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["collections_app.api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["collections_app.api.permissions.HasApiKey"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Bounded in size (KB_MAX_JSON_BYTES) and depth; no NUL or lone surrogate gets past it.
+    "DEFAULT_PARSER_CLASSES": ["collections_app.api.parsers.BoundedJSONParser"],
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "collections_app.api.errors.exception_handler",
+}
+# A JSON request body larger than this is refused with 413 (search queries and settings are small).
+KB_MAX_JSON_BYTES = env_int("KB_MAX_JSON_BYTES", 1024 * 1024)
+# Django answers more query or form fields than this with 400 (the API maps it so, never a 500).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+
+
+def env_rate(name: str, default: str) -> str:
+    """A DRF throttle rate such as "600/min" ("" switches the limit off)."""
+    import re
+
+    value = os.environ.get(name, default).strip()
+    if value and not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", value):
+        raise ValueError(f"{name} must be a rate such as 600/min or 10/s (or empty for no limit), got {value!r}")
+    return value
+
+
+# Rate limits per API key: 429 with Retry-After past them. Counted in KB_THROTTLE_CACHE, a per-process
+# local-memory cache by default (see docs/DECISIONS.md: with N server processes a key gets up to N times the rate).
+KB_THROTTLE_SEARCH = env_rate("KB_THROTTLE_SEARCH", "600/min")
+KB_THROTTLE_UPLOAD = env_rate("KB_THROTTLE_UPLOAD", "120/min")
+KB_THROTTLE_CACHE = "throttle"
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "kb-throttle"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "kbsite API",
@@ -138,6 +165,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "collections_app.api.schema.add_retry_after",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

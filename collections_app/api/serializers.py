@@ -3,7 +3,26 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from collections_app.models import Build, Collection, Document
+from collections_app.services import collections as collections_service
+from collections_app.services.ingest_options import MAX_LABEL_CHARS
+from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
+
+# Larger than any page or offset a person pages to; an offset past 2**63 used to reach PostgreSQL (500).
+MAX_OFFSET = 1_000_000_000
+
+
+class ErrorOutput(serializers.Serializer):
+    """The answer to a refusal that names no one field (401, 403, 404, 409, 413, 429, ...)."""
+
+    detail = serializers.CharField()
+
+
+class ValidationErrorOutput(serializers.Serializer):
+    """A 400: each input at fault maps to its messages, e.g. {"name": ["..."]}; or {"detail": "..."}."""
+
+    detail = serializers.CharField(required=False, help_text="when no single field is at fault")
+
 
 COLLECTION_SETTINGS = [
     "chunk_strategy",
@@ -25,10 +44,39 @@ COLLECTION_SETTINGS = [
 ]
 
 
+def _bounds() -> dict[str, dict[str, object]]:
+    """The collection service's bounds, declared in the schema too (the service is what enforces them)."""
+    svc = collections_service
+    low, high = svc.CHUNK_SIZE_RANGE
+    fraction = {"min_value": 0, "max_value": 1}
+    return {
+        "chunk_size": {"min_value": low, "max_value": high},
+        "chunk_overlap": {"min_value": 0, "max_value": high - 1},
+        "parent_size": {"min_value": low, "max_value": svc.MAX_PARENT_SIZE},
+        "rerank_top_k": {"min_value": 1, "max_value": svc.MAX_TOP_K},
+        "rerank_top_n": {"min_value": 1, "max_value": svc.MAX_TOP_N},
+        "around": {"min_value": 0, "max_value": svc.MAX_AROUND},
+        "merge_threshold": fraction,
+        "hybrid_weight": fraction,
+        "score_threshold": fraction,
+        "min_score": fraction,
+        "description": {"max_length": svc.MAX_DESCRIPTION_CHARS},
+    }
+
+
 class CollectionInput(serializers.ModelSerializer):
+    name = NameField(max_length=collections_service.MAX_NAME_CHARS)
+    languages = serializers.ListField(
+        child=serializers.CharField(min_length=1, max_length=10),
+        max_length=collections_service.MAX_LANGUAGES,
+        required=False,
+        allow_null=True,
+    )
+
     class Meta:
         model = Collection
         fields = ["name", "description", *COLLECTION_SETTINGS]
+        extra_kwargs = _bounds()
         # Uniqueness is the service's business (409), not a 400 from the serializer.
         validators: list = []
 
@@ -69,30 +117,43 @@ class CollectionOutput(serializers.ModelSerializer):
             return None
 
 
+class UploadFileField(serializers.FileField):
+    """The file's name must be storable text; its length is the upload service's business (it shortens)."""
+
+    def to_internal_value(self, data):  # type: ignore[no-untyped-def]
+        file = super().to_internal_value(data)
+        problem = text_problem(file.name or "")
+        if problem:
+            raise serializers.ValidationError(f"the file name {problem}")
+        return file
+
+
 class DocumentUploadInput(serializers.Serializer):
     # An empty file is accepted and ends in `error` ("no text could be read"), like any unreadable one.
-    file = serializers.FileField(allow_empty_file=True)
-    source_uri = serializers.CharField(required=False, allow_blank=True, max_length=1000)
-    ingest_options = serializers.JSONField(
+    file = UploadFileField(allow_empty_file=True)
+    # folder:// names what a folder source synced; only the deployment sets folder sources, and a sync
+    # removes folder documents it does not find, so an upload may not claim to be one.
+    source_uri = SourceUriField(
+        required=False,
+        allow_blank=True,
+        max_length=1000,
+        help_text="Where the file came from: upload://, http://, https:// or mailto: (default upload://<name>)",
+    )
+    ingest_options = SafeJSONField(
         required=False, help_text='JSON object, e.g. {"tesseract_langs": ["mkd", "eng"]} or {"table_mode": "sheet"}'
     )
-
-    def validate_source_uri(self, value: str) -> str:
-        # folder:// names what a folder source synced; only the deployment sets folder sources, and a sync
-        # removes folder documents it does not find, so an upload may not claim to be one.
-        if value.lower().startswith("folder://"):
-            raise serializers.ValidationError("folder:// addresses belong to folder sources, set by the deployment")
-        return value
 
 
 class IngestOptionsInput(serializers.Serializer):
     confirm_reparse = serializers.BooleanField(default=False)
-    mineru_lang = serializers.CharField(required=False)
-    tesseract_langs = serializers.ListField(child=serializers.CharField(), required=False)
-    table_mode = serializers.CharField(required=False)
-    column_roles = serializers.DictField(child=serializers.CharField(), required=False)
-    records_path = serializers.CharField(required=False, allow_blank=True)
-    labels = serializers.ListField(child=serializers.CharField(), required=False)
+    mineru_lang = serializers.CharField(required=False, max_length=50)
+    tesseract_langs = serializers.ListField(child=serializers.CharField(max_length=50), required=False, max_length=50)
+    table_mode = serializers.CharField(required=False, max_length=50)
+    column_roles = SafeDictField(child=serializers.CharField(max_length=50), required=False)
+    records_path = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_LABEL_CHARS), required=False, max_length=1000
+    )
 
 
 class DocumentUploadOutput(serializers.Serializer):
@@ -140,7 +201,14 @@ class DocumentOutput(serializers.ModelSerializer):
 
 class DocumentListInput(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
+
+
+class DocumentPageOutput(serializers.Serializer):
+    count = serializers.IntegerField(help_text="documents in the collection")
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    results = DocumentOutput(many=True)
 
 
 class BuildOutput(serializers.ModelSerializer):

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from collections_app import selectors
 from collections_app.api.permissions import EditorWrites
+from collections_app.api.schema import refusals
 from collections_app.api.serializers import (
     ArchiveImportOutput,
     BuildOutput,
@@ -20,32 +21,23 @@ from collections_app.api.serializers import (
     CollectionOutput,
     DocumentListInput,
     DocumentOutput,
+    DocumentPageOutput,
     DocumentUploadInput,
     DocumentUploadOutput,
     IngestOptionsInput,
 )
-from collections_app.ingestion import UnsupportedFile
-from collections_app.ingestion.chunking import StrategyNotBuilt
+from collections_app.api.throttles import UploadsOnly
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Collection
-from collections_app.services.archives import ArchiveRefused, InsufficientStorage, archive_import
-from collections_app.services.collections import (
-    CollectionNameTaken,
-    InvalidSettings,
-    collection_create,
-    collection_delete,
-    collection_update,
-)
-from collections_app.services.documents import FileTooLarge, document_create
-from collections_app.services.ingest_options import (
-    InvalidIngestOptions,
-    ReparseNeedsConfirmation,
-    document_options_update,
-    ingest_options_validate,
-)
+from collections_app.services.archives import archive_import
+from collections_app.services.collections import collection_create, collection_delete, collection_update
+from collections_app.services.documents import document_create
+from collections_app.services.ingest_options import document_options_update, ingest_options_validate
 
 
 class TenantScopedView(APIView):
+    """Domain errors raised below are answered by collections_app.api.errors, not caught here."""
+
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
@@ -53,54 +45,45 @@ class TenantScopedView(APIView):
         return get_object_or_404(selectors.collections_for(request.auth.tenant), pk=collection_id)
 
 
-def _settings_error(exc: Exception) -> Response:
-    return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-
-
 class CollectionListView(TenantScopedView):
-    @extend_schema(responses=CollectionOutput(many=True))
+    @extend_schema(summary="List the collections", responses={200: CollectionOutput(many=True), **refusals(401)})
     def get(self, request: Request) -> Response:
         collections = selectors.collections_for(request.auth.tenant)
         return Response(CollectionOutput(collections, many=True).data)
 
     @extend_schema(
+        summary="Create a collection",
         request=CollectionInput,
-        responses={
-            201: CollectionOutput,
-            409: OpenApiResponse(description="name taken"),
-        },
+        responses={201: CollectionOutput, **refusals(400, 401, 403, 409, 413, conflict="a collection of that name")},
     )
     def post(self, request: Request) -> Response:
         data = CollectionInput(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            collection = collection_create(tenant=request.auth.tenant, **data.validated_data)
-        except CollectionNameTaken as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        except (StrategyNotBuilt, InvalidSettings) as exc:
-            return _settings_error(exc)
+        collection = collection_create(tenant=request.auth.tenant, **data.validated_data)
         return Response(CollectionOutput(collection).data, status=status.HTTP_201_CREATED)
 
 
 class CollectionDetailView(TenantScopedView):
-    @extend_schema(responses=CollectionOutput)
+    @extend_schema(summary="Read a collection", responses={200: CollectionOutput, **refusals(401, 404)})
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         return Response(CollectionOutput(self.get_collection(request, collection_id)).data)
 
-    @extend_schema(request=CollectionInput, responses=CollectionOutput)
+    @extend_schema(
+        summary="Change a collection's settings",
+        request=CollectionInput(partial=True),
+        responses={
+            200: CollectionOutput,
+            **refusals(400, 401, 403, 404, 409, 413, conflict="another collection of that name"),
+        },
+    )
     def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         data = CollectionInput(instance=collection, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        try:
-            collection = collection_update(collection=collection, **data.validated_data)
-        except CollectionNameTaken as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        except (StrategyNotBuilt, InvalidSettings) as exc:
-            return _settings_error(exc)
+        collection = collection_update(collection=collection, **data.validated_data)
         return Response(CollectionOutput(collection).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(401, 403, 404)})
     def delete(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection_delete(collection=self.get_collection(request, collection_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -115,8 +98,13 @@ _UPLOAD_ANSWER = PolymorphicProxySerializer(
 
 class DocumentListView(TenantScopedView):
     parser_classes = [MultiPartParser, FormParser]
+    throttle_classes = [UploadsOnly]
 
-    @extend_schema(parameters=[DocumentListInput], responses=DocumentOutput(many=True))
+    @extend_schema(
+        summary="List a collection's documents, a page at a time",
+        parameters=[DocumentListInput],
+        responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
+    )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         page = DocumentListInput(data=request.query_params)
@@ -133,8 +121,13 @@ class DocumentListView(TenantScopedView):
         )
 
     @extend_schema(
+        summary="Upload a document (or a .zip of documents)",
         request={"multipart/form-data": DocumentUploadInput},
-        responses={202: _UPLOAD_ANSWER, 200: _UPLOAD_ANSWER},
+        responses={
+            202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
+            200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
+            **refusals(400, 401, 403, 404, 413, 429, 507),
+        },
         description="A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
     def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -144,23 +137,14 @@ class DocumentListView(TenantScopedView):
         upload = data.validated_data["file"]
         if family_of(upload.name) == "archive":
             return _archive_upload(request, collection, data.validated_data)
-        try:
-            options = ingest_options_validate(data.validated_data.get("ingest_options"))
-        except InvalidIngestOptions as exc:
-            raise ValidationError({"ingest_options": [str(exc)]}) from exc
-        try:
-            result = document_create(
-                collection=collection,
-                filename=upload.name,
-                content=upload,
-                source_uri=data.validated_data.get("source_uri", ""),
-                uploaded_by=request.auth.name or request.auth.prefix,
-                ingest_options=options,
-            )
-        except UnsupportedFile as exc:
-            raise ValidationError({"file": [str(exc)]}) from exc
-        except FileTooLarge as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        result = document_create(
+            collection=collection,
+            filename=upload.name,
+            content=upload,
+            source_uri=data.validated_data.get("source_uri", ""),
+            uploaded_by=request.auth.name or request.auth.prefix,
+            ingest_options=ingest_options_validate(data.validated_data.get("ingest_options")),
+        )
         body = DocumentUploadOutput({"document_id": result.document.pk, "status": result.document.status}).data
         return Response(
             body,
@@ -174,20 +158,13 @@ def _archive_upload(request: Request, collection: Collection, validated: dict) -
             {"ingest_options": ["a .zip import takes no ingest options; upload a file on its own to set them"]}
         )
     upload = validated["file"]
-    try:
-        result = archive_import(
-            collection=collection,
-            filename=upload.name,
-            content=upload,
-            uploaded_by=request.auth.name or request.auth.prefix,
-            source_uri=validated.get("source_uri", ""),
-        )
-    except (UnsupportedFile, ArchiveRefused) as exc:
-        raise ValidationError({"file": [str(exc)]}) from exc
-    except FileTooLarge as exc:
-        return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-    except InsufficientStorage as exc:
-        return Response({"detail": str(exc)}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
+    result = archive_import(
+        collection=collection,
+        filename=upload.name,
+        content=upload,
+        uploaded_by=request.auth.name or request.auth.prefix,
+        source_uri=validated.get("source_uri", ""),
+    )
     return Response(
         ArchiveImportOutput(result).data,
         status=status.HTTP_202_ACCEPTED if result.created else status.HTTP_200_OK,
@@ -195,7 +172,7 @@ def _archive_upload(request: Request, collection: Collection, validated: dict) -
 
 
 class DocumentDetailView(TenantScopedView):
-    @extend_schema(responses=DocumentOutput)
+    @extend_schema(summary="Read a document's status", responses={200: DocumentOutput, **refusals(401, 404)})
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
@@ -204,7 +181,12 @@ class DocumentDetailView(TenantScopedView):
 
 class DocumentIngestOptionsView(TenantScopedView):
     @extend_schema(
-        request=IngestOptionsInput, responses={202: DocumentOutput, 409: OpenApiResponse(description="confirm")}
+        summary="Change a document's ingest options (re-parses it)",
+        request=IngestOptionsInput,
+        responses={
+            202: DocumentOutput,
+            **refusals(400, 401, 403, 404, 409, 413, conflict='re-parsing needs "confirm_reparse": true'),
+        },
     )
     def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
@@ -212,20 +194,18 @@ class DocumentIngestOptionsView(TenantScopedView):
         data = IngestOptionsInput(data=request.data)
         data.is_valid(raise_exception=True)
         changes = {k: v for k, v in data.validated_data.items() if k != "confirm_reparse"}
-        try:
-            document_options_update(
-                document=document, changes=changes, confirm_reparse=data.validated_data["confirm_reparse"]
-            )
-        except InvalidIngestOptions as exc:
-            raise ValidationError({"detail": str(exc)}) from exc
-        except ReparseNeedsConfirmation as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        document_options_update(
+            document=document, changes=changes, confirm_reparse=data.validated_data["confirm_reparse"]
+        )
         document = selectors.documents_for(collection).get(pk=document.pk)
         return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
 
 
 class BuildListView(TenantScopedView):
-    @extend_schema(responses=BuildOutput(many=True))
+    @extend_schema(
+        summary="List a collection's builds, newest first",
+        responses={200: BuildOutput(many=True), **refusals(401, 404)},
+    )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         return Response(BuildOutput(selectors.builds_for(collection)[:200], many=True).data)

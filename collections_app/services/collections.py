@@ -4,31 +4,111 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import BUILT_CHUNK_STRATEGIES, Collection, Tenant
+from collections_app.models import BUILT_CHUNK_STRATEGIES, Collection, ParentReturn, SizeUnit, Tenant
+from collections_app.validation import name_problem, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
 
+# Bounds of the collection settings. The search API takes `around` and `top_n` up to the same maxima,
+# so a collection cannot configure what a search could not ask for (around 32,767 once returned a
+# whole document as one result; rerank_top_n 0 emptied every search).
+MAX_AROUND = 5
+MAX_TOP_N = 50
+MAX_TOP_K = 1000
+CHUNK_SIZE_RANGE = (20, 20_000)
+MAX_PARENT_SIZE = 200_000
+MAX_NAME_CHARS = Collection._meta.get_field("name").max_length or 200
+MAX_DESCRIPTION_CHARS = 10_000
+MAX_LANGUAGES = 50
 
-class CollectionNameTaken(Exception):
-    pass
+
+class CollectionNameTaken(Conflict):
+    field = "name"
 
 
-class InvalidSettings(ValueError):
-    pass
+class InvalidSettings(Invalid):
+    """A setting out of its bounds; `field` names it."""
+
+
+def _bounded_int(values: dict[str, Any], field: str, low: int, high: int, *, nullable: bool = False) -> None:
+    if field not in values:
+        return
+    value = values[field]
+    if value is None and nullable:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidSettings(f"{field} must be a whole number from {low} to {high}", field=field)
+
+
+def _fraction(values: dict[str, Any], field: str, *, nullable: bool = True) -> None:
+    if field not in values:
+        return
+    value = values[field]
+    if value is None and nullable:
+        return
+    # `not 0 <= value <= 1` is also true for NaN, which compares false with everything.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidSettings(f"{field} must be a number from 0 to 1", field=field)
+
+
+def _text(values: dict[str, Any], field: str, max_chars: int) -> None:
+    value = values.get(field)
+    if value is None:
+        return
+    problem = text_problem(value) if isinstance(value, str) else "must be text"
+    if problem is None and len(value) > max_chars:
+        problem = f"is too long: at most {max_chars} characters"
+    if problem:
+        raise InvalidSettings(f"{field} {problem}", field=field)
 
 
 def _validate(values: dict[str, Any]) -> None:
+    """Check each setting given on its own; the API and the admin's collection form both come through here."""
+    if "name" in values:
+        problem = name_problem(values["name"], max_chars=MAX_NAME_CHARS) if isinstance(values["name"], str) else None
+        if problem or not isinstance(values["name"], str):
+            raise InvalidSettings(f"name {problem or 'must be text'}", field="name")
+    _text(values, "description", MAX_DESCRIPTION_CHARS)
     strategy = values.get("chunk_strategy")
     if strategy is not None and strategy not in BUILT_CHUNK_STRATEGIES:
         raise StrategyNotBuilt(f"chunk_strategy {strategy!r} is planned but not built yet; use 'structure'")
     if "embedding_alias" in values:
+        _text(values, "embedding_alias", 100)
         try:
             get_model(values["embedding_alias"])
         except EmbeddingUnavailable as exc:
-            raise InvalidSettings(str(exc)) from exc
-    size, overlap = values.get("chunk_size"), values.get("chunk_overlap")
-    if size is not None and overlap is not None and overlap >= size:
-        raise InvalidSettings("chunk_overlap must be smaller than chunk_size")
+            raise InvalidSettings(str(exc), field="embedding_alias") from exc
+    for field, choices in (("chunk_size_unit", SizeUnit), ("parent_return", ParentReturn)):
+        if field in values and values[field] not in choices.values:
+            raise InvalidSettings(f"{field} must be one of {', '.join(choices.values)}", field=field)
+    _bounded_int(values, "chunk_size", *CHUNK_SIZE_RANGE)
+    _bounded_int(values, "chunk_overlap", 0, CHUNK_SIZE_RANGE[1] - 1)
+    _bounded_int(values, "parent_size", CHUNK_SIZE_RANGE[0], MAX_PARENT_SIZE, nullable=True)
+    _bounded_int(values, "rerank_top_k", 1, MAX_TOP_K)
+    _bounded_int(values, "rerank_top_n", 1, MAX_TOP_N)
+    _bounded_int(values, "around", 0, MAX_AROUND, nullable=True)
+    _fraction(values, "merge_threshold", nullable=False)
+    for field in ("hybrid_weight", "score_threshold", "min_score"):
+        _fraction(values, field)
+    languages = values.get("languages")
+    if languages is not None:
+        if not isinstance(languages, list) or len(languages) > MAX_LANGUAGES:
+            raise InvalidSettings(f"languages must be a list of at most {MAX_LANGUAGES} codes", field="languages")
+        for code in languages:
+            problem = text_problem(code) if isinstance(code, str) else "must be text"
+            if problem is None and not 1 <= len(code) <= 10:
+                problem = "must be a language code of 1 to 10 characters"
+            if problem:
+                raise InvalidSettings(f"languages: {code!r} {problem}", field="languages")
+
+
+def _validate_together(collection: Collection) -> None:
+    """Settings that bound each other, checked on the whole collection: a change to one may break the pair."""
+    if collection.chunk_overlap >= collection.chunk_size:
+        raise InvalidSettings("chunk_overlap must be smaller than chunk_size", field="chunk_overlap")
+    if collection.parent_size is not None and collection.parent_size <= collection.chunk_size:
+        raise InvalidSettings("parent_size must be larger than chunk_size", field="parent_size")
 
 
 def collection_create(*, tenant: Tenant, name: str, **settings: Any) -> Collection:
@@ -48,8 +128,7 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
 
 
 def _save(collection: Collection, update_fields: list[str] | None = None) -> None:
-    # Size and overlap are checked together: a change to one may break the pair.
-    _validate({"chunk_size": collection.chunk_size, "chunk_overlap": collection.chunk_overlap})
+    _validate_together(collection)
     try:
         with transaction.atomic():
             collection.save(update_fields=update_fields)

@@ -14,7 +14,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from collections_app.models import Document, DocumentStatus
+from collections_app.exceptions import Conflict, Invalid
+from collections_app.models import Chunk, Document, DocumentStatus
+from collections_app.validation import json_problem
 
 OPTION_OWNERS = {
     "mineru_lang": "collections_app.ingestion.ocr",
@@ -31,11 +33,15 @@ REPARSE_WARNING = (
 )
 
 
-class InvalidIngestOptions(ValueError):
-    pass
+# Labels are stored on every paragraph, in a column this wide.
+MAX_LABEL_CHARS = Chunk._meta.get_field("labels").base_field.max_length or 100
 
 
-class ReparseNeedsConfirmation(Exception):
+class InvalidIngestOptions(Invalid):
+    field = "ingest_options"
+
+
+class ReparseNeedsConfirmation(Conflict):
     pass
 
 
@@ -45,6 +51,9 @@ def ingest_options_validate(options: Any) -> dict[str, Any]:
         return {}
     if not isinstance(options, dict):
         raise InvalidIngestOptions("ingest_options must be a JSON object")
+    found = json_problem(options)
+    if found:
+        raise InvalidIngestOptions(f"ingest_options.{found[0]} {found[1]}")
     unknown = sorted(set(options) - set(OPTION_OWNERS))
     if unknown:
         raise InvalidIngestOptions(
@@ -61,6 +70,8 @@ def validate_options(options: dict[str, Any]) -> dict[str, Any]:
     labels = options.get("labels", [])
     if not isinstance(labels, list) or not all(isinstance(x, str) and x.strip() for x in labels):
         raise InvalidIngestOptions("labels must be a list of label names")
+    if any(len(x.strip()) > MAX_LABEL_CHARS for x in labels):
+        raise InvalidIngestOptions(f"labels: a label has at most {MAX_LABEL_CHARS} characters")
     return {"labels": sorted({x.strip() for x in labels})}
 
 

@@ -1,80 +1,121 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, UnknownCollections, resolve_scope, search
+from collections_app.api.schema import refusals
+from collections_app.api.throttles import SearchThrottle
+from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
+from collections_app.services.ingest_options import MAX_LABEL_CHARS
+from collections_app.validation import SafeJSONField
+from retrieval.search import resolve_scope, search
 from retrieval.services import search_event_record
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "number", "description": "the floor every searched collection used"},
+            {
+                "type": "object",
+                "additionalProperties": {"type": "number"},
+                "description": "collection name → its floor, when they differ",
+            },
+        ],
+        "nullable": True,
+        "description": "The semantic-score floor applied (0: off); null when no collection was searched.",
+    }
+)
+class FloorField(serializers.JSONField):
+    pass
+
+
+class SearchInput(serializers.Serializer):
+    query = serializers.CharField(max_length=4000, trim_whitespace=True)
+    collections = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_NAME_CHARS),
+        required=False,
+        allow_empty=False,
+        max_length=1000,
+    )
+    top_n = serializers.IntegerField(min_value=1, max_value=MAX_TOP_N, required=False)
+    around = serializers.IntegerField(min_value=0, max_value=MAX_AROUND, required=False)
+    reader_labels = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_LABEL_CHARS), required=False, max_length=1000
+    )
+    filters = SafeJSONField(
+        required=False,
+        help_text='Metadata filters, e.g. {"status": "open", "opened_on": {"gte": "2026-01-01"}, '
+        '"n": {"in": [1, 2]}}; operators eq (a bare value), gt, gte, lt, lte, in. Keys: the collections\' '
+        "metadata schemas, plus author, created, language and document.",
+    )
+
+
+class SearchDocumentRef(serializers.Serializer):
+    id = serializers.UUIDField()
+    filename = serializers.CharField()
+    source_uri = serializers.CharField()
+
+
+class SearchResult(serializers.Serializer):
+    text = serializers.CharField(help_text="the paragraph, stitched with its neighbours (`around`)")
+    score = serializers.FloatField(allow_null=True, help_text="the best score of its pieces")
+    collection = serializers.CharField()
+    document = SearchDocumentRef()
+    page = serializers.IntegerField(allow_null=True)
+    section = serializers.ListField(child=serializers.CharField(), help_text="the heading trail")
+    chunk_id = serializers.UUIDField()
+    language = serializers.CharField(allow_blank=True)
+    passages = serializers.IntegerField(help_text="how many paragraphs were stitched into `text`")
+
+
+class SearchStage(serializers.Serializer):
+    stage = serializers.CharField()
+    status = serializers.ChoiceField(choices=["ran", "skipped"])
+    reason = serializers.CharField(required=False)
+    counts = serializers.DictField(required=False)
+    ms = serializers.FloatField()
+
+
+class SearchOutput(serializers.Serializer):
+    results = SearchResult(many=True)
+    refused = serializers.BooleanField(
+        allow_null=True, help_text="null: no judge configured; false: the judge approved; true: nothing answers"
+    )
+    floor = FloorField()
+    around = serializers.IntegerField()
+    trace = SearchStage(many=True, help_text="every pipeline stage in order, ran or skipped with a reason")
 
 
 class SearchView(APIView):
     """One call: cited paragraphs from the collections this key may read."""
 
-    class Input(serializers.Serializer):
-        query = serializers.CharField(max_length=4000, trim_whitespace=True)
-        collections = serializers.ListField(
-            child=serializers.CharField(max_length=200),
-            required=False,
-            allow_empty=False,
-        )
-        top_n = serializers.IntegerField(min_value=1, max_value=50, required=False)
-        around = serializers.IntegerField(min_value=0, max_value=5, required=False)
-        reader_labels = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
-        filters = serializers.JSONField(
-            required=False,
-            help_text='Metadata filters, e.g. {"status": "open", "opened_on": {"gte": "2026-01-01"}, '
-            '"n": {"in": [1, 2]}}; operators eq (a bare value), gt, gte, lt, lte, in. Keys: the collections\' '
-            "metadata schemas, plus author, created, language and document.",
-        )
+    throttle_classes = [SearchThrottle]
 
-    class DocumentRef(serializers.Serializer):
-        id = serializers.UUIDField()
-        filename = serializers.CharField()
-        source_uri = serializers.CharField()
-
-    class Result(serializers.Serializer):
-        text = serializers.CharField()
-        score = serializers.FloatField(allow_null=True)
-        collection = serializers.CharField()
-        document = serializers.DictField()
-        page = serializers.IntegerField(allow_null=True)
-        section = serializers.ListField(child=serializers.CharField())
-        chunk_id = serializers.UUIDField()
-        language = serializers.CharField()
-        passages = serializers.IntegerField()
-
-    class Output(serializers.Serializer):
-        results = serializers.ListField(child=serializers.DictField())
-        refused = serializers.BooleanField(allow_null=True)
-        floor = serializers.JSONField()
-        around = serializers.IntegerField()
-        trace = serializers.ListField(child=serializers.DictField())
-
-    @extend_schema(request=Input, responses=Output)
+    @extend_schema(
+        summary="Search: cited paragraphs that answer a question",
+        request=SearchInput,
+        responses={
+            200: SearchOutput,
+            **refusals(400, 401, 409, 413, 429, conflict="the query embedding's width does not match the rows"),
+        },
+    )
     def post(self, request: Request) -> Response:
-        data = self.Input(data=request.data)
+        data = SearchInput(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
-        try:
-            scope = resolve_scope(
-                key=request.auth,
-                names=params.get("collections"),
-                reader_labels=params.get("reader_labels"),
-            )
-        except UnknownCollections as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            answer = search(
-                scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
-                filters=params.get("filters"),
-            )  # fmt: skip
-        except InvalidFilters as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        except EmbeddingWidthMismatch as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        scope = resolve_scope(
+            key=request.auth,
+            names=params.get("collections"),
+            reader_labels=params.get("reader_labels"),
+        )
+        answer = search(
+            scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
+            filters=params.get("filters"),
+        )  # fmt: skip
         search_event_record(key=request.auth, scope=scope, answer=answer)
         return Response(
             {
