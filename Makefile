@@ -7,17 +7,20 @@ BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 PORT ?= 8000
 
-# Development defaults; set KB_SECRET_KEY (and unset KB_DEBUG) in production.
-export KB_DEBUG ?= 1
-export KB_SECRET_KEY ?= dev-only-not-for-production
+# Production defaults: DEBUG is off unless KB_DEBUG=1 is set by hand; without KB_SECRET_KEY every
+# manage.py command reads the key generated once in var/secret_key. The tests use their own settings.
+export PORT
 export PYTHONUNBUFFERED := 1
 
 .PHONY: run test setup migrate lint bench clean
 
-$(BIN)/.installed: requirements.txt
+# requirements-dev.txt (test and lint tools), when present, is installed too.
+DEV_REQUIREMENTS := $(wildcard requirements-dev.txt)
+
+$(BIN)/.installed: requirements.txt $(DEV_REQUIREMENTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet -r requirements.txt $(addprefix -r ,$(DEV_REQUIREMENTS))
 	touch $@
 
 setup: $(BIN)/.installed
@@ -25,18 +28,15 @@ setup: $(BIN)/.installed
 migrate: setup
 	$(MANAGE) migrate --noinput
 
-# Web server and django-q2 cluster share the embedded PostgreSQL; Ctrl-C stops both,
-# and the database stops with the last of them. The cluster runs in its own session
-# and is stopped exactly once by `stop`: a second SIGTERM while django-q2 shuts down
-# deadlocks its signal handler (django-q2 issue #346). Only the web server warms the
-# model: the cluster forks its workers, and a fork must not inherit a model being loaded.
+# The Procfile's processes (gunicorn, and the django-q2 cluster that recovers ingestions that died)
+# run as one unit under `manage.py serve`: Ctrl-C, a kill of make or of its whole process group stops
+# them all, and the embedded PostgreSQL stops with the last of them. A second `make run` beside a live
+# one refuses to start (var/run/kbsite.lock). `exec`: the supervisor's parent is make itself.
 run: migrate
 	@$(BIN)/python -m collections_app.ingestion.ocr  # says how to add Tesseract if missing; never fails
 	$(MANAGE) setup_demo
-	@stop() { trap - EXIT INT TERM; kill -TERM $$cluster 2>/dev/null; wait $$cluster 2>/dev/null; }; \
-	trap stop EXIT INT TERM; \
-	setsid $(MANAGE) qcluster & cluster=$$!; \
-	KB_WARM_EMBEDDING=1 $(MANAGE) runserver 127.0.0.1:$(PORT) --noreload
+	$(MANAGE) collectstatic --noinput --verbosity 0
+	exec $(MANAGE) serve
 
 test: setup
 	$(BIN)/python -m pytest

