@@ -145,10 +145,16 @@ class SafeJSONField(serializers.JSONField):
 class SafeDictField(serializers.DictField):
     """A dictionary whose keys are checked like its values (DRF checks only the values)."""
 
+    def __init__(self, *, max_key_length: int = 200, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_key_length = max_key_length
+
     def to_internal_value(self, data: Any) -> Any:
         value = super().to_internal_value(data)
         for key in value:
             problem = text_problem(str(key))
+            if problem is None and len(str(key)) > self.max_key_length:
+                problem = f"is too long (at most {self.max_key_length} characters)"
             if problem:
                 raise serializers.ValidationError(f"a key {problem}")
         return value
