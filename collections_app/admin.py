@@ -296,11 +296,8 @@ class ChunkAdmin(AuditAdmin):
     search_fields = ["text"]
     exclude = ["embedding", "search_vector"]
 
-    def get_list_filter(self, request):  # type: ignore[no-untyped-def]
-        # Filter by document through the URL (?document__id__exact=...), linked from the document page.
-        return self.list_filter
-
     def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
+        # Filter by document through the URL (?document__id__exact=...), linked from the document page.
         return lookup in {"document__id__exact", "document"} or super().lookup_allowed(lookup, value, request)
 
     @admin.display(description="section")

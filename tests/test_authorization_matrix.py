@@ -1,0 +1,429 @@
+"""The authorization matrix, generated: every admin page and every API endpoint, by role and own/other tenant.
+
+Pages come from the admin registry (each ModelAdmin's URLs, custom tool pages included) and endpoints
+from the URL resolver, so a new page or endpoint is covered, and a new model must be given a rule in
+RULES before the suite passes. One world is built per module (rolled back at the end); each case runs in
+its own savepoint.
+
+The cast: tenant "tenant-wombat" (own) holds a viewer, an editor and an admin; "tenant-quokka" (other)
+holds the same kinds of rows. Every name of the other tenant contains "quokka", so a page that shows
+any of it (a row, a filter choice, a dropdown option) is caught by one substring test.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.models import Group, User
+from django.core.cache import caches
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule, Task
+from rest_framework.test import APIClient
+from rest_framework.views import APIView
+
+from collections_app.models import (
+    ROLE_RANK,
+    Agent,
+    Build,
+    Chunk,
+    Collection,
+    Document,
+    Membership,
+    ReaderLabel,
+    Role,
+    Tenant,
+)
+from collections_app.services.keys import api_key_create
+from retrieval.models import SearchEvent
+
+OTHER = "quokka"  # in every name of the other tenant
+OWN = "wombat"
+
+# --- the rules ----------------------------------------------------------------------------------------
+# label -> (role needed to read, role needed to add/change/delete); SUPERUSER: not any tenant's page.
+SUPERUSER = "superuser only"
+AUDIT = (Role.VIEWER, None)  # read by every member; nobody writes or deletes, superusers included
+RULES: dict[str, Any] = {
+    "auth.User": SUPERUSER,
+    "auth.Group": SUPERUSER,
+    "django_q.Schedule": SUPERUSER,
+    "django_q.Success": SUPERUSER,
+    "django_q.Failure": SUPERUSER,
+    "django_q.OrmQ": SUPERUSER,
+    "collections_app.Tenant": SUPERUSER,
+    "collections_app.Membership": (Role.VIEWER, Role.ADMIN),
+    "collections_app.ApiKey": (Role.VIEWER, Role.ADMIN),
+    "collections_app.Agent": (Role.VIEWER, Role.ADMIN),
+    "collections_app.ReaderLabel": (Role.VIEWER, Role.ADMIN),
+    "collections_app.Collection": (Role.VIEWER, Role.EDITOR),
+    "collections_app.Document": (Role.VIEWER, Role.EDITOR),
+    "collections_app.Chunk": AUDIT,
+    "collections_app.Build": AUDIT,
+    "retrieval.SearchEvent": AUDIT,
+}
+# Tool pages of an object (get_urls) need the role that writes the model, unless listed here as reading.
+READ_TOOL_PAGES: set[str] = set()
+
+STAFF_ROLES = [Role.VIEWER, Role.EDITOR, Role.ADMIN]
+ROLES = [*STAFF_ROLES, "superuser"]
+SIDES = ["own", "other"]
+
+
+# --- the world, built once per module ---------------------------------------------------------------
+
+
+@dataclass
+class World:
+    tenants: dict[str, Tenant]
+    objects: dict[tuple[str, str], Any]  # (model label, side) -> a row
+    users: dict[str, User]
+    keys: dict[str, str]  # role -> secret of an own-tenant key
+
+
+def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
+    collection = Collection.objects.create(tenant=tenant, name=f"{tag}-collection")
+    agent = Agent.objects.create(tenant=tenant, name=f"{tag}-agent")
+    agent.collections.add(collection)
+    key = api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent, name=f"{tag}-key").key
+    document = Document.objects.create(
+        tenant=tenant,
+        collection=collection,
+        content_hash=uuid.uuid4().hex * 2,
+        filename=f"{tag}-doc.txt",
+        source_uri=f"upload://{tag}-doc.txt",
+        file=f"{tag}/{tag}-doc.txt",
+        status="done",
+        progress=100,
+    )
+    chunk = Chunk.objects.create(
+        tenant=tenant, collection=collection, document=document, ordinal=0, text=f"{tag} text", language=tag[:10]
+    )
+    build = Build.objects.create(
+        tenant=tenant, collection=collection, document=document, model=f"{tag}-model", dims=384, built_from="upload"
+    )
+    event = SearchEvent.objects.create(tenant=tenant, api_key=key, agent=agent, collections=[f"{tag}-collection"])
+    member = User.objects.create_user(f"{tag}-user", password="pw", is_staff=True)
+    membership = Membership.objects.create(user=member, tenant=tenant, role=Role.VIEWER)
+    label = ReaderLabel.objects.create(tenant=tenant, name=f"{tag}-label")
+    return {
+        "collections_app.Tenant": tenant,
+        "collections_app.Collection": collection,
+        "collections_app.Agent": agent,
+        "collections_app.ApiKey": key,
+        "collections_app.Document": document,
+        "collections_app.Chunk": chunk,
+        "collections_app.Build": build,
+        "retrieval.SearchEvent": event,
+        "collections_app.Membership": membership,
+        "collections_app.ReaderLabel": label,
+        "auth.User": member,
+    }
+
+
+def _unscoped_rows(tag: str) -> dict[str, Any]:
+    now = timezone.now()
+    task = {"func": "math.floor", "started": now, "stopped": now, "group": tag}
+    return {
+        "auth.Group": Group.objects.create(name=f"{tag}-group"),
+        "django_q.Schedule": Schedule.objects.create(name=f"{tag}-schedule", func="math.floor"),
+        "django_q.Success": Task.objects.create(id=uuid.uuid4().hex, name=f"{tag}-ok", success=True, **task),
+        "django_q.Failure": Task.objects.create(id=uuid.uuid4().hex, name=f"{tag}-failed", success=False, **task),
+        "django_q.OrmQ": OrmQ.objects.create(key=tag, payload="x", lock=now),
+    }
+
+
+def _build_world() -> World:
+    tenants = {
+        "own": Tenant.objects.create(name=f"tenant-{OWN}"),
+        "other": Tenant.objects.create(name=f"tenant-{OTHER}"),
+    }
+    objects: dict[tuple[str, str], Any] = {}
+    for side, tag in (("own", OWN), ("other", OTHER)):
+        for label, row in {**_tenant_rows(tenants[side], tag), **_unscoped_rows(tag)}.items():
+            objects[(label, side)] = row
+    users: dict[str, User] = {}
+    keys: dict[str, str] = {}
+    for role in STAFF_ROLES:
+        users[role] = User.objects.create_user(f"{role}-{OWN}", password="pw", is_staff=True)
+        Membership.objects.create(user=users[role], tenant=tenants["own"], role=role)
+        keys[role] = api_key_create(tenant=tenants["own"], role=role, name=f"{OWN}-{role}-key").secret
+    users["superuser"] = User.objects.create_superuser(f"root-{OWN}", password="pw")
+    return World(tenants=tenants, objects=objects, users=users, keys=keys)
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    # One world for the module inside an outer transaction; each test (the `db` fixture) runs in a
+    # savepoint of it, and everything is rolled back at the end. Saves building it ~700 times.
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            yield _build_world()
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture(autouse=True)
+def _no_throttle_carry_over() -> None:
+    for cache in caches.all():
+        cache.clear()
+
+
+# --- admin pages ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    label: str
+    url_name: str
+    kind: str  # changelist, add, change, delete, history, or a tool page's own name
+    param: str | None  # the object's id in the URL, if the page is about one object
+
+    @property
+    def takes_object(self) -> bool:
+        return self.param is not None
+
+    def __str__(self) -> str:
+        return f"{self.label}:{self.kind}"
+
+
+def admin_pages() -> list[Page]:
+    pages = []
+    for model, model_admin in admin.site._registry.items():
+        prefix = f"{model._meta.app_label}_{model._meta.model_name}_"
+        for pattern in model_admin.get_urls():
+            if pattern.name is None:  # the bare <object_id>/ redirect to change/
+                continue
+            param = next(iter(pattern.pattern.regex.groupindex), None)  # object_id (or id: a user's password)
+            pages.append(Page(model._meta.label, pattern.name, pattern.name.removeprefix(prefix), param))
+    return pages
+
+
+PAGES = admin_pages()
+
+
+def test_every_registered_model_has_a_rule() -> None:
+    unruled = sorted({p.label for p in PAGES} - RULES.keys())
+    assert not unruled, f"decide who may see these admin pages, in RULES: {unruled}"
+
+
+def _needed(page: Page) -> Role | str | None:
+    rule = RULES[page.label]
+    if rule == SUPERUSER:
+        return SUPERUSER
+    reader, writer = rule
+    if page.kind in ("changelist", "change", "history") or page.url_name in READ_TOOL_PAGES:
+        return reader
+    return writer  # add, delete, and tool pages that act on the object
+
+
+def _allowed(role: str, needed: Role | str | None) -> bool:
+    if role == "superuser":
+        return needed is not None  # audit rows: not even a superuser adds or deletes them
+    if needed in (None, SUPERUSER):
+        return False
+    return ROLE_RANK[Role(role)] >= ROLE_RANK[needed]
+
+
+def _admin_url(page: Page, world: World, side: str) -> str:
+    if page.takes_object:
+        return reverse(f"admin:{page.url_name}", kwargs={page.param: world.objects[(page.label, side)].pk})
+    url = reverse(f"admin:{page.url_name}")
+    if side == "other":
+        # Reach for the other tenant's rows: a changelist filtered to its tenant, an add form preset to it.
+        other = world.tenants["other"].pk
+        if page.kind == "changelist":
+            return f"{url}?tenant__id__exact={other}"
+        if page.kind == "add":
+            collection = world.objects[("collections_app.Collection", "other")].pk
+            return f"{url}?tenant={other}&collection={collection}"
+    return url
+
+
+def _selects(html: str) -> dict[str, list[str]]:
+    return {
+        name: re.findall(r"<option[^>]*>([^<]*)</option>", body)
+        for name, body in re.findall(r'<select[^>]*name="([^"]+)"[^>]*>(.*?)</select>', html, re.S)
+    }
+
+
+ADMIN_CASES = [
+    pytest.param(page, role, side, id=f"{page}-{role}-{side}") for page in PAGES for role in ROLES for side in SIDES
+]
+
+
+@pytest.mark.parametrize(("page", "role", "side"), ADMIN_CASES)
+def test_admin_page(world: World, client, db, page: Page, role: str, side: str) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(world.users[role])
+    needed = _needed(page)
+    allowed = _allowed(role, needed)
+    response = client.get(_admin_url(page, world, side))
+    status, html = response.status_code, response.content.decode()
+
+    if side == "other" and page.takes_object and role != "superuser" and needed != SUPERUSER:
+        # Another tenant's row does not exist for this person: the admin's "does not exist" answer.
+        assert status in (302, 403, 404), status
+        if status == 302:
+            assert response["Location"] == reverse("admin:index"), response["Location"]
+        return
+    if page.kind == "changelist" and side == "other" and allowed and status == 302:
+        assert "?e=" in response["Location"]  # a lookup this list does not offer: refused, nothing shown
+        return
+    if role == "superuser" and needed == SUPERUSER:
+        assert status in (200, 403), status  # other apps' own rules (django_q adds no task by hand)
+        return
+    assert status == (200 if allowed else 403), status
+    if role == "superuser" or status != 200:
+        return
+
+    assert OTHER not in html, f"another tenant's name on {page} for a {role}: " + ", ".join(
+        sorted(set(re.findall(rf"[\w.-]*{OTHER}[\w.-]*", html)))
+    )
+    if page.kind == "add":
+        model = apps.get_model(page.label)
+        relations = {f.name for f in model._meta.get_fields() if f.is_relation and not f.auto_created}
+        for name, options in _selects(html).items():
+            if name in relations:
+                assert any(OWN in o for o in options), f"{name}: {options}"
+    if page.kind == "change" and not _allowed(role, RULES[page.label][1]):
+        assert 'name="_save"' not in html  # read-only for a role that may not write here
+
+
+@pytest.mark.parametrize("role", STAFF_ROLES)
+def test_admin_index_lists_no_other_tenant_and_no_superuser_page(world: World, client, db, role: str) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(world.users[role])
+    html = client.get(reverse("admin:index")).content.decode()
+    assert OTHER not in html
+    for label, rule in RULES.items():
+        app, model = label.lower().split(".")
+        assert (f"/admin/{app}/{model}/" in html) == (rule != SUPERUSER), label
+    assert client.get(reverse("admin:app_list", args=["auth"])).status_code == 404
+
+
+# --- API endpoints --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    route: str  # e.g. api/manage/collections/<uuid:collection_id>
+    name: str
+    method: str
+    params: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.method.upper()} {self.name or self.route}"
+
+
+def _walk(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, URLPattern]]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _walk(pattern.url_patterns, prefix + str(pattern.pattern))
+        else:
+            yield prefix + str(pattern.pattern), pattern
+
+
+def api_endpoints() -> list[Endpoint]:
+    endpoints = []
+    for route, pattern in _walk(get_resolver().url_patterns):
+        view = getattr(pattern.callback, "cls", None)
+        if not route.startswith("api/") or view is None or not issubclass(view, APIView):
+            continue
+        if view.__module__.startswith("drf_spectacular"):  # the schema and its docs are public by design
+            continue
+        params = tuple(pattern.pattern.regex.groupindex)
+        for method in ("get", "post", "put", "patch", "delete"):
+            if hasattr(view, method):
+                endpoints.append(Endpoint(route, pattern.name or "", method, params))
+    return endpoints
+
+
+ENDPOINTS = api_endpoints()
+WRITES = {"post", "put", "patch", "delete"}
+SAFE_READS = {"search"}  # POST endpoints that only read: any valid key
+
+
+def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
+    collection = f"{OTHER if side == 'other' else OWN}-collection"
+    bodies: dict[tuple[str, str], dict[str, Any]] = {
+        ("collection-list", "post"): {"name": f"new-{uuid.uuid4().hex[:8]}"},
+        ("collection-detail", "patch"): {"description": "changed"},
+        ("document-list", "post"): {"file": SimpleUploadedFile("note.txt", b"A short note about lockers.")},
+        ("document-ingest-options", "patch"): {"tesseract_langs": ["eng"]},
+        ("search", "post"): {"query": "text", "collections": [collection]},
+    }
+    body = bodies.get((endpoint.name, endpoint.method), {})
+    return body, "multipart" if any(isinstance(v, SimpleUploadedFile) for v in body.values()) else "json"
+
+
+def _api_url(endpoint: Endpoint, world: World, side: str, missing: bool = False) -> str:
+    route = endpoint.route
+    for param, label in (("collection_id", "collections_app.Collection"), ("document_id", "collections_app.Document")):
+        value = uuid.uuid4() if missing else world.objects[(label, side)].pk
+        route = re.sub(rf"<[^>]*:?{param}>", str(value), route)
+    assert "<" not in route, f"give {endpoint} a value for its path parameters: {route}"
+    return "/" + route
+
+
+def _call(client: APIClient, endpoint: Endpoint, url: str, side: str):  # type: ignore[no-untyped-def]
+    body, fmt = _api_body(endpoint, side)
+    return getattr(client, endpoint.method)(url, body or None, format=fmt)
+
+
+API_CASES = [
+    pytest.param(endpoint, role, side, id=f"{endpoint}-{role}-{side}")
+    for endpoint in ENDPOINTS
+    for role in STAFF_ROLES
+    for side in SIDES
+]
+
+
+@pytest.mark.parametrize(("endpoint", "role", "side"), API_CASES)
+def test_api_endpoint(world: World, db, endpoint: Endpoint, role: str, side: str) -> None:  # type: ignore[no-untyped-def]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.keys[role]}")
+    writes = endpoint.method in WRITES and endpoint.name not in SAFE_READS
+    may_write = ROLE_RANK[Role(role)] >= ROLE_RANK[Role.EDITOR]
+    response = _call(client, endpoint, _api_url(endpoint, world, side), side)
+    status = response.status_code
+    assert status < 500, response.content[:500]
+
+    if side == "other" and endpoint.params:
+        # Another tenant's id answers exactly as an id that does not exist: 404 (403 first for a
+        # viewer's write, whatever the id).
+        missing = _call(client, endpoint, _api_url(endpoint, world, side, missing=True), side)
+        assert status == missing.status_code == (403 if writes and not may_write else 404), status
+        return
+    if side == "other":
+        # Nothing in the URL to point elsewhere: naming the other tenant's collection in the body answers
+        # as a name that does not exist, and no other name of that tenant comes back.
+        body = response.content.decode().replace(f"{OTHER}-collection", "<name>")
+        assert OTHER not in body, body[:500]
+    if writes and not may_write:
+        assert status == 403, status
+    else:
+        assert status not in (401, 403), (status, response.content[:300])
+    if side == "own" and endpoint.method == "get":
+        assert status == 200 and OTHER not in response.content.decode()
+
+
+def test_naming_another_tenants_collection_in_a_search_answers_as_an_unknown_name(world: World, db) -> None:  # type: ignore[no-untyped-def]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.keys[Role.ADMIN]}")
+    theirs = client.post("/api/search", {"query": "text", "collections": [f"{OTHER}-collection"]}, format="json")
+    nowhere = client.post("/api/search", {"query": "text", "collections": ["nowhere-collection"]}, format="json")
+    assert theirs.status_code == nowhere.status_code
+    assert theirs.content.decode().replace(f"{OTHER}-collection", "X") == nowhere.content.decode().replace(
+        "nowhere-collection", "X"
+    )
