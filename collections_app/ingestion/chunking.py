@@ -8,9 +8,9 @@ whitespace with `overlap`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from itertools import groupby
+from itertools import chain, groupby
 
 from .blocks import Block, ChunkDraft
 
@@ -32,10 +32,7 @@ def chunk_blocks(
     settings: ChunkingSettings,
     measure: Callable[[str], int] | None = None,
 ) -> list[ChunkDraft]:
-    if settings.strategy != "structure":
-        raise StrategyNotBuilt(
-            f"chunk strategy {settings.strategy!r} is not built yet; use 'structure' (the only one available)"
-        )
+    _check_strategy(settings)
     measure = measure or len
     drafts: list[ChunkDraft] = []
     groups = [(key, list(group)) for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section)))]
@@ -52,23 +49,85 @@ def chunk_blocks(
     return drafts
 
 
+def iter_chunk_blocks(
+    blocks: Iterable[Block],
+    settings: ChunkingSettings,
+    measure: Callable[[str], int] | None = None,
+) -> Iterator[ChunkDraft]:
+    """`chunk_blocks` as a stream, for documents too large to hold: memory is bounded by one chunk and the
+    headings waiting above it, never by a whole section.
+
+    The same rules, with one difference: a chunk's language is the dominant one among the blocks read before
+    its section's first body block (the list version weighs the whole section). Streamed blocks (large text
+    files) carry no language, and ingestion labels each paragraph anyway.
+    """
+    _check_strategy(settings)
+    measure = measure or len
+    held: tuple[tuple[int | None, tuple[str, ...]], list[Block]] | None = None  # an all-heading group
+    for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section))):
+        if held is not None:
+            yield from _held_headings(held, key[1], settings, measure)
+            held = None
+        members = iter(group)
+        head: list[Block] = []
+        for block in members:
+            head.append(block)
+            if block.kind != "heading":
+                break
+        else:  # only headings: whether they are kept depends on the next group's section
+            held = (key, head)
+            continue
+        page, section = key
+        language = _dominant_language(head)
+        for text, metadata in _ipack(chain(head, members), settings, measure):
+            yield ChunkDraft(text=text, section=list(section), page=page, language=language, metadata=metadata)
+    if held is not None:
+        yield from _held_headings(held, (), settings, measure)
+
+
+def _held_headings(
+    held: tuple[tuple[int | None, tuple[str, ...]], list[Block]],
+    following: tuple[str, ...],
+    settings: ChunkingSettings,
+    measure: Callable[[str], int],
+) -> Iterator[ChunkDraft]:
+    (page, section), members = held
+    if following[: len(section)] == section and following != section:
+        return  # the next section is beneath it: its text travels in that trail (see chunk_blocks)
+    language = _dominant_language(members)
+    for text, metadata in _ipack(members, settings, measure):
+        yield ChunkDraft(text=text, section=list(section), page=page, language=language, metadata=metadata)
+
+
+def _check_strategy(settings: ChunkingSettings) -> None:
+    if settings.strategy != "structure":
+        raise StrategyNotBuilt(
+            f"chunk strategy {settings.strategy!r} is not built yet; use 'structure' (the only one available)"
+        )
+
+
 def _pack(
     blocks: list[Block], settings: ChunkingSettings, measure: Callable[[str], int]
 ) -> list[tuple[str, dict[str, object]]]:
+    return list(_ipack(blocks, settings, measure))
+
+
+def _ipack(
+    blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]
+) -> Iterator[tuple[str, dict[str, object]]]:
     """Pack blocks up to `size`. A record (spreadsheet row, JSON object) is always a chunk of its own."""
-    chunks: list[tuple[str, dict[str, object]]] = []
     current: list[str] = []
 
-    def flush() -> None:
+    def flush() -> Iterator[tuple[str, dict[str, object]]]:
         if current:
-            chunks.append(("\n\n".join(current), {}))
+            yield ("\n\n".join(current), {})
             current.clear()
 
     headings_only = False  # `current` holds nothing but headings so far
     for block in blocks:
         if block.kind == "record":
-            flush()
-            chunks.append((block.text, dict(block.metadata)))
+            yield from flush()
+            yield (block.text, dict(block.metadata))
             continue
         # A heading travels with the body beneath it: when only headings are
         # waiting, the body is split to leave them room rather than flushing
@@ -87,11 +146,10 @@ def _pack(
             pieces = _split_long(block.text, fitted, measure)
         for piece in pieces:
             if current and measure("\n\n".join([*current, piece])) > settings.size:
-                flush()
+                yield from flush()
             headings_only = (headings_only or not current) and block.kind == "heading"
             current.append(piece)
-    flush()
-    return chunks
+    yield from flush()
 
 
 def _split_lines(code: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
@@ -121,6 +179,8 @@ def _split_table(table: str, settings: ChunkingSettings, measure: Callable[[str]
 def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
     """Split at whitespace into windows of at most `size`, each repeating `overlap` of the last."""
     words = text.split()
+    if measure is len:
+        return _split_long_chars(words, settings)
     pieces: list[str] = []
     start = 0
     while start < len(words):
@@ -137,6 +197,35 @@ def _split_long(text: str, settings: ChunkingSettings, measure: Callable[[str], 
         # Step back over as many words as fit in the overlap, but always move forward.
         back = end
         while back > start + 1 and measure(" ".join(words[back - 1 : end])) <= settings.overlap:
+            back -= 1
+        start = back if back < end else end
+    return pieces
+
+
+def _split_long_chars(words: list[str], settings: ChunkingSettings) -> list[str]:
+    """_split_long for sizes in characters, the same windows without joining words to measure them.
+
+    The length of " ".join(words[a:b]) is the letters of those words plus b - a - 1 spaces; joining each
+    candidate made splitting a large text file quadratic in the window (most of its chunking time).
+    """
+    prefix = [0]
+    for word in words:
+        prefix.append(prefix[-1] + len(word))
+
+    def length(a: int, b: int) -> int:
+        return prefix[b] - prefix[a] + b - a - 1
+
+    pieces: list[str] = []
+    start = 0
+    while start < len(words):
+        end = start + 1  # the first word always, however long
+        while end < len(words) and length(start, end + 1) <= settings.size:
+            end += 1
+        pieces.append(" ".join(words[start:end]))
+        if end >= len(words):
+            break
+        back = end
+        while back > start + 1 and length(back - 1, end) <= settings.overlap:
             back -= 1
         start = back if back < end else end
     return pieces

@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import pickle
+import tempfile
 import time
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -21,6 +25,9 @@ from collections_app.ingestion import (
     check_upload,
     chunk_blocks,
     detect_language,
+    extension_of,
+    iter_chunk_blocks,
+    iter_text_blocks,
     parse_document,
 )
 from collections_app.ingestion.blocks import Attachment, Block
@@ -33,6 +40,7 @@ from collections_app.services.metadata_schema import document_records_declare
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class FileTooLarge(ValueError):
@@ -205,25 +213,44 @@ def document_ingest(*, document_id: str) -> None:
     Old paragraphs stay searchable until the new set replaces them in one
     transaction; a failure leaves them as they were and the document in
     `error` with a reason a person can act on.
+
+    Paragraphs and their vectors wait in a staging area on disk (_Staging) between the steps, so memory
+    holds one embedding batch, not a large document's every vector; a text file over
+    `KB_STREAM_TEXT_ABOVE` bytes is also read and chunked as a stream (ingestion/_text.py).
     """
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         return  # deleted while queued: nothing to do
     collection = document.collection
     started = time.monotonic()
-    try:
-        blocks = _blocks_of(document)
-        drafts = _chunk(document, collection, blocks)
-        vectors = _embed(document, collection, drafts)
-    except (NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable) as exc:
-        _fail(document, str(exc))
-        return
-    except Exception as exc:  # a parser or model failure: say what, never where
-        logger.exception("ingestion of document %s failed", document.pk)
-        _fail(document, f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt")
-        return
-    _publish(document, collection, drafts, vectors)
-    logger.info("document %s ingested: %d chunks in %.1fs", document.pk, len(drafts), time.monotonic() - started)
+    with _Staging() as staging:
+        try:
+            if document_streams(document):
+                _stage_streamed(document, collection, staging)
+            else:
+                staging.add_all(_chunk(document, collection, _blocks_of(document)))
+            _embed(document, collection, staging)
+        except (NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable) as exc:
+            _fail(document, str(exc))
+            return
+        except Exception as exc:  # a parser or model failure: say what, never where
+            logger.exception("ingestion of document %s failed", document.pk)
+            _fail(document, f"{document.filename} could not be read ({type(exc).__name__}); the file may be corrupt")
+            return
+        _publish(document, collection, staging)
+    logger.info("document %s ingested: %d chunks in %.1fs", document.pk, staging.count, time.monotonic() - started)
+
+
+# Text files above this size are read and chunked as a stream instead of through unstructured (which holds the
+# whole file and its elements in memory). Below it, unstructured's title detection is worth its cost.
+_STREAM_TEXT_ABOVE = 4 * 1024 * 1024
+_STREAMED_EXTENSIONS = (".txt", ".md")
+
+
+def document_streams(document: Document) -> bool:
+    """Whether this document is read as a stream (large .txt/.md), with bounded memory."""
+    limit = getattr(settings, "KB_STREAM_TEXT_ABOVE", _STREAM_TEXT_ABOVE)
+    return extension_of(document.filename) in _STREAMED_EXTENSIONS and document.size > limit
 
 
 def _blocks_of(document: Document) -> list[Block]:
@@ -276,7 +303,7 @@ def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> l
     drafts = chunk_blocks(blocks, method, measure)
     if not drafts:
         raise NothingReadable("no text could be read from this file (only headings were found)")
-    document_language = detect_language(" ".join(d.text for d in drafts)[:5000])
+    document_language = detect_language(_sample(drafts, 5000))
     for draft in drafts:
         draft.language = detect_language(draft.text, default=document_language)
     document.language = document_language
@@ -292,51 +319,175 @@ def _token_counter(collection: Collection):  # type: ignore[no-untyped-def]
     return lambda text: e5.token_count(text)
 
 
-def _embed(document: Document, collection: Collection, drafts: list[ChunkDraft]) -> list[list[float]]:
+def _sample(drafts: Iterable[ChunkDraft], chars: int) -> str:
+    """The first `chars` characters of the drafts' text, without joining them all."""
+    taken: list[str] = []
+    total = 0
+    for draft in drafts:
+        taken.append(draft.text)
+        total += len(draft.text) + 1
+        if total >= chars:
+            break
+    return " ".join(taken)[:chars]
+
+
+# A streamed document's paragraphs are labelled by window: langdetect costs ~4 ms a paragraph (60,000 of them
+# in a 60 MB file would take 4 minutes), so each run of _LANGUAGE_WINDOW paragraphs (~64 KB of text) gets the
+# language of a sample drawn from all of them (_LANGUAGE_SAMPLE characters, ~8 ms).
+_LANGUAGE_WINDOW = 64
+_LANGUAGE_SAMPLE = 1000
+
+
+def _stage_streamed(document: Document, collection: Collection, staging: _Staging) -> None:
+    """Read a large text file as a stream: blocks → paragraphs → languages → staging, memory bounded by a window."""
+    method = ChunkingSettings(
+        strategy=collection.chunk_strategy,
+        size=collection.chunk_size,
+        overlap=collection.chunk_overlap,
+        unit=collection.chunk_size_unit,
+    )
+    measure = _token_counter(collection) if method.unit == "tokens" else len
+    drafts = iter_chunk_blocks(
+        iter_text_blocks(Path(document.file.path), extension_of(document.filename)), method, measure
+    )
+    document_language = ""
+    for window in _windows(drafts, _LANGUAGE_WINDOW):
+        if staging.count == 0:
+            document_language = detect_language(_sample(window, 5000))
+        share = max(1, _LANGUAGE_SAMPLE // len(window))
+        language = detect_language(" ".join(d.text[:share] for d in window), default=document_language)
+        for draft in window:
+            draft.language = language
+        staging.add_all(window)
+    if staging.count == 0:
+        raise NothingReadable("no text could be read from this file (only headings were found)")
+    document.language = document_language
+    kind = (
+        "Markdown headings, lists and code kept" if document.filename.lower().endswith(".md") else "no titles guessed"
+    )
+    document.warnings, document.metadata = [f"large text file read as a stream, paragraph by paragraph ({kind})"], {}
+    Document.objects.filter(pk=document.pk).update(blocks=None, warnings=document.warnings, metadata={}, progress=10)
+
+
+def _windows(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    window: list[_T] = []
+    for item in items:
+        window.append(item)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
+
+
+class _Staging:
+    """A document's new paragraphs and their vectors, waiting on disk until they are published.
+
+    Two nameless temporary files (O_TMPFILE where the system has it): they vanish when closed or when the
+    process dies, even by kill -9, so staging never leaves anything behind. Paragraphs are pickled one after
+    the other; vectors are float32 (what pgvector stores), one batch appended at a time.
+    """
+
+    def __init__(self) -> None:
+        directory = getattr(settings, "KB_STAGING_DIR", None)
+        self._drafts = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - closed by __exit__
+        self._vectors = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - closed by __exit__
+        self.count = 0
+        self.vectors_count = 0
+        self.dims = 0
+
+    def __enter__(self) -> _Staging:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._drafts.close()
+        self._vectors.close()
+
+    def add_all(self, drafts: Iterable[ChunkDraft]) -> None:
+        self._drafts.seek(0, 2)
+        for draft in drafts:
+            pickle.dump(draft, self._drafts, protocol=pickle.HIGHEST_PROTOCOL)
+            self.count += 1
+
+    def drafts(self) -> Iterator[ChunkDraft]:
+        self._drafts.seek(0)
+        # Not a file anybody else can write: the pickles are our own, written just above.
+        unpickler = pickle.Unpickler(self._drafts)
+        for _ in range(self.count):
+            yield unpickler.load()
+
+    def add_vectors(self, vectors: list[list[float]]) -> None:
+        if vectors and not self.dims:
+            self.dims = len(vectors[0])
+        packed = array("f")
+        for vector in vectors:
+            if len(vector) != self.dims:
+                raise ValueError(f"the model answered vectors of {len(vector)} and {self.dims} dimensions")
+            packed.extend(vector)
+        self._vectors.seek(0, 2)
+        packed.tofile(self._vectors)
+        self.vectors_count += len(vectors)
+
+    def vectors(self, batch: int = 256) -> Iterator[list[float]]:
+        self._vectors.seek(0)
+        left = self.vectors_count
+        while left:
+            packed = array("f")
+            packed.fromfile(self._vectors, min(batch, left) * self.dims)
+            for start in range(0, len(packed), self.dims):
+                yield packed[start : start + self.dims].tolist()
+            left -= len(packed) // self.dims
+
+
+def _embed(document: Document, collection: Collection, staging: _Staging) -> None:
     embedder = get_embedder(collection.embedding_alias)
     batch = settings.KB_EMBED_BATCH
-    vectors: list[list[float]] = []
-    for start in range(0, len(drafts), batch):
-        part = drafts[start : start + batch]
-        vectors.extend(embedder.embed_passages([d.embedding_text() for d in part]))
-        # Embedding is the slow step: report progress between 10 % and 95 %.
-        progress = 10 + int(85 * min(len(drafts), start + batch) / len(drafts))
-        Document.objects.filter(pk=document.pk).update(progress=progress)
-    return vectors
+    done = 0
+    for part in _windows(staging.drafts(), batch):
+        staging.add_vectors(embedder.embed_passages([d.embedding_text() for d in part]))
+        done += len(part)
+        # Embedding is the slow step: report progress between 10 % and 95 %, committed at once (no
+        # transaction is open here) so the admin and the API show it while a large document is read.
+        Document.objects.filter(pk=document.pk).update(progress=10 + int(85 * done / staging.count))
 
 
-def _publish(
-    document: Document,
-    collection: Collection,
-    drafts: list[ChunkDraft],
-    vectors: list[list[float]],
-) -> None:
+# Paragraphs written per INSERT when publishing; all of them in one transaction.
+_PUBLISH_BATCH = 500
+
+
+def _publish(document: Document, collection: Collection, staging: _Staging) -> None:
     model = get_model(collection.embedding_alias)
-    dims = len(vectors[0])
+    dims = staging.dims
     labels = list(document.ingest_options.get("labels", []))
     # Document-level facts every paragraph answers to: the platform keys (author, created) and
     # an email's subject, recipients and conversation thread.
     platform_metadata = {k: v for k, v in document.metadata.items() if k in DOCUMENT_METADATA_KEYS}
+    rows = (
+        Chunk(
+            tenant_id=document.tenant_id,
+            collection=collection,
+            document=document,
+            ordinal=ordinal,
+            text=draft.text,
+            section=draft.section,
+            page=draft.page,
+            language=draft.language,
+            labels=labels,
+            metadata={**platform_metadata, **draft.metadata},
+            embedding=vector,
+            embedding_dims=dims,
+        )
+        for ordinal, (draft, vector) in enumerate(zip(staging.drafts(), staging.vectors(), strict=True))
+    )
+    # One transaction: readers see the old paragraphs until the whole new set replaces them (ARCHITECTURE,
+    # contract 1), however many INSERTs it takes to write them.
     with transaction.atomic():
         Chunk.objects.filter(document=document).delete()
-        chunks = Chunk.objects.bulk_create(
-            Chunk(
-                tenant_id=document.tenant_id,
-                collection=collection,
-                document=document,
-                ordinal=ordinal,
-                text=draft.text,
-                section=draft.section,
-                page=draft.page,
-                language=draft.language,
-                labels=labels,
-                metadata={**platform_metadata, **draft.metadata},
-                embedding=vector,
-                embedding_dims=dims,
-            )
-            for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
-        )
-        _index_keywords([c.pk for c in chunks])
+        published = 0
+        for part in _windows(rows, _PUBLISH_BATCH):
+            chunks = Chunk.objects.bulk_create(part)
+            _index_keywords([c.pk for c in chunks])
+            published += len(chunks)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.DONE,
             error="",
@@ -349,10 +500,10 @@ def _publish(
             document=document,
             model=model.alias,
             dims=dims,
-            passages=len(chunks),
+            passages=published,
             refused=[],
             built_from=built_from_upload(document),
-            unlabelled=0 if labels else len(chunks),
+            unlabelled=0 if labels else published,
         )
 
 
