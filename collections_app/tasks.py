@@ -12,14 +12,14 @@ logger = logging.getLogger(__name__)
 
 
 def ingest_document(document_id: str) -> None:
-    # The lease tells the recovery that a live worker reads this document (services/recovery.py);
-    # a second delivery of the same document while it is held does nothing.
+    # Started, then leased (services/recovery.py): the lease tells the recovery that a live worker reads
+    # this document; marking first means a worker killed in between is recovered (at worst twice, never
+    # not at all). A second delivery of the same document while the lease is held does nothing.
+    if _queue_row is not None:
+        ingest_task_started(queue_row_id=_queue_row)
     with document_lease(document_id=document_id) as held:
-        if not held:
-            return
-        if _queue_row is not None:
-            ingest_task_started(queue_row_id=_queue_row)
-        document_ingest(document_id=document_id)
+        if held:
+            document_ingest(document_id=document_id)
 
 
 # The queue row of the task this worker is running: django-q2 hands it only to its pre_execute

@@ -1,0 +1,126 @@
+"""The recovery's rules, in process: which `parsing` documents have a live task and which are requeued."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+
+import pytest
+from django.utils import timezone
+from django_q.conf import Conf
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
+
+from collections_app.models import Chunk, Document, DocumentStatus
+from collections_app.services.documents import document_create
+from collections_app.services.recovery import (
+    INGEST_FUNC,
+    STARTED,
+    document_lease,
+    document_recover,
+    documents_recover,
+)
+from collections_app.tasks import ingest_document
+
+
+@pytest.fixture
+def queued(monkeypatch):  # type: ignore[no-untyped-def]
+    """Tasks go to the ORM broker's queue (a table) instead of running inline as in the other tests."""
+    monkeypatch.setattr(Conf, "SYNC", False)
+
+
+@pytest.fixture
+def stuck(collection) -> Document:  # type: ignore[no-untyped-def]
+    """A document left `parsing` a minute ago, with no task queued."""
+    result = document_create(
+        collection=collection, filename="handbook.md", content=io.BytesIO(b"# Refunds\n\nPaid back."), queue=False
+    )
+    Document.objects.filter(pk=result.document.pk).update(updated_at=timezone.now() - dt.timedelta(minutes=1))
+    return Document.objects.get(pk=result.document.pk)
+
+
+def queue_row(document: Document, *, lock: dt.datetime, name: str = "") -> OrmQ:
+    task = {
+        "id": "t",
+        "name": name or f"ingest document {document.pk}",
+        "func": INGEST_FUNC,
+        "args": (str(document.pk),),
+    }
+    return OrmQ.objects.create(key=Conf.CLUSTER_NAME, payload=SignedPackage.dumps(task), lock=lock)
+
+
+def ingest_rows(document: Document) -> list[dict]:  # type: ignore[type-arg]
+    rows = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
+    return [task for task in rows if task["args"][0] == str(document.pk)]
+
+
+def test_a_parsing_document_with_no_task_is_requeued(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        report = documents_recover()
+    assert report.requeued == [str(stuck.pk)]
+    assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 1)"]
+
+
+def test_a_document_uploaded_moments_ago_is_left_to_its_task(stuck, queued):  # type: ignore[no-untyped-def]
+    Document.objects.filter(pk=stuck.pk).update(updated_at=timezone.now())
+    assert documents_recover().requeued == []
+
+
+def test_a_document_whose_lease_is_held_is_alive(stuck, queued):  # type: ignore[no-untyped-def]
+    queue_row(stuck, lock=STARTED)
+    with document_lease(document_id=str(stuck.pk)) as held:
+        assert held
+        assert documents_recover().requeued == []
+    assert OrmQ.objects.count() == 1
+
+
+def test_a_started_task_whose_worker_died_is_replaced(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    dead = queue_row(stuck, lock=STARTED)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert documents_recover().requeued == [str(stuck.pk)]
+    assert not OrmQ.objects.filter(pk=dead.pk).exists()
+    assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 2)"]
+
+
+def test_a_waiting_task_is_alive(stuck, queued):  # type: ignore[no-untyped-def]
+    queue_row(stuck, lock=timezone.now() - dt.timedelta(seconds=1))
+    assert documents_recover(cluster_start=True).requeued == []
+
+
+def test_a_task_taken_but_not_started_is_alive_until_its_cluster_is_gone(
+    stuck, queued, django_capture_on_commit_callbacks
+):  # type: ignore[no-untyped-def]
+    queue_row(stuck, lock=timezone.now() + dt.timedelta(hours=1))
+    assert documents_recover().requeued == []
+    with django_capture_on_commit_callbacks(execute=True):
+        assert documents_recover(cluster_start=True).requeued == [str(stuck.pk)]
+    assert len(ingest_rows(stuck)) == 1
+
+
+def test_a_document_that_died_too_often_ends_in_error(stuck, queued, settings):  # type: ignore[no-untyped-def]
+    settings.KB_INGEST_MAX_ATTEMPTS = 3
+    queue_row(stuck, lock=STARTED, name=f"ingest document {stuck.pk} (recovery 3)")
+    assert documents_recover().failed == [str(stuck.pk)]
+    stuck.refresh_from_db()
+    assert stuck.status == DocumentStatus.ERROR
+    assert "stopped 3 times before finishing" in stuck.error
+    assert OrmQ.objects.count() == 0
+
+
+def test_a_reupload_of_a_stuck_document_requeues_it(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    queue_row(stuck, lock=STARTED)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert document_recover(document=stuck)
+    assert len(ingest_rows(stuck)) == 1
+    assert not document_recover(document=Document.objects.get(pk=stuck.pk))  # now it has a waiting task
+
+
+def test_a_second_delivery_while_the_lease_is_held_does_nothing(stuck):  # type: ignore[no-untyped-def]
+    with document_lease(document_id=str(stuck.pk)):
+        ingest_document(str(stuck.pk))
+    stuck.refresh_from_db()
+    assert stuck.status == DocumentStatus.PARSING
+    assert not Chunk.objects.filter(document=stuck).exists()
+    ingest_document(str(stuck.pk))
+    stuck.refresh_from_db()
+    assert stuck.status == DocumentStatus.DONE
