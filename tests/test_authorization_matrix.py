@@ -25,6 +25,7 @@ from django.contrib.auth.models import Group, User
 from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
+from django.test import override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule, Task
@@ -173,6 +174,13 @@ def world(django_db_setup, django_db_blocker) -> Iterator[World]:  # type: ignor
         finally:
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def _storage(tmp_path_factory) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    # Overrides conftest's per-test storage: one directory for the module keeps each case cheap.
+    with override_settings(MEDIA_ROOT=tmp_path_factory.mktemp("storage")):
+        yield
 
 
 @pytest.fixture(autouse=True)
