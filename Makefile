@@ -50,6 +50,7 @@ bench: migrate
 	$(BIN)/python bench/ingest_throughput.py
 	$(BIN)/python bench/search_latency.py
 	$(BIN)/python bench/calibrate_floor.py
+	$(BIN)/python bench/search_load.py
 
 clean:
 	rm -rf $(VENV) var

@@ -1,0 +1,298 @@
+"""Search under load while ingestion runs, on the platform started the production way.
+
+What runs: `manage.py serve` (what `make run` runs: gunicorn and the django-q2 cluster) on a
+var/ of its own (a fresh embedded PostgreSQL, migrated first), on 127.0.0.1. A tenant gets one
+editor key and one viewer key per searcher. The editor creates a collection and uploads
+--seed documents (SciFact abstracts, five to a document), and the run waits until they are `done`.
+
+What is measured: --searchers threads (default 50), each with its own key and its own
+keep-alive connection, POST /api/search with SciFact questions back to back for --seconds
+(default 60), while one more thread uploads a new document every --upload-every seconds
+(default 5) through the API, so the cluster ingests throughout. Every answer that is not
+200, and every connection failure or timeout, is an error. Reported: requests, errors (by
+kind), throughput, latency p50/p95/p99/max, and what became of the uploads (done, and how
+long the last one took after the load stopped). Also the machine's core count and load
+average, since the figures are only as good as the CPU the run had.
+
+Run from the project root:  .venv/bin/python bench/search_load.py [--searchers 50 --seconds 60]
+Exit status 1 if any search failed or an upload ended in `error`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCIFACT = Path("/work/shared/eval/scifact")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--searchers", type=int, default=50, help="concurrent searchers (default 50)")
+    parser.add_argument("--seconds", type=float, default=60, help="length of the load (default 60)")
+    parser.add_argument("--seed", type=int, default=12, help="documents ingested before the load (default 12)")
+    parser.add_argument("--upload-every", type=float, default=5, help="seconds between uploads during the load")
+    parser.add_argument("--var-dir", type=Path, help="var/ to run on (default: a new temporary one, removed after)")
+    parser.add_argument("--timeout", type=float, default=60, help="a search slower than this is an error (60)")
+    return parser.parse_args()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scifact() -> tuple[list[dict[str, str]], list[str]]:
+    corpus = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    queries = [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").read_text().splitlines() if line]
+    return corpus, queries
+
+
+def document_text(abstracts: list[dict[str, str]]) -> bytes:
+    parts = [f"# SciFact abstracts {abstracts[0]['_id']}"]
+    parts += [f"## {a['title']}\n\n{a['text']}" for a in abstracts]
+    return "\n\n".join(parts).encode()
+
+
+class Api:
+    def __init__(self, port: int, key: str) -> None:
+        self.port, self.key = port, key
+        self.connection: http.client.HTTPConnection | None = None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        timeout: float = 60,
+    ) -> tuple[int, bytes]:
+        if self.connection is None:
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": content_type}
+        try:
+            self.connection.request(method, path, body=body, headers=headers)
+            response = self.connection.getresponse()
+            return response.status, response.read()
+        except Exception:
+            self.connection.close()
+            self.connection = None
+            raise
+
+    def json(self, method: str, path: str, payload: object | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+        status, body = self.request(method, path, json.dumps(payload).encode() if payload is not None else None)
+        return status, json.loads(body or b"{}")
+
+    def upload(self, collection: str, filename: str, content: bytes) -> str:
+        boundary = uuid.uuid4().hex
+        body = (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+                f"Content-Type: text/markdown\r\n\r\n"
+            ).encode()
+            + content
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
+        status, answer = self.request(
+            "POST", f"/api/manage/collections/{collection}/documents", body, f"multipart/form-data; boundary={boundary}"
+        )
+        if status not in (200, 201, 202):
+            raise RuntimeError(f"upload answered {status}: {answer[:300]!r}")
+        return str(json.loads(answer)["document_id"])
+
+    def status_of(self, collection: str, document: str) -> str:
+        status, answer = self.json("GET", f"/api/manage/collections/{collection}/documents/{document}")
+        return str(answer.get("status")) if status == 200 else f"http {status}"
+
+
+def wait_until_serving(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the platform exited:\n{log.read_text()[-3000:]}")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            connection.request("GET", "/admin/login/")
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"not serving after {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+def wait_done(api: Api, collection: str, documents: list[str], timeout: float) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    states: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        states = {d: api.status_of(collection, d) for d in documents}
+        if all(s in ("done", "error") for s in states.values()):
+            break
+        time.sleep(1)
+    return states
+
+
+def percentile(values: list[float], p: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[p - 1] if len(values) > 1 else values[0]
+
+
+def main() -> int:
+    args = parse_args()
+    corpus, queries = scifact()
+    var_dir = args.var_dir or Path(tempfile.mkdtemp(prefix="kbbench-"))
+    port = free_port()
+    env = {**os.environ, "KB_VAR_DIR": str(var_dir), "PORT": str(port), "DJANGO_SETTINGS_MODULE": "kbsite.settings"}
+    env["KB_ACCESS_LOG"] = ""
+    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
+        env.pop(name, None)
+    python = str(ROOT / ".venv" / "bin" / "python")
+    if args.var_dir is None:
+        # Registered before Django starts the embedded PostgreSQL, so it runs after that server is stopped.
+        atexit.register(shutil.rmtree, var_dir, True)
+    print(f"var/: {var_dir}; migrating a fresh database ...", flush=True)
+    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
+
+    # Keys are made in process (the same server; one command per key would take minutes).
+    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE")})
+    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
+        os.environ.pop(name, None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from collections_app.models import Role
+    from collections_app.services.keys import api_key_create, tenant_get_or_create
+
+    tenant = tenant_get_or_create(name="bench")
+    editor_key = api_key_create(tenant=tenant, role=Role.EDITOR, name="bench editor").secret
+    searcher_keys = [
+        api_key_create(tenant=tenant, role=Role.VIEWER, name=f"bench searcher {i}").secret
+        for i in range(args.searchers)
+    ]
+
+    log = var_dir / "serve.log"
+    with open(log, "ab") as out:
+        platform = subprocess.Popen(
+            [python, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until_serving(port, platform, log)
+        editor = Api(port, editor_key)
+        status, collection = editor.json("POST", "/api/manage/collections", {"name": "scifact"})
+        assert status == 201, (status, collection)
+        collection_id = str(collection["id"])
+        abstracts = iter([corpus[i : i + 5] for i in range(0, len(corpus), 5)])
+        seeded = [
+            editor.upload(collection_id, f"seed-{i}.md", document_text(next(abstracts))) for i in range(args.seed)
+        ]
+        started = time.monotonic()
+        states = wait_done(editor, collection_id, seeded, timeout=600)
+        print(
+            f"seeded {Counter(states.values())} in {time.monotonic() - started:.0f}s; "
+            f"load: {args.searchers} searchers for {args.seconds:.0f}s, an upload every {args.upload_every:.0f}s",
+            flush=True,
+        )
+
+        latencies: list[float] = []
+        errors: Counter[str] = Counter()
+        lock = threading.Lock()
+        stop_at = time.monotonic() + args.seconds
+        load_before = os.getloadavg()
+
+        def searcher(key: str, seed: int) -> None:
+            api, rng = Api(port, key), random.Random(seed)
+            while time.monotonic() < stop_at:
+                question = rng.choice(queries)
+                began = time.monotonic()
+                try:
+                    status, _ = api.request(
+                        "POST", "/api/search", json.dumps({"query": question}).encode(), timeout=args.timeout
+                    )
+                    kind = None if status == 200 else f"http {status}"
+                except Exception as exc:
+                    kind = type(exc).__name__
+                elapsed = time.monotonic() - began
+                with lock:
+                    if kind:
+                        errors[kind] += 1
+                    else:
+                        latencies.append(elapsed)
+
+        uploaded: list[str] = []
+
+        def uploader() -> None:
+            api, i = Api(port, editor_key), 0
+            while time.monotonic() < stop_at:
+                try:
+                    uploaded.append(api.upload(collection_id, f"load-{i}.md", document_text(next(abstracts))))
+                except Exception as exc:
+                    with lock:
+                        errors[f"upload {type(exc).__name__}"] += 1
+                i += 1
+                time.sleep(args.upload_every)
+
+        threads = [threading.Thread(target=searcher, args=(key, i)) for i, key in enumerate(searcher_keys)]
+        threads.append(threading.Thread(target=uploader))
+        began = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall = time.monotonic() - began
+        load_after = os.getloadavg()
+        during = {d: editor.status_of(collection_id, d) for d in uploaded}
+        drain_started = time.monotonic()
+        final = wait_done(editor, collection_id, uploaded, timeout=600)
+        drained = time.monotonic() - drain_started
+
+        total = len(latencies) + sum(errors.values())
+        print()
+        print(f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+        print(
+            f"searches: {total} in {wall:.1f}s = {len(latencies) / wall:.1f}/s answered; errors: {sum(errors.values())}"
+        )
+        if errors:
+            print(f"  errors by kind: {dict(errors)}")
+        if latencies:
+            p50, p95, p99 = (percentile(latencies, p) * 1000 for p in (50, 95, 99))
+            print(f"latency: p50 {p50:.0f} ms, p95 {p95:.0f} ms, p99 {p99:.0f} ms, max {max(latencies) * 1000:.0f} ms")
+        print(
+            f"ingestion during the load: {len(uploaded)} uploaded, {Counter(during.values())} when the load stopped; "
+            f"{Counter(final.values())} {drained:.0f}s later"
+        )
+        failed = bool(errors) or any(s != "done" for s in final.values())
+        return 1 if failed else 0
+    finally:
+        platform.send_signal(signal.SIGTERM)
+        try:
+            platform.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(platform.pid, signal.SIGKILL)
+            platform.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
