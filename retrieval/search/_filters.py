@@ -25,6 +25,8 @@ from django.db import connection
 
 from collections_app.models import Collection
 
+from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+
 # Facts of the document every paragraph carries (services/documents.py copies them onto its chunks):
 # the platform keys `author` and `created`, and an email's subject, recipients and thread.
 DOCUMENT_KEYS = {
@@ -201,16 +203,9 @@ def _a(kind: str) -> str:
     return {"enum": "an enum", "string": "a string", "uuid": "a document id"}.get(kind, f"a {kind}")
 
 
-def count_matching(*, tenant_id: object, collection_ids: list[str], labels: list[str], filters: Filters) -> int:
+def count_matching(*, visible: Visibility, filters: Filters) -> int:
     """How many paragraphs the reader may read pass the filter: "filter too narrow" is then plain to see."""
-    from ._stages import READABLE_SQL
-
-    sql = f"""
-        SELECT count(*) FROM collections_app_chunk c
-        JOIN collections_app_collection col ON col.id = c.collection_id
-        WHERE {READABLE_SQL} AND {filters.sql}
-    """
-    params = {"tenant": tenant_id, "collections": collection_ids, "labels": labels, **filters.params}
+    sql = f"SELECT count(*) FROM {FROM_VISIBLE} WHERE {VISIBLE_SQL} AND {filters.sql}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, {**visible.params, **filters.params})
         return int(cursor.fetchone()[0])

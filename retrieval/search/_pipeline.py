@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -12,11 +11,10 @@ from collections_app.ingestion import detect_language
 from collections_app.models import Chunk, Collection
 from retrieval.embedding import get_embedder, get_model
 
-from ._filters import compile_filters, count_matching
+from ._filters import Filters, compile_filters, count_matching
 from ._scope import SearchScope
 from ._stages import (
     Hit,
-    Stage,
     check_embedding_width,
     keyword_retrieve,
     passes_floor,
@@ -24,6 +22,8 @@ from ._stages import (
     semantic_scores,
     vector_retrieve,
 )
+from ._trace import Stage, Trace
+from ._visibility import Visibility
 from ._window import build_windows, readable_neighbours
 
 DEFAULT_AROUND = 1
@@ -43,12 +43,17 @@ class SearchAnswer:
     latency_ms: float = 0.0
 
 
-class _Timer:
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
+@dataclass(frozen=True)
+class SearchPlan:
+    """What every stage of one search shares: who may read what, the filter, and the list sizes."""
 
-    def ms(self) -> float:
-        return (time.perf_counter() - self.start) * 1000
+    collections: list[Collection]
+    visible: Visibility
+    where: Filters
+    top_n: int
+    top_k: int
+    filter_counts: dict[str, Any]
+    exact: bool  # the filter leaves few rows: rank them exactly instead of walking the HNSW graph
 
 
 def search(
@@ -59,149 +64,142 @@ def search(
     around: int | None = None,
     filters: dict[str, Any] | None = None,
 ) -> SearchAnswer:
-    started = _Timer()
-    stages: list[Stage] = []
+    trace = Trace()
+    around = _around(scope.collections, around)
+    if not scope.collections:
+        trace.skipped("retrieval", scope.why_empty or "no collection to search")
+        return SearchAnswer([], None, None, around, trace.stages, trace.elapsed_ms())
+    plan = search_plan(scope=scope, top_n=top_n, filters=filters)
+    trace.skipped("planning", "no LLM_URL configured: the question is searched as asked")
+    keyword_hits = _keyword_stage(trace, plan, query)
+    vector_hits, query_vectors = _vector_stages(trace, plan, query)
+    fused = _fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors)
+    _rerank_stage(trace)
+    kept = _floor_stage(trace, plan, fused)
+    kept = _threshold_stage(trace, plan, kept)[: plan.top_n]
+    results = _window_stage(trace, plan, kept, around)
+    trace.skipped("judge", "no LLM_URL configured: this search cannot refuse (refused is null)")
+    return SearchAnswer(results, None, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms())
+
+
+def search_plan(*, scope: SearchScope, top_n: int | None, filters: dict[str, Any] | None) -> SearchPlan:
     collections = scope.collections
-    around = _around(collections, around)
-    if not collections:
-        stages.append(Stage("retrieval", "skipped", scope.why_empty or "no collection to search"))
-        return SearchAnswer([], None, None, around, stages, started.ms())
     top_n = min(top_n or max(c.rerank_top_n for c in collections), MAX_TOP_N)
-    top_k = max(max(c.rerank_top_k for c in collections), top_n)
-    ids = [str(c.pk) for c in collections]
+    visible = Visibility(scope.tenant_id, [str(c.pk) for c in collections], scope.reader_labels)
     # Every stage that reads paragraphs (both retrievals and the window) applies the same filter.
     where = compile_filters(filters, collections)
     filter_counts: dict[str, Any] = {}
     exact = False
     if where:
-        matching = count_matching(
-            tenant_id=scope.tenant_id, collection_ids=ids, labels=scope.reader_labels, filters=where
-        )
+        matching = count_matching(visible=visible, filters=where)
         filter_counts = {"filters": where.described, "filter_matches": matching}
         exact = matching <= EXACT_SCAN_LIMIT
-
-    stages.append(
-        Stage(
-            "planning",
-            "skipped",
-            "no LLM_URL configured: the question is searched as asked",
-        )
+    return SearchPlan(
+        collections=collections,
+        visible=visible,
+        where=where,
+        top_n=top_n,
+        top_k=max(max(c.rerank_top_k for c in collections), top_n),
+        filter_counts=filter_counts,
+        exact=exact,
     )
+
+
+def _keyword_stage(trace: Trace, plan: SearchPlan, query: str) -> list[Hit]:
     language = detect_language(query, default="")
-    timer = _Timer()
-    keyword_hits = keyword_retrieve(
-        tenant_id=scope.tenant_id, collection_ids=ids, labels=scope.reader_labels, query=query,
-        language=language, limit=top_k, filters=where,
-    )  # fmt: skip
-    stages.append(
-        Stage(
-            "keyword retrieval",
-            "ran",
-            counts={"language": language or "unknown", "hits": len(keyword_hits), **filter_counts},
-            ms=timer.ms(),
+    with trace.timed("keyword retrieval") as counts:
+        hits = keyword_retrieve(
+            visible=plan.visible, query=query, language=language, limit=plan.top_k, filters=plan.where
         )
-    )
+        counts.update(language=language or "unknown", hits=len(hits), **plan.filter_counts)
+    return hits
 
-    # Collections may use different models: one query embedding per model.
+
+def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit], dict[str, list[float]]]:
+    # Collections may use different models: one query embedding and one retrieval per model.
     by_alias: dict[str, list[Collection]] = defaultdict(list)
-    for collection in collections:
+    for collection in plan.collections:
         by_alias[collection.embedding_alias].append(collection)
-    vector_hits: list[Hit] = []
-    query_vectors: dict[str, list[float]] = {}
+    hits: list[Hit] = []
+    vectors: dict[str, list[float]] = {}
     for alias, members in by_alias.items():
-        timer = _Timer()
-        query_vectors[alias] = get_embedder(alias).embed_query(query)
-        check_embedding_width(collections=members, dims=len(query_vectors[alias]))
-        stages.append(Stage("query embedding", "ran", counts={"model": alias}, ms=timer.ms()))
-        timer = _Timer()
-        with transaction.atomic():
-            hits = vector_retrieve(
-                tenant_id=scope.tenant_id, collection_ids=[str(c.pk) for c in members], labels=scope.reader_labels,
-                vector=query_vectors[alias], limit=top_k, filters=where, exact=exact,
-            )  # fmt: skip
-        vector_hits.extend(hits)
-        stages.append(
-            Stage(
-                "vector retrieval",
-                "ran",
-                counts={"model": alias, "hits": len(hits), **filter_counts, **({"scan": "exact"} if exact else {})},
-                ms=timer.ms(),
+        with trace.timed("query embedding") as counts:
+            vectors[alias] = get_embedder(alias).embed_query(query)
+            check_embedding_width(collections=members, dims=len(vectors[alias]))
+            counts["model"] = alias
+        visible = replace(plan.visible, collection_ids=[str(c.pk) for c in members])
+        with trace.timed("vector retrieval") as counts, transaction.atomic():
+            found = vector_retrieve(
+                visible=visible, vector=vectors[alias], limit=plan.top_k, filters=plan.where, exact=plan.exact
             )
-        )
-    vector_hits.sort(key=lambda h: -(h.semantic or 0))
+            counts.update(
+                model=alias, hits=len(found), **plan.filter_counts, **({"scan": "exact"} if plan.exact else {})
+            )
+        hits.extend(found)
+    hits.sort(key=lambda h: -(h.semantic or 0))
+    return hits, vectors
 
-    timer = _Timer()
-    weights = _weights(collections)
-    fused = reciprocal_rank_fusion({"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights)
-    _fill_semantic(fused, collections, query_vectors)
-    stages.append(
-        Stage(
-            "fusion",
-            "ran",
-            counts={"method": "rrf", "k": 60, "candidates": len(fused)},
-            ms=timer.ms(),
-        )
-    )
 
-    reason = "no reranker configured (KB_RERANK_URL)" if not settings.KB_RERANK_URL else "reranker client not built yet"
-    stages.append(Stage("rerank", "skipped", reason))
+def _fusion_stage(
+    trace: Trace,
+    plan: SearchPlan,
+    keyword_hits: list[Hit],
+    vector_hits: list[Hit],
+    query_vectors: dict[str, list[float]],
+) -> list[Hit]:
+    with trace.timed("fusion") as counts:
+        weights = _weights(plan.collections)
+        fused = reciprocal_rank_fusion({"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights)
+        _fill_semantic(fused, plan.collections, query_vectors)
+        counts.update(method="rrf", k=60, candidates=len(fused))
+    return fused
 
-    timer = _Timer()
-    floors = {str(c.pk): _floor(c) for c in collections}
-    kept = [h for h in fused if passes_floor(h, floors[h.collection_id])]
-    stages.append(
-        Stage(
-            "floor",
-            "ran",
-            counts={"before": len(fused), "after": len(kept)},
-            ms=timer.ms(),
-        )
-    )
 
-    thresholds = {c.score_threshold for c in collections if c.score_threshold is not None}
-    if thresholds:
+def _rerank_stage(trace: Trace) -> None:
+    if not settings.KB_RERANK_URL:
+        trace.skipped("rerank", "no reranker configured (KB_RERANK_URL)")
+    else:
+        trace.skipped("rerank", "reranker client not built yet")
+
+
+def _floor_stage(trace: Trace, plan: SearchPlan, fused: list[Hit]) -> list[Hit]:
+    with trace.timed("floor") as counts:
+        floors = {str(c.pk): _floor(c) for c in plan.collections}
+        kept = [h for h in fused if passes_floor(h, floors[h.collection_id])]
+        counts.update(before=len(fused), after=len(kept))
+    return kept
+
+
+def _threshold_stage(trace: Trace, plan: SearchPlan, hits: list[Hit]) -> list[Hit]:
+    thresholds = {c.score_threshold for c in plan.collections if c.score_threshold is not None}
+    if not thresholds:
+        trace.skipped("threshold", "no score_threshold set on these collections")
+        return hits
+    with trace.timed("threshold") as counts:
         threshold = min(thresholds)
-        kept = [h for h in kept if (h.semantic or 0) >= threshold]
-        stages.append(Stage("threshold", "ran", counts={"threshold": threshold, "after": len(kept)}))
-    else:
-        stages.append(Stage("threshold", "skipped", "no score_threshold set on these collections"))
+        kept = [h for h in hits if (h.semantic or 0) >= threshold]
+        counts.update(threshold=threshold, after=len(kept))
+    return kept
 
-    kept = kept[:top_n]
-    timer = _Timer()
-    readable = readable_neighbours(
-        tenant_id=scope.tenant_id,
-        collection_ids=ids,
-        labels=scope.reader_labels,
-        hits=kept,
-        around=around,
-        filters=where,
-    )
-    windows = build_windows(kept, readable, around)
-    results = _render(windows, {str(c.pk): c for c in collections})
-    if around:
-        stages.append(
-            Stage(
-                "window",
-                "ran",
-                counts={"around": around, "results": len(results)},
-                ms=timer.ms(),
-            )
-        )
-    else:
-        stages.append(Stage("window", "skipped", "around is 0"))
 
-    stages.append(
-        Stage(
-            "judge",
-            "skipped",
-            "no LLM_URL configured: this search cannot refuse (refused is null)",
-        )
-    )
+def _window_stage(trace: Trace, plan: SearchPlan, hits: list[Hit], around: int) -> list[dict[str, Any]]:
+    collections = {str(c.pk): c for c in plan.collections}
+    if not around:
+        trace.skipped("window", "around is 0: each paragraph is returned alone")
+        return _render(build_windows(hits, {}, 0), collections)
+    with trace.timed("window") as counts:
+        readable = readable_neighbours(visible=plan.visible, hits=hits, around=around, filters=plan.where)
+        results = _render(build_windows(hits, readable, around), collections)
+        counts.update(around=around, results=len(results))
+    return results
+
+
+def _floor_answer(collections: list[Collection]) -> float | dict[str, float]:
+    # One number when every searched collection uses the same floor, else the floor per collection.
     floor_values = {c.name: _floor(c) for c in collections}
-    floor: float | dict[str, float] = (
-        next(iter(floor_values.values())) if len(set(floor_values.values())) == 1 else floor_values
-    )
-    return SearchAnswer(results, None, floor, around, stages, started.ms())
+    if len(set(floor_values.values())) == 1:
+        return next(iter(floor_values.values()))
+    return floor_values
 
 
 def _around(collections: list[Collection], asked: int | None) -> int:

@@ -3,31 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db import connection
 
 from collections_app.ingestion import text_search_config
 
 from ._filters import NO_FILTERS, Filters
+from ._trace import Stage
+from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
-
-@dataclass
-class Stage:
-    name: str
-    status: str  # ran | skipped
-    reason: str = ""
-    counts: dict[str, Any] = field(default_factory=dict)
-    ms: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stage": self.name, "status": self.status}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.counts:
-            out["counts"] = self.counts
-        out["ms"] = round(self.ms, 2)
-        return out
+__all__ = ["Stage"]  # re-exported: stages used to live here
 
 
 @dataclass
@@ -41,19 +26,9 @@ class Hit:
     ranks: dict[str, int] = field(default_factory=dict)
 
 
-# Reader filter for per-reader collections: a reader is accepted when it holds
-# one of a paragraph's labels; an unlabelled paragraph is readable by anybody.
-READABLE_SQL = """
-    c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
-    AND (NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])
-"""
-
-
 def keyword_retrieve(
     *,
-    tenant_id: object,
-    collection_ids: list[str],
-    labels: list[str],
+    visible: Visibility,
     query: str,
     language: str,
     limit: int,
@@ -67,18 +42,15 @@ def keyword_retrieve(
                 || websearch_to_tsquery('simple', %(query)s) AS tsq
         )
         SELECT c.id, c.document_id, c.collection_id, c.ordinal
-        FROM collections_app_chunk c
-        JOIN collections_app_collection col ON col.id = c.collection_id, q
-        WHERE {READABLE_SQL} AND {filters.sql} AND c.search_vector @@ q.tsq
+        FROM {FROM_VISIBLE}, q
+        WHERE {VISIBLE_SQL} AND {filters.sql} AND c.search_vector @@ q.tsq
         ORDER BY ts_rank_cd(c.search_vector, q.tsq) DESC, c.id
         LIMIT %(limit)s
     """
     params = {
         "config": config,
         "query": query,
-        "tenant": tenant_id,
-        "collections": collection_ids,
-        "labels": labels,
+        **visible.params,
         "limit": limit,
         **filters.params,
     }
@@ -90,9 +62,7 @@ def keyword_retrieve(
 
 def vector_retrieve(
     *,
-    tenant_id: object,
-    collection_ids: list[str],
-    labels: list[str],
+    visible: Visibility,
     vector: list[float],
     limit: int,
     filters: Filters = NO_FILTERS,
@@ -108,17 +78,14 @@ def vector_retrieve(
     order = f"({distance}) + 0" if exact else distance  # "+ 0": an expression the HNSW index cannot serve
     sql = f"""
         SELECT c.id, c.document_id, c.collection_id, c.ordinal, 1 - ({distance}) AS similarity
-        FROM collections_app_chunk c
-        JOIN collections_app_collection col ON col.id = c.collection_id
-        WHERE {READABLE_SQL} AND {filters.sql} AND c.embedding_dims = {dims}
+        FROM {FROM_VISIBLE}
+        WHERE {VISIBLE_SQL} AND {filters.sql} AND c.embedding_dims = {dims}
         ORDER BY {order}
         LIMIT %(limit)s
     """
     params = {
         "vector": str(vector),
-        "tenant": tenant_id,
-        "collections": collection_ids,
-        "labels": labels,
+        **visible.params,
         "limit": limit,
         **filters.params,
     }

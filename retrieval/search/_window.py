@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from django.db import connection
 
 from ._filters import NO_FILTERS, Filters
-from ._stages import READABLE_SQL, Hit
+from ._stages import Hit
+from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
 
 @dataclass
@@ -26,9 +27,7 @@ class Window:
 
 def readable_neighbours(
     *,
-    tenant_id: object,
-    collection_ids: list[str],
-    labels: list[str],
+    visible: Visibility,
     hits: list[Hit],
     around: int,
     filters: Filters = NO_FILTERS,
@@ -42,18 +41,15 @@ def readable_neighbours(
     pairs = [(doc, o) for doc, ords in wanted.items() for o in ords]
     sql = f"""
         SELECT c.document_id, c.ordinal
-        FROM collections_app_chunk c
-        JOIN collections_app_collection col ON col.id = c.collection_id
+        FROM {FROM_VISIBLE}
         JOIN unnest(%(docs)s::uuid[], %(ords)s::int[]) AS w(doc, ord)
              ON w.doc = c.document_id AND w.ord = c.ordinal
-        WHERE {READABLE_SQL} AND {filters.sql}
+        WHERE {VISIBLE_SQL} AND {filters.sql}
     """
     params = {
         "docs": [p[0] for p in pairs],
         "ords": [p[1] for p in pairs],
-        "tenant": tenant_id,
-        "collections": collection_ids,
-        "labels": labels,
+        **visible.params,
         **filters.params,
     }
     readable: dict[str, set[int]] = defaultdict(set)
