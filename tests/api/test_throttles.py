@@ -1,0 +1,54 @@
+"""Rate limits per API key: past the rate a key gets 429 with Retry-After; other keys are not held up."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.cache import caches
+
+from collections_app.models import Role
+from collections_app.services.keys import api_key_create
+from tests.conftest import client_for
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counts(settings):  # type: ignore[no-untyped-def]
+    caches[settings.KB_THROTTLE_CACHE].clear()
+    yield
+    caches[settings.KB_THROTTLE_CACHE].clear()
+
+
+def test_searches_past_the_rate_get_429_with_retry_after_and_other_keys_go_on(cast, collection, settings):
+    settings.KB_THROTTLE_SEARCH = "3/min"
+    answers = [cast.viewer.post("/api/search", {"query": "bikes"}, format="json") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert 0 < int(answers[-1]["Retry-After"]) <= 60
+    assert "throttled" in answers[-1].json()["detail"].lower()
+    # The limit is the key's own: another key of the same tenant still searches.
+    assert cast.agent_client.post("/api/search", {"query": "bikes"}, format="json").status_code == 200
+
+
+def test_uploads_past_the_rate_get_429_but_reading_the_list_does_not_count(cast, collection, settings):
+    settings.KB_THROTTLE_UPLOAD = "2/hour"
+    url = f"/api/manage/collections/{collection.pk}/documents"
+
+    def post(n: int) -> int:
+        file = io.BytesIO(f"note number {n}".encode())
+        file.name = f"note-{n}.txt"
+        return cast.editor.post(url, {"file": file}, format="multipart")
+
+    for _ in range(5):
+        assert cast.editor.get(url).status_code == 200
+    first, second, third = post(1), post(2), post(3)
+    assert (first.status_code, second.status_code, third.status_code) == (202, 202, 429)
+    assert 3000 < int(third["Retry-After"]) <= 3600
+    other_editor = client_for(api_key_create(tenant=cast.tenant, role=Role.EDITOR).secret)
+    file = io.BytesIO(b"from another key")
+    file.name = "other.txt"
+    assert other_editor.post(url, {"file": file}, format="multipart").status_code == 202
+
+
+def test_an_empty_rate_switches_the_limit_off(cast, collection, settings):
+    settings.KB_THROTTLE_SEARCH = ""
+    assert all(cast.viewer.post("/api/search", {"query": "bikes"}, format="json").status_code == 200 for _ in range(5))
