@@ -36,8 +36,7 @@ from collections_app.services.ingest_options import document_options_update, ing
 
 
 class TenantScopedView(APIView):
-    """Domain errors raised below are answered by collections_app.api.errors, not caught here."""
-
+    # Domain errors raised by the services are answered by collections_app.api.errors, not caught here.
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
@@ -46,7 +45,11 @@ class TenantScopedView(APIView):
 
 
 class CollectionListView(TenantScopedView):
-    @extend_schema(summary="List the collections", responses={200: CollectionOutput(many=True), **refusals(401)})
+    @extend_schema(
+        summary="List the collections",
+        operation_id="manage_collections_list",
+        responses={200: CollectionOutput(many=True), **refusals(401)},
+    )
     def get(self, request: Request) -> Response:
         collections = selectors.collections_for(request.auth.tenant)
         return Response(CollectionOutput(collections, many=True).data)
@@ -102,6 +105,7 @@ class DocumentListView(TenantScopedView):
 
     @extend_schema(
         summary="List a collection's documents, a page at a time",
+        operation_id="manage_collections_documents_list",
         parameters=[DocumentListInput],
         responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
     )
