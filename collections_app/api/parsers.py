@@ -33,7 +33,7 @@ class BoundedJSONParser(JSONParser):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             data = loads_bounded(raw.decode(encoding))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, LookupError) as exc:  # LookupError: a charset Python does not know
             raise exceptions.ParseError(f"JSON parse error - {exc}") from None
         found = json_problem(data)
         if found:

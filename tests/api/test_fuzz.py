@@ -227,8 +227,18 @@ def test_search_refuses_every_hostile_input(target):
     results += [(f"around {n}", target.json("post", url, {"query": "bikes", "around": n})) for n in HUGE]
     results += [(f"depth {len(body)}", target.raw("post", url, body)) for body in DEEP]
     results += [("filters depth 33", target.raw("post", url, '{"query": "x", "filters": ' + deep_object(33) + "}"))]
+    results += [("5,000-digit integer", target.raw("post", url, '{"query": "x", "top_n": ' + "9" * 5000 + "}"))]
+    results += [
+        (
+            "invalid UTF-8",
+            target.client.post(url, b'{"query": "\xff\xfe"}', content_type="application/json").status_code,
+        )
+    ]
     results += [("body 2 MB", target.json("post", url, {"query": "x", "filters": {"author": "x" * 2_000_000}}))]
     check(results)
+    # A charset Python does not know is ignored by Django (the body is read as UTF-8): answered, never a 500.
+    unknown = target.client.post(url, b'{"query": "x"}', content_type="application/json; charset=klingon")
+    assert unknown.status_code == 200
 
 
 @pytest.mark.parametrize(
