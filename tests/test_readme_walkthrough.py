@@ -1,0 +1,48 @@
+"""The README's curl walk-through, run as written against a live server, twice in a row."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from collections_app.models import Chunk, Collection, Role, Tenant
+from collections_app.services.keys import api_key_create
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+PLACEHOLDER_KEY = "kb_paste_the_printed_key_here"
+PLACEHOLDER_API = "http://127.0.0.1:8000/api"
+
+
+def walkthrough_script() -> str:
+    section = README.read_text().split("## Walk-through with curl", 1)[1]
+    script = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert script is not None, "the README's walk-through has no sh block"
+    return script.group(1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_readme_walkthrough_runs_twice_verbatim(live_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    script = walkthrough_script()
+    # The only lines a reader edits: the key `make run` printed, and the address if not the default.
+    assert PLACEHOLDER_KEY in script and PLACEHOLDER_API in script
+    key = api_key_create(tenant=Tenant.objects.create(name="demo"), role=Role.EDITOR).secret
+    script = script.replace(PLACEHOLDER_KEY, key).replace(PLACEHOLDER_API, f"{live_server.url}/api")
+
+    answers = []
+    for _ in range(2):
+        run = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        assert "Traceback" not in run.stderr
+        answers.append(json.loads(run.stdout.strip().splitlines()[-1]))
+
+    assert Collection.objects.filter(name="handbook").count() == 1
+    bikes = Chunk.objects.get(text__contains="bikes")
+    for answer in answers:
+        assert answer["results"][0]["chunk_id"] == str(bikes.pk)
+        assert answer["refused"] is None
