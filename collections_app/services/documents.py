@@ -197,12 +197,19 @@ def document_queue_ingest(*, document: Document) -> None:
     from django_q.tasks import async_task
 
     document_id = str(document.pk)
+    options: dict[str, str] = {}
+    large_queue = getattr(settings, "KB_LARGE_DOCUMENT_QUEUE", "")
+    if large_queue and document.size > getattr(settings, "KB_LARGE_DOCUMENT_BYTES", _STREAM_TEXT_ABOVE):
+        # A large document is read by a cluster of its own (django-q2's named clusters: Q_CLUSTER_NAME), so
+        # hours of embedding never hold up the small documents behind it. Off unless that cluster is set up.
+        options["cluster"] = large_queue
     transaction.on_commit(
         lambda: async_task(
             "collections_app.tasks.ingest_document",
             document_id,
             task_name=f"ingest document {document_id}",
             group="ingestion",
+            **options,
         )
     )
 
