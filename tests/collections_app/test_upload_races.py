@@ -26,37 +26,53 @@ def stored_files(settings) -> list[Path]:  # type: ignore[no-untyped-def]
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
-def test_ten_identical_uploads_at_once_give_one_202_and_nine_200(transactional_db, cast, collection, settings):
+def post_at_once(cast, collection, filename: str, content: bytes, times: int) -> list[tuple[int, dict]]:  # type: ignore[no-untyped-def,type-arg]
+    """The same upload `times` times at the same moment, each on a thread with its own database connection."""
     from collections_app.models import Role
     from collections_app.services.keys import api_key_create
 
     secret = api_key_create(tenant=cast.tenant, role=Role.EDITOR).secret
-    barrier = threading.Barrier(10)
-    answers: list[tuple[int, str]] = []
+    barrier = threading.Barrier(times)
+    answers: list[tuple[int, dict]] = []  # type: ignore[type-arg]
 
     def upload_once() -> None:
         try:
             client = client_for(secret)
-            file = io.BytesIO(RETURNS)
-            file.name = "returns.txt"
-            barrier.wait()  # all ten requests leave together
+            file = io.BytesIO(content)
+            file.name = filename
+            barrier.wait()  # all requests leave together
             response = client.post(
                 f"/api/manage/collections/{collection.pk}/documents", {"file": file}, format="multipart"
             )
-            answers.append((response.status_code, response.json()["document_id"]))
+            answers.append((response.status_code, response.json()))
         finally:
             connection.close()  # each thread has its own connection
 
-    threads = [threading.Thread(target=upload_once) for _ in range(10)]
+    threads = [threading.Thread(target=upload_once) for _ in range(times)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    return answers
+
+
+def test_ten_identical_uploads_at_once_give_one_202_and_nine_200(transactional_db, cast, collection, settings):
+    answers = post_at_once(cast, collection, "returns.txt", RETURNS, 10)
 
     assert sorted(status for status, _ in answers) == [200] * 9 + [202]
     document = Document.objects.get(collection=collection)
-    assert {document_id for _, document_id in answers} == {str(document.pk)}
+    assert {answer["document_id"] for _, answer in answers} == {str(document.pk)}
     assert [p.relative_to(settings.MEDIA_ROOT).as_posix() for p in stored_files(settings)] == [document.file.name]
+
+
+def test_identical_zips_at_once_give_one_202_and_200s(transactional_db, cast, collection, settings):
+    content = zip_bytes({"returns.txt": RETURNS, "delivery.txt": b"Parcels leave the warehouse every morning.\n"})
+
+    answers = post_at_once(cast, collection, "policies.zip", content, 4)
+
+    assert sorted(status for status, _ in answers) == [200] * 3 + [202]
+    assert Document.objects.filter(collection=collection).count() == 2
+    assert len(stored_files(settings)) == 2
 
 
 def test_an_upload_failing_after_its_file_is_stored_leaves_no_file(cast, collection, settings, monkeypatch):
