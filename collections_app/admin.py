@@ -6,11 +6,14 @@ membership role allows (admin_roles.py, admin_base.py).
 
 from __future__ import annotations
 
+import copy
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import transaction
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
@@ -27,7 +30,9 @@ from collections_app.admin_column_roles import ColumnRolesAdminMixin
 from collections_app.admin_ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
 from collections_app.admin_roles import grantable_roles
 from collections_app.admin_sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin, FolderSourceAdminMixin
+from collections_app.exceptions import DomainError
 from collections_app.ingestion import UnsupportedFile, check_upload
+from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.ingestion.formats import family_of
 from collections_app.models import (
     Agent,
@@ -41,8 +46,10 @@ from collections_app.models import (
     Role,
     Tenant,
 )
-from collections_app.services.documents import document_create, document_queue_ingest
+from collections_app.services.collections import collection_create, collection_delete, collection_update
+from collections_app.services.documents import document_create, document_delete, document_queue_ingest, upload_filename
 from collections_app.services.keys import api_key_create
+from collections_app.validation import name_problem, source_uri_problem
 
 # Not any one tenant's: people, groups and the task queue (its rows name every tenant's documents).
 superuser_only(
@@ -150,8 +157,54 @@ class ApiKeyAdmin(RoleGrantAdmin):
         )
 
 
+class CollectionForm(forms.ModelForm):
+    """The collection's settings, checked by the same service as the API's (bounds, strategy, model, name)."""
+
+    class Meta:
+        model = Collection
+        exclude: list[str] = []
+
+    def settings_given(self) -> dict:  # type: ignore[type-arg]
+        """What the service is given: every setting for a new collection, the changed ones for an existing one."""
+        fields = self.fields if self.instance._state.adding else self.changed_data
+        return {f: self.cleaned_data[f] for f in fields if f in self.cleaned_data and f not in ("tenant", "name")}
+
+    def clean_name(self) -> str:
+        # collection_create takes the name apart from the settings it checks: the shared rule, here.
+        name = self.cleaned_data["name"]
+        problem = name_problem(name, max_chars=Collection._meta.get_field("name").max_length or 200)
+        if problem:
+            raise forms.ValidationError(f"The name {problem}.")
+        return name
+
+    def save_through_service(self) -> Collection:
+        if self.instance._state.adding:  # (a new row has its UUID already)
+            data = self.cleaned_data
+            return collection_create(tenant=data["tenant"], name=data["name"], **self.settings_given())
+        changes = self.settings_given()
+        if "name" in self.changed_data:
+            changes["name"] = self.cleaned_data["name"]
+        return collection_update(collection=copy.copy(self.instance), **changes)
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        if self.errors:
+            return data
+        # A dry run of the service in a savepoint that is always rolled back: its refusals become form
+        # errors beside their field, and save_model then runs it for real.
+        try:
+            with transaction.atomic():
+                self.save_through_service()
+                transaction.set_rollback(True)
+        except (DomainError, StrategyNotBuilt) as exc:
+            field = getattr(exc, "field", None) or ("chunk_strategy" if isinstance(exc, StrategyNotBuilt) else None)
+            self.add_error(field if field in self.fields else None, str(exc))
+        return data
+
+
 @admin.register(Collection)
 class CollectionAdmin(FolderSourceAdminMixin, TenantScopedAdmin):
+    form = CollectionForm
     list_display = ["name", "tenant", "chunk_strategy", "embedding_alias", "document_count", "per_reader"]
     list_filter = ["tenant", "chunk_strategy", "per_reader"]
     list_select_related = ["tenant"]
@@ -166,12 +219,29 @@ class CollectionAdmin(FolderSourceAdminMixin, TenantScopedAdmin):
     def document_count(self, obj: Collection) -> int:
         return obj.document_count  # type: ignore[attr-defined]
 
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        saved = form.save_through_service()
+        for field in Collection._meta.concrete_fields:  # the admin goes on with (logs, redirects to) this row
+            setattr(obj, field.attname, getattr(saved, field.attname))
+        obj._state.adding = False
+
+    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+        collection_delete(collection=obj)  # its stored originals go too
+
+    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+        for collection in queryset:
+            collection_delete(collection=collection)
+
 
 class DocumentUploadForm(forms.ModelForm):
     upload = forms.FileField(
         help_text="The file to ingest (.pdf .docx .html .md .txt ...); a .zip imports each file in it."
     )
-    source_uri = forms.CharField(required=False, help_text="Where it came from; default upload://<filename>.")
+    source_uri = forms.CharField(
+        required=False,
+        max_length=1000,
+        help_text="Where it came from: upload://, http(s):// or mailto: (default upload://<filename>).",
+    )
     scanned_text_language = scanned_text_field()
 
     class Meta:
@@ -186,7 +256,7 @@ class DocumentUploadForm(forms.ModelForm):
         if upload.size > limit:
             raise forms.ValidationError(f"{upload.name} is larger than the upload limit of {limit} bytes")
         try:
-            check_upload(upload.name, upload.read(limit + 1))
+            check_upload(upload_filename(upload.name), upload.read(limit + 1))
         except UnsupportedFile as exc:
             raise forms.ValidationError(str(exc)) from exc
         finally:
@@ -195,8 +265,9 @@ class DocumentUploadForm(forms.ModelForm):
 
     def clean_source_uri(self) -> str:
         value = self.cleaned_data.get("source_uri", "")
-        if value.lower().startswith("folder://"):  # as the API: only folder sources are folder://
-            raise forms.ValidationError("folder:// addresses belong to folder sources, set by the deployment.")
+        problem = source_uri_problem(value) if value else None  # as the API: collections_app/validation.py
+        if problem:
+            raise forms.ValidationError(f"The source {problem}.")
         return value
 
     def clean_scanned_text_language(self) -> list[str]:
@@ -277,6 +348,13 @@ class DocumentAdmin(
         obj.pk, obj._state.adding = result.document.pk, False
         if not result.created:
             self.message_user(request, f"This content is already held as {result.document.filename}.", messages.INFO)
+
+    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+        document_delete(document=obj)  # its attachments and stored originals go too
+
+    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+        for document in queryset:
+            document_delete(document=document)
 
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
     def reingest(self, request, queryset):  # type: ignore[no-untyped-def]
