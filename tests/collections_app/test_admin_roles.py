@@ -72,6 +72,9 @@ def test_an_editor_here_and_viewer_there_edits_here_and_only_views_there(
     assert client.get(f"/admin/collections_app/collection/{theirs.pk}/delete/").status_code == 403
     assert client.get(f"/admin/collections_app/document/{our_doc.pk}/ocr/").status_code == 200
     assert client.get(f"/admin/collections_app/document/{their_doc.pk}/ocr/").status_code == 403
+    for form in ("document", "collection"):  # new rows go only where the person may write
+        html = client.get(f"/admin/collections_app/{form}/add/").content.decode()
+        assert "globex" not in html and ("acme" in html), form
 
     with django_capture_on_commit_callbacks() as queued:
         response = client.post(
