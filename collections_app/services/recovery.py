@@ -12,8 +12,10 @@ because the timeout must stay large for big documents). Instead:
   pushed to `STARTED`), so a started task is told apart from one the cluster has taken
   from the queue but not yet handed to a worker.
 - `documents_recover()` requeues every `parsing` document that nobody holds and whose task
-  is started-and-dead, gone (timed out, crashed out of the task) or, at cluster start, held
-  by the cluster that died. `manage.py run_cluster` runs it when the cluster starts and
+  is started-and-dead, failed (timed out, crashed out of the task) or, at cluster start, held
+  by the cluster that died. A `parsing` document with no task at all is left alone: an
+  ingestion run in process (a folder sync, a script) holds no lease, so "no lease" alone
+  proves nothing there. `manage.py run_cluster` runs it when the cluster starts and
   every KB_RECOVERY_SECONDS; a re-upload of a stuck document calls `document_recover()`.
 
 A requeued task that finds the lease held (the original was alive after all) does nothing,
@@ -21,7 +23,7 @@ so recovering too eagerly costs a queue row, never a second ingestion running at
 After KB_INGEST_MAX_ATTEMPTS deaths the document ends in `error` rather than looping.
 
 The queue inspection needs django-q2's ORM broker (the default). With the Redis broker the
-queue cannot be read, so only documents with no lease at cluster start are requeued.
+queue cannot be read: only tasks django-q2 recorded as failed are recovered.
 """
 
 from __future__ import annotations
@@ -178,14 +180,15 @@ def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: 
     now = timezone.now()
     if document_lease_held(document_id=document_id):
         return "alive"  # a worker is reading it
-    if _orm_broker():
-        # Waiting rows are handed out by the broker; rows a live cluster took but has not started are its own.
-        alive = [r for r in rows if r.waiting(now) or (not r.started and not cluster_start)]
-        if alive:
-            return "alive"
-    elif not cluster_start:
-        return "unknown"  # a Redis queue cannot be read: only a cluster start can tell
-    attempt = _attempts(document_id, rows) + 1
+    # Waiting rows are handed out by the broker; rows a live cluster took but has not started are its own.
+    if any(r.waiting(now) or (not r.started and not cluster_start) for r in rows):
+        return "alive"
+    failed = _failed_since(document_id)
+    if not rows and not failed:
+        # No task of the queue's took it: it is ingested in process (a folder sync, a script), which holds
+        # no lease, or its task has not been written yet. Without a dead task to show, it is left alone.
+        return "unknown"
+    attempt = max([_recovery_number(r.name) for r in rows] + [_recovery_number(name) for name in failed]) + 1
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(pk=document_id, status=DocumentStatus.PARSING).first()
         if document is None:
@@ -216,21 +219,20 @@ def _queue(document_id: str, attempt: int) -> None:
     transaction.on_commit(lambda: async_task(INGEST_FUNC, document_id, task_name=name[:100], group="ingestion"))
 
 
-def _attempts(document_id: str, rows: list[_QueuedIngest]) -> int:
-    """How many ingestions of this document already died: the recovery number its dead task carries,
-    or the failed results django-q2 recorded (a timeout, an exception out of the task)."""
+def _failed_since(document_id: str) -> list[str]:
+    """Names of this document's ingestion tasks that django-q2 recorded as failed (timed out, or an error
+    out of the task) since the document was last set to `parsing`."""
     from django_q.models import Task
 
-    carried = max((_recovery_number(r.name) for r in rows), default=0)
     since = Document.objects.filter(pk=document_id).values_list("updated_at", flat=True).first()
     failed = Task.objects.filter(name__startswith=f"ingest document {document_id}", success=False)
     if since is not None:
         failed = failed.filter(stopped__gte=since)
-    recorded = max((_recovery_number(name) for name in failed.values_list("name", flat=True)), default=0)
-    return max(carried, recorded)
+    return list(failed.values_list("name", flat=True))
 
 
 def _recovery_number(name: str) -> int:
+    """Which attempt a task was: the upload's is 1, a recovery's carries its number in its name."""
     marker = "(recovery "
     if marker not in name:
         return 1

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import uuid
 
 import pytest
 from django.utils import timezone
 from django_q.conf import Conf
-from django_q.models import OrmQ
+from django_q.models import OrmQ, Task
 from django_q.signing import SignedPackage
 
 from collections_app.models import Chunk, Document, DocumentStatus
@@ -54,11 +55,26 @@ def ingest_rows(document: Document) -> list[dict]:  # type: ignore[type-arg]
     return [task for task in rows if task["args"][0] == str(document.pk)]
 
 
-def test_a_parsing_document_with_no_task_is_requeued(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def test_a_document_whose_task_failed_out_is_requeued(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    # A timeout (django-q2 raises it inside the task) ends the task with a failed result and no queue row.
+    Task.objects.create(
+        id=uuid.uuid4().hex,
+        name=f"ingest document {stuck.pk}",
+        func=INGEST_FUNC,
+        started=timezone.now(),
+        stopped=timezone.now(),
+        success=False,
+    )
     with django_capture_on_commit_callbacks(execute=True):
         report = documents_recover()
     assert report.requeued == [str(stuck.pk)]
-    assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 1)"]
+    assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 2)"]
+
+
+def test_a_document_ingested_outside_the_queue_is_left_alone(stuck, queued):  # type: ignore[no-untyped-def]
+    # A folder sync or a script ingests in its own process and holds no lease: no task, nothing to recover.
+    assert documents_recover(cluster_start=True).requeued == []
+    assert OrmQ.objects.count() == 0
 
 
 def test_a_document_uploaded_moments_ago_is_left_to_its_task(stuck, queued):  # type: ignore[no-untyped-def]
