@@ -98,7 +98,7 @@ class AgentForm(forms.ModelForm):
         fields = ["tenant", "name", "collections"]
 
     def clean(self):  # type: ignore[no-untyped-def]
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
         tenant = data.get("tenant")
         foreign = [c.name for c in data.get("collections") or [] if tenant is not None and c.tenant_id != tenant.pk]
         if foreign:
@@ -164,7 +164,7 @@ class CollectionForm(forms.ModelForm):
         model = Collection
         exclude: list[str] = []
 
-    def settings_given(self) -> dict:  # type: ignore[type-arg]
+    def settings_given(self) -> dict:
         """What the service is given: every setting for a new collection, the changed ones for an existing one."""
         fields = self.fields if self.instance._state.adding else self.changed_data
         return {f: self.cleaned_data[f] for f in fields if f in self.cleaned_data and f not in ("tenant", "name")}
@@ -274,7 +274,7 @@ class DocumentUploadForm(forms.ModelForm):
         return scanned_text_langs(self.cleaned_data.get("scanned_text_language", ""))
 
     def clean(self):  # type: ignore[no-untyped-def]
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
         upload = data.get("upload")
         if upload is not None and family_of(upload.name) == "archive" and data.get("scanned_text_language"):
             self.add_error(
@@ -284,7 +284,7 @@ class DocumentUploadForm(forms.ModelForm):
             )
         return data
 
-    def ingest_options(self) -> dict:  # type: ignore[type-arg]
+    def ingest_options(self) -> dict:
         langs = self.cleaned_data.get("scanned_text_language")
         return {"tesseract_langs": langs} if langs else {}
 

@@ -45,7 +45,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
             return False
         return may(request, None if obj is None else self.tenant_id_of(obj), self.manage_role)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:  # type: ignore[override]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return self._may_manage(request, None) and (
             not request.user.is_superuser or super().has_add_permission(request)
         )
@@ -60,7 +60,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
             not request.user.is_superuser or super().has_delete_permission(request, obj)
         )
 
-    def manageable(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:  # type: ignore[type-arg]
+    def manageable(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         """The part of a selection the person may act on (actions take only these rows)."""
         if self.manage_role is None:
             return queryset.none()
@@ -69,7 +69,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     # --- what the person sees ---------------------------------------------------------------------
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:  # type: ignore[type-arg]
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)
         tenants = tenants_where(request, Role.VIEWER)
         return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
@@ -91,7 +91,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
             kwargs["queryset"] = queryset
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
-    def scoped_choices(self, model: type[Model], request: HttpRequest) -> QuerySet | None:  # type: ignore[type-arg]
+    def scoped_choices(self, model: type[Model], request: HttpRequest) -> QuerySet | None:
         """A dropdown's choices: only from tenants where the person may write here (None: leave as is)."""
         tenants = tenants_where(request, self.manage_role or Role.ADMIN)
         if tenants is None:
@@ -157,7 +157,7 @@ class RoleGrantForm(forms.ModelForm):
     granter: HttpRequest | None = None
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
         tenant, role = data.get("tenant"), data.get("role")
         if self.granter is not None and tenant is not None and role:
             allowed = grantable_roles(self.granter, tenant.pk)

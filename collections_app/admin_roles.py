@@ -30,7 +30,7 @@ def membership_role_for(user: AbstractBaseUser | AnonymousUser, tenant: Tenant |
     if not user.is_authenticated:
         return None
     tenant_id = tenant.pk if isinstance(tenant, Tenant) else tenant
-    role = Membership.objects.filter(user=user, tenant_id=tenant_id).values_list("role", flat=True).first()
+    role = Membership.objects.filter(user_id=user.pk, tenant_id=tenant_id).values_list("role", flat=True).first()
     return Role(role) if role is not None else None
 
 

@@ -163,7 +163,7 @@ def _build_world() -> World:
 
 
 @pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker) -> Iterator[World]:  # type: ignore[no-untyped-def]
+def world(django_db_setup, django_db_blocker) -> Iterator[World]:
     # One world for the module inside an outer transaction; each test (the `db` fixture) runs in a
     # savepoint of it, and everything is rolled back at the end. Saves building it ~700 times.
     with django_db_blocker.unblock():
@@ -177,7 +177,7 @@ def world(django_db_setup, django_db_blocker) -> Iterator[World]:  # type: ignor
 
 
 @pytest.fixture(scope="module")
-def _storage(tmp_path_factory) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def _storage(tmp_path_factory) -> Iterator[None]:
     # Overrides conftest's per-test storage: one directory for the module keeps each case cheap.
     with override_settings(MEDIA_ROOT=tmp_path_factory.mktemp("storage")):
         yield
@@ -242,11 +242,11 @@ def _allowed(role: str, needed: Role | str | None) -> bool:
         return needed is not None  # audit rows: not even a superuser adds or deletes them
     if needed in (None, SUPERUSER):
         return False
-    return ROLE_RANK[Role(role)] >= ROLE_RANK[needed]
+    return ROLE_RANK[Role(role)] >= ROLE_RANK[Role(needed)]
 
 
 def _admin_url(page: Page, world: World, side: str) -> str:
-    if page.takes_object:
+    if page.param is not None:
         return reverse(f"admin:{page.url_name}", kwargs={page.param: world.objects[(page.label, side)].pk})
     url = reverse(f"admin:{page.url_name}")
     if side == "other":
@@ -273,7 +273,7 @@ ADMIN_CASES = [
 
 
 @pytest.mark.parametrize(("page", "role", "side"), ADMIN_CASES)
-def test_admin_page(world: World, client, db, page: Page, role: str, side: str) -> None:  # type: ignore[no-untyped-def]
+def test_admin_page(world: World, client, db, page: Page, role: str, side: str) -> None:
     client.force_login(world.users[role])
     needed = _needed(page)
     allowed = _allowed(role, needed)
@@ -310,7 +310,7 @@ def test_admin_page(world: World, client, db, page: Page, role: str, side: str) 
 
 
 @pytest.mark.parametrize("role", STAFF_ROLES)
-def test_admin_index_lists_no_other_tenant_and_no_superuser_page(world: World, client, db, role: str) -> None:  # type: ignore[no-untyped-def]
+def test_admin_index_lists_no_other_tenant_and_no_superuser_page(world: World, client, db, role: str) -> None:
     client.force_login(world.users[role])
     html = client.get(reverse("admin:index")).content.decode()
     assert OTHER not in html
@@ -384,7 +384,7 @@ def _api_url(endpoint: Endpoint, world: World, side: str, missing: bool = False)
     return "/" + route
 
 
-def _call(client: APIClient, endpoint: Endpoint, url: str, side: str):  # type: ignore[no-untyped-def]
+def _call(client: APIClient, endpoint: Endpoint, url: str, side: str):
     body, fmt = _api_body(endpoint, side)
     return getattr(client, endpoint.method)(url, body or None, format=fmt)
 
@@ -398,7 +398,7 @@ API_CASES = [
 
 
 @pytest.mark.parametrize(("endpoint", "role", "side"), API_CASES)
-def test_api_endpoint(world: World, db, endpoint: Endpoint, role: str, side: str) -> None:  # type: ignore[no-untyped-def]
+def test_api_endpoint(world: World, db, endpoint: Endpoint, role: str, side: str) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.keys[role]}")
     writes = endpoint.method in WRITES and endpoint.name not in SAFE_READS
@@ -426,7 +426,7 @@ def test_api_endpoint(world: World, db, endpoint: Endpoint, role: str, side: str
         assert status == 200 and OTHER not in response.content.decode()
 
 
-def test_naming_another_tenants_collection_in_a_search_answers_as_an_unknown_name(world: World, db) -> None:  # type: ignore[no-untyped-def]
+def test_naming_another_tenants_collection_in_a_search_answers_as_an_unknown_name(world: World, db) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.keys[Role.ADMIN]}")
     theirs = client.post("/api/search", {"query": "text", "collections": [f"{OTHER}-collection"]}, format="json")

@@ -47,7 +47,7 @@ def _document(collection: Collection, name: str) -> Document:
 
 
 @pytest.fixture
-def two_tenants(cast):  # type: ignore[no-untyped-def]
+def two_tenants(cast):
     """acme's and globex's collections, documents, paragraphs and builds."""
     rows = {}
     for tenant, tag in ((cast.tenant, "acme"), (cast.outsider_tenant, "globex")):
@@ -169,7 +169,12 @@ def test_the_key_admin_issues_keys_through_the_service_which_checks_the_agents_t
 
     calls = []
     real = kb_admin.api_key_create
-    monkeypatch.setattr(kb_admin, "api_key_create", lambda **kw: calls.append(kw) or real(**kw))
+
+    def spy(**kwargs):
+        calls.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(kb_admin, "api_key_create", spy)
     response = client.post(
         "/admin/collections_app/apikey/add/",
         {"tenant": cast.tenant.pk, "role": "viewer", "agent": cast.agent.pk, "name": "bot"},

@@ -11,7 +11,7 @@ from collections_app.models import Collection, Document
 from tests.fixtures import HANDBOOK, html_bytes
 
 
-def _collection_form(cast, **changes: Any) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _collection_form(cast, **changes: Any) -> dict[str, Any]:
     form = {
         "tenant": cast.tenant.pk,
         "name": "manuals",
