@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
 from collections_app.models import ApiKey
 from collections_app.services.keys import api_key_resolve
@@ -29,6 +30,13 @@ class KeyPrincipal:
 
     def __str__(self) -> str:
         return f"API key {self.key.prefix}…"
+
+
+def request_key(request: Request) -> ApiKey:
+    """The API key of an authenticated request (views behind HasApiKey only)."""
+    key = request.auth
+    assert isinstance(key, ApiKey), "request_key() is for views that require an API key"
+    return key
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

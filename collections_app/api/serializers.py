@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from collections_app.models import Build, Collection, Document
@@ -44,7 +46,7 @@ COLLECTION_SETTINGS = [
 ]
 
 
-def _bounds() -> dict[str, dict[str, object]]:
+def _bounds() -> dict[str, dict[str, Any]]:
     """The collection service's bounds, declared in the schema too (the service is what enforces them)."""
     svc = collections_service
     low, high = svc.CHUNK_SIZE_RANGE

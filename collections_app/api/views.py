@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -12,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app import selectors
+from collections_app.api.authentication import request_key
 from collections_app.api.permissions import EditorWrites
 from collections_app.api.schema import refusals
 from collections_app.api.serializers import (
@@ -41,7 +44,7 @@ class TenantScopedView(APIView):
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
         # Another tenant's id is simply not found: 404, never 403.
-        return get_object_or_404(selectors.collections_for(request.auth.tenant), pk=collection_id)
+        return get_object_or_404(selectors.collections_for(request_key(request).tenant), pk=collection_id)
 
 
 class CollectionListView(TenantScopedView):
@@ -51,7 +54,7 @@ class CollectionListView(TenantScopedView):
         responses={200: CollectionOutput(many=True), **refusals(401)},
     )
     def get(self, request: Request) -> Response:
-        collections = selectors.collections_for(request.auth.tenant)
+        collections = selectors.collections_for(request_key(request).tenant)
         return Response(CollectionOutput(collections, many=True).data)
 
     @extend_schema(
@@ -62,7 +65,7 @@ class CollectionListView(TenantScopedView):
     def post(self, request: Request) -> Response:
         data = CollectionInput(data=request.data)
         data.is_valid(raise_exception=True)
-        collection = collection_create(tenant=request.auth.tenant, **data.validated_data)
+        collection = collection_create(tenant=request_key(request).tenant, **data.validated_data)
         return Response(CollectionOutput(collection).data, status=status.HTTP_201_CREATED)
 
 
@@ -146,7 +149,7 @@ class DocumentListView(TenantScopedView):
             filename=upload.name,
             content=upload,
             source_uri=data.validated_data.get("source_uri", ""),
-            uploaded_by=request.auth.name or request.auth.prefix,
+            uploaded_by=request_key(request).name or request_key(request).prefix,
             ingest_options=ingest_options_validate(data.validated_data.get("ingest_options")),
         )
         body = DocumentUploadOutput({"document_id": result.document.pk, "status": result.document.status}).data
@@ -156,7 +159,7 @@ class DocumentListView(TenantScopedView):
         )
 
 
-def _archive_upload(request: Request, collection: Collection, validated: dict) -> Response:  # type: ignore[type-arg]
+def _archive_upload(request: Request, collection: Collection, validated: dict[str, Any]) -> Response:
     if validated.get("ingest_options") not in (None, "", {}):
         raise ValidationError(
             {"ingest_options": ["a .zip import takes no ingest options; upload a file on its own to set them"]}
@@ -166,7 +169,7 @@ def _archive_upload(request: Request, collection: Collection, validated: dict) -
         collection=collection,
         filename=upload.name,
         content=upload,
-        uploaded_by=request.auth.name or request.auth.prefix,
+        uploaded_by=request_key(request).name or request_key(request).prefix,
         source_uri=validated.get("source_uri", ""),
     )
     return Response(

@@ -6,6 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from collections_app.api.authentication import request_key
 from collections_app.api.schema import refusals
 from collections_app.api.throttles import SearchThrottle
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
@@ -108,7 +109,7 @@ class SearchView(APIView):
         data.is_valid(raise_exception=True)
         params = data.validated_data
         scope = resolve_scope(
-            key=request.auth,
+            key=request_key(request),
             names=params.get("collections"),
             reader_labels=params.get("reader_labels"),
         )
@@ -116,7 +117,7 @@ class SearchView(APIView):
             scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
             filters=params.get("filters"),
         )  # fmt: skip
-        search_event_record(key=request.auth, scope=scope, answer=answer)
+        search_event_record(key=request_key(request), scope=scope, answer=answer)
         return Response(
             {
                 "results": answer.results,

@@ -58,7 +58,7 @@ class Target:
 
 
 @pytest.fixture
-def target(cast, collection, upload) -> Target:  # type: ignore[no-untyped-def]
+def target(cast, collection, upload) -> Target:
     admin = client_for(api_key_create(tenant=cast.tenant, role=Role.ADMIN).secret)
     assert upload(admin, collection, "notes.txt", b"Bikes are stored in the garage.").status_code == 202
     return Target(admin, collection, Document.objects.get(collection=collection))

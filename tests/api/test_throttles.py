@@ -13,7 +13,7 @@ from tests.conftest import client_for
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counts(settings):  # type: ignore[no-untyped-def]
+def _fresh_counts(settings):
     caches[settings.KB_THROTTLE_CACHE].clear()
     yield
     caches[settings.KB_THROTTLE_CACHE].clear()
@@ -33,7 +33,7 @@ def test_uploads_past_the_rate_get_429_but_reading_the_list_does_not_count(cast,
     settings.KB_THROTTLE_UPLOAD = "2/hour"
     url = f"/api/manage/collections/{collection.pk}/documents"
 
-    def post(n: int) -> int:
+    def post(n: int):
         file = io.BytesIO(f"note number {n}".encode())
         file.name = f"note-{n}.txt"
         return cast.editor.post(url, {"file": file}, format="multipart")
