@@ -23,6 +23,7 @@ REFUSALS = {
     404: "No such collection or document for this key's tenant.",
     409: "Conflict",
     413: "The upload, or the JSON body, is larger than the server takes.",
+    415: "The body is not in a media type this operation reads (JSON; an upload is multipart/form-data).",
     429: "This key's rate limit is reached: retry after the `Retry-After` header's seconds.",
     507: "Not enough free storage to import the archive.",
 }

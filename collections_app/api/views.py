@@ -60,7 +60,10 @@ class CollectionListView(TenantScopedView):
     @extend_schema(
         summary="Create a collection",
         request=CollectionInput,
-        responses={201: CollectionOutput, **refusals(400, 401, 403, 409, 413, conflict="a collection of that name")},
+        responses={
+            201: CollectionOutput,
+            **refusals(400, 401, 403, 409, 413, 415, conflict="a collection of that name"),
+        },
     )
     def post(self, request: Request) -> Response:
         data = CollectionInput(data=request.data)
@@ -79,7 +82,7 @@ class CollectionDetailView(TenantScopedView):
         request=CollectionInput(partial=True),
         responses={
             200: CollectionOutput,
-            **refusals(400, 401, 403, 404, 409, 413, conflict="another collection of that name"),
+            **refusals(400, 401, 403, 404, 409, 413, 415, conflict="another collection of that name"),
         },
     )
     def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -133,7 +136,7 @@ class DocumentListView(TenantScopedView):
         responses={
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
-            **refusals(400, 401, 403, 404, 413, 429, 507),
+            **refusals(400, 401, 403, 404, 413, 415, 429, 507),
         },
         description="A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
@@ -192,7 +195,7 @@ class DocumentIngestOptionsView(TenantScopedView):
         request=IngestOptionsInput,
         responses={
             202: DocumentOutput,
-            **refusals(400, 401, 403, 404, 409, 413, conflict='re-parsing needs "confirm_reparse": true'),
+            **refusals(400, 401, 403, 404, 409, 413, 415, conflict='re-parsing needs "confirm_reparse": true'),
         },
     )
     def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]

@@ -101,7 +101,7 @@ class SearchView(APIView):
         request=SearchInput,
         responses={
             200: SearchOutput,
-            **refusals(400, 401, 409, 413, 429, conflict="the query embedding's width does not match the rows"),
+            **refusals(400, 401, 409, 413, 415, 429, conflict="the query embedding's width does not match the rows"),
         },
     )
     def post(self, request: Request) -> Response:

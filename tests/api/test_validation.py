@@ -83,3 +83,9 @@ def test_a_refused_setting_leaves_the_collection_as_it_was(cast, collection):
     assert response.status_code == 400 and "around" in response.json()
     assert cast.viewer.get(url).json()["chunk_size"] == 1000
     assert json.loads(cast.viewer.get(url).content)["around"] is None
+
+
+def test_a_form_body_where_json_is_read_is_a_415(cast, collection):
+    response = cast.viewer.post("/api/search", {"query": "bikes"}, format="multipart")
+    assert response.status_code == 415
+    assert "multipart/form-data" in response.json()["detail"]
