@@ -32,7 +32,9 @@ migrate: setup
 # run as one unit under `manage.py serve`: Ctrl-C, a kill of make or of its whole process group stops
 # them all, and the embedded PostgreSQL stops with the last of them. A second `make run` beside a live
 # one refuses to start (var/run/kbsite.lock). `exec`: the supervisor's parent is make itself.
-run: migrate
+run: setup
+	@$(BIN)/python -m kbsite.runlock kbsite  # refuses here, before migrating beside a live one
+	$(MANAGE) migrate --noinput
 	@$(BIN)/python -m collections_app.ingestion.ocr  # says how to add Tesseract if missing; never fails
 	$(MANAGE) setup_demo
 	$(MANAGE) collectstatic --noinput --verbosity 0

@@ -65,3 +65,15 @@ def run_lock_holder(var_dir: Path, name: str) -> int | None:
             text = handle.read().strip()
             return int(text) if text.isdigit() else -1
         return None
+
+
+if __name__ == "__main__":
+    # `python -m kbsite.runlock NAME`: exit 1, saying who, when var/run/NAME.lock is held (no Django needed,
+    # so `make run` can refuse before it migrates a database a live server is using).
+    import sys
+
+    name = sys.argv[1] if len(sys.argv) > 1 else "kbsite"
+    var_dir = Path(os.environ.get("KB_VAR_DIR", Path(__file__).resolve().parent.parent / "var"))
+    holder = run_lock_holder(var_dir, name)
+    if holder is not None:
+        sys.exit(f"{name} is already running (pid {holder}): stop it first")
