@@ -3,7 +3,7 @@
 What runs: `manage.py serve` (what `make run` runs: gunicorn and the django-q2 cluster) on a
 var/ of its own (a fresh embedded PostgreSQL, migrated first), on 127.0.0.1. A tenant gets one
 editor key and one viewer key per searcher. The editor creates a collection and uploads
---seed documents (SciFact abstracts, five to a document), and the run waits until they are `done`.
+--seed documents (SciFact abstracts, five to a document; default 6), and the run waits until they are `done`.
 
 What is measured: --searchers threads (default 50), each with its own key and its own
 keep-alive connection, POST /api/search with SciFact questions back to back for --seconds
@@ -47,7 +47,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--searchers", type=int, default=50, help="concurrent searchers (default 50)")
     parser.add_argument("--seconds", type=float, default=60, help="length of the load (default 60)")
-    parser.add_argument("--seed", type=int, default=12, help="documents ingested before the load (default 12)")
+    parser.add_argument("--seed", type=int, default=6, help="documents ingested before the load (default 6)")
     parser.add_argument("--upload-every", type=float, default=5, help="seconds between uploads during the load")
     parser.add_argument("--var-dir", type=Path, help="var/ to run on (default: a new temporary one, removed after)")
     parser.add_argument("--timeout", type=float, default=60, help="a search slower than this is an error (60)")
@@ -76,6 +76,7 @@ class Api:
     def __init__(self, port: int, key: str) -> None:
         self.port, self.key = port, key
         self.connection: http.client.HTTPConnection | None = None
+        self.reconnects = 0
 
     def request(
         self,
@@ -85,13 +86,23 @@ class Api:
         content_type: str = "application/json",
         timeout: float = 60,
     ) -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": content_type}
+        reused = self.connection is not None
         if self.connection is None:
             self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": content_type}
         try:
             self.connection.request(method, path, body=body, headers=headers)
             response = self.connection.getresponse()
             return response.status, response.read()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.connection.close()
+            self.connection = None
+            if not reused:
+                raise
+            # The server closed an idle keep-alive connection as we reused it: what every HTTP client
+            # does is connect again and send once more. Counted, and reported, as a reconnect.
+            self.reconnects += 1
+            return self.request(method, path, body, content_type, timeout)
         except Exception:
             self.connection.close()
             self.connection = None
@@ -118,9 +129,12 @@ class Api:
             raise RuntimeError(f"upload answered {status}: {answer[:300]!r}")
         return str(json.loads(answer)["document_id"])
 
-    def status_of(self, collection: str, document: str) -> str:
+    def document(self, collection: str, document: str) -> dict:  # type: ignore[type-arg]
         status, answer = self.json("GET", f"/api/manage/collections/{collection}/documents/{document}")
-        return str(answer.get("status")) if status == 200 else f"http {status}"
+        return answer if status == 200 else {"status": f"http {status}"}
+
+    def status_of(self, collection: str, document: str) -> str:
+        return str(self.document(collection, document).get("status"))
 
 
 def wait_until_serving(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
@@ -240,8 +254,11 @@ def main() -> int:
                         errors[kind] += 1
                     else:
                         latencies.append(elapsed)
+            with lock:
+                reconnects.append(api.reconnects)
 
         uploaded: list[str] = []
+        reconnects: list[int] = []
 
         def uploader() -> None:
             api, i = Api(port, editor_key), 0
@@ -263,25 +280,29 @@ def main() -> int:
             thread.join()
         wall = time.monotonic() - began
         load_after = os.getloadavg()
-        during = {d: editor.status_of(collection_id, d) for d in uploaded}
-        drain_started = time.monotonic()
-        final = wait_done(editor, collection_id, uploaded, timeout=600)
-        drained = time.monotonic() - drain_started
 
         total = len(latencies) + sum(errors.values())
         print()
         print(f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
         print(
-            f"searches: {total} in {wall:.1f}s = {len(latencies) / wall:.1f}/s answered; errors: {sum(errors.values())}"
+            f"searches: {total} in {wall:.1f}s = {len(latencies) / wall:.1f}/s answered; "
+            f"errors: {sum(errors.values())}; keep-alive reconnects: {sum(reconnects)}"
         )
         if errors:
             print(f"  errors by kind: {dict(errors)}")
         if latencies:
             p50, p95, p99 = (percentile(latencies, p) * 1000 for p in (50, 95, 99))
             print(f"latency: p50 {p50:.0f} ms, p95 {p95:.0f} ms, p99 {p99:.0f} ms, max {max(latencies) * 1000:.0f} ms")
+        sys.stdout.flush()
+        at_stop = [editor.document(collection_id, d) for d in uploaded]
+        during = Counter(str(d.get("status")) for d in at_stop)
+        progress = sorted(int(d.get("progress") or 0) for d in at_stop)
+        drain_started = time.monotonic()
+        final = wait_done(editor, collection_id, uploaded, timeout=600)
+        drained = time.monotonic() - drain_started
         print(
-            f"ingestion during the load: {len(uploaded)} uploaded, {Counter(during.values())} when the load stopped; "
-            f"{Counter(final.values())} {drained:.0f}s later"
+            f"ingestion during the load: {len(uploaded)} uploaded; when the load stopped {dict(during)} "
+            f"(progress % {progress}); {dict(Counter(final.values()))} {drained:.0f}s later"
         )
         failed = bool(errors) or any(s != "done" for s in final.values())
         return 1 if failed else 0
