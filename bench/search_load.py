@@ -108,7 +108,7 @@ class Api:
             self.connection = None
             raise
 
-    def json(self, method: str, path: str, payload: object | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+    def json(self, method: str, path: str, payload: object | None = None) -> tuple[int, dict]:
         status, body = self.request(method, path, json.dumps(payload).encode() if payload is not None else None)
         return status, json.loads(body or b"{}")
 
@@ -129,7 +129,7 @@ class Api:
             raise RuntimeError(f"upload answered {status}: {answer[:300]!r}")
         return str(json.loads(answer)["document_id"])
 
-    def document(self, collection: str, document: str) -> dict:  # type: ignore[type-arg]
+    def document(self, collection: str, document: str) -> dict:
         status, answer = self.json("GET", f"/api/manage/collections/{collection}/documents/{document}")
         return answer if status == 200 else {"status": f"http {status}"}
 

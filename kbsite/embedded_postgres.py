@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 DATABASE_NAME = "kbsite"
 
 
-def embedded_database(var_dir: Path) -> dict[str, object]:
+def embedded_database(var_dir: Path) -> dict[str, Any]:
     """Return Django DATABASES settings for the embedded server, starting it if needed."""
     # Both warnings are noise for us: no XDG runtime dir in containers, and the
     # wheel logs every handle registration at INFO.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -148,6 +149,7 @@ TEMPLATES = [
     }
 ]
 
+DATABASES: dict[str, Any]
 if os.environ.get("DATABASE_URL"):
     import dj_database_url
 

@@ -123,7 +123,7 @@ def seconds_until_done(document: Document, cluster: Cluster) -> float:
 
 
 @pytest.fixture
-def cluster(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+def cluster(tmp_path, monkeypatch):
     # Uploads go to the ORM broker's queue for the cluster, instead of running inline as in the other tests.
     monkeypatch.setattr(Conf, "SYNC", False)
     running = Cluster(tmp_path / "var", tmp_path / "cluster.log")
@@ -132,7 +132,7 @@ def cluster(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     running.stop()
 
 
-def test_a_worker_killed_mid_ingest_is_recovered_by_the_live_cluster_and_after_a_restart(cluster, collection, capsys):  # type: ignore[no-untyped-def]
+def test_a_worker_killed_mid_ingest_is_recovered_by_the_live_cluster_and_after_a_restart(cluster, collection, capsys):
     # 1. The worker dies; the cluster lives on (django-q2 starts a new worker) and requeues the document.
     first = document_create(collection=collection, filename="shelves.md", content=io.BytesIO(paragraphs("shelves")))
     os.kill(worker_holding_a_lease(cluster), signal.SIGKILL)

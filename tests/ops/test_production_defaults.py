@@ -15,7 +15,7 @@ from collections_app.models import ApiKey
 from collections_app.services.keys import api_key_resolve
 
 
-def run_settings(tmp_path, code: str, **env: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def run_settings(tmp_path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run `code` under the real settings from a fresh shell's environment (no KB_DEBUG, no KB_SECRET_KEY)."""
     clean = {k: v for k, v in os.environ.items() if k not in {"KB_DEBUG", "KB_SECRET_KEY"}}
     clean.update(
@@ -34,7 +34,7 @@ def run_settings(tmp_path, code: str, **env: str) -> subprocess.CompletedProcess
     )
 
 
-def test_debug_is_off_and_the_secret_key_is_made_once_and_kept_private(tmp_path):  # type: ignore[no-untyped-def]
+def test_debug_is_off_and_the_secret_key_is_made_once_and_kept_private(tmp_path):
     code = "from django.conf import settings; print(settings.DEBUG, settings.SECRET_KEY)"
     first = run_settings(tmp_path, code)
     assert first.returncode == 0, first.stderr
@@ -46,7 +46,7 @@ def test_debug_is_off_and_the_secret_key_is_made_once_and_kept_private(tmp_path)
     assert run_settings(tmp_path, code, KB_DEBUG="1").stdout.split()[0] == "True"
 
 
-def test_the_deploy_check_is_clean_behind_tls(tmp_path):  # type: ignore[no-untyped-def]
+def test_the_deploy_check_is_clean_behind_tls(tmp_path):
     code = (
         "from django.core.management import call_command;"
         " call_command('check', deploy=True, tags=['security'], fail_level='WARNING')"
@@ -57,7 +57,7 @@ def test_the_deploy_check_is_clean_behind_tls(tmp_path):  # type: ignore[no-unty
 
 
 @pytest.mark.urls("tests.ops.urls_boom")
-def test_a_server_error_never_shows_the_debug_page(client, settings):  # type: ignore[no-untyped-def]
+def test_a_server_error_never_shows_the_debug_page(client, settings):
     settings.DEBUG = False
     client.raise_request_exception = False
     response = client.get("/boom")
@@ -67,7 +67,7 @@ def test_a_server_error_never_shows_the_debug_page(client, settings):  # type: i
     assert "/work/" not in body
 
 
-def test_setup_demo_twice_keeps_one_key_and_the_password(db, settings, tmp_path, capsys):  # type: ignore[no-untyped-def]
+def test_setup_demo_twice_keeps_one_key_and_the_password(db, settings, tmp_path, capsys):
     settings.VAR_DIR = tmp_path
     call_command("setup_demo")
     first = capsys.readouterr().out
@@ -84,7 +84,7 @@ def test_setup_demo_twice_keeps_one_key_and_the_password(db, settings, tmp_path,
     assert stat.S_IMODE((tmp_path / "demo_credentials.json").stat().st_mode) == 0o600
 
 
-def test_setup_demo_revokes_the_keys_older_versions_issued_on_every_start(db, settings, tmp_path, capsys):  # type: ignore[no-untyped-def]
+def test_setup_demo_revokes_the_keys_older_versions_issued_on_every_start(db, settings, tmp_path, capsys):
     from collections_app.models import Role
     from collections_app.services.keys import api_key_create, tenant_get_or_create
 

@@ -25,13 +25,13 @@ from collections_app.tasks import ingest_document
 
 
 @pytest.fixture
-def queued(monkeypatch):  # type: ignore[no-untyped-def]
+def queued(monkeypatch):
     """Tasks go to the ORM broker's queue (a table) instead of running inline as in the other tests."""
     monkeypatch.setattr(Conf, "SYNC", False)
 
 
 @pytest.fixture
-def stuck(collection) -> Document:  # type: ignore[no-untyped-def]
+def stuck(collection) -> Document:
     """A document left `parsing` a minute ago, with no task queued."""
     result = document_create(
         collection=collection, filename="handbook.md", content=io.BytesIO(b"# Refunds\n\nPaid back."), queue=False
@@ -50,12 +50,12 @@ def queue_row(document: Document, *, lock: dt.datetime, name: str = "") -> OrmQ:
     return OrmQ.objects.create(key=Conf.CLUSTER_NAME, payload=SignedPackage.dumps(task), lock=lock)
 
 
-def ingest_rows(document: Document) -> list[dict]:  # type: ignore[type-arg]
+def ingest_rows(document: Document) -> list[dict]:
     rows = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
     return [task for task in rows if task["args"][0] == str(document.pk)]
 
 
-def test_a_document_whose_task_failed_out_is_requeued(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def test_a_document_whose_task_failed_out_is_requeued(stuck, queued, django_capture_on_commit_callbacks):
     # A timeout (django-q2 raises it inside the task) ends the task with a failed result and no queue row.
     Task.objects.create(
         id=uuid.uuid4().hex,
@@ -71,18 +71,18 @@ def test_a_document_whose_task_failed_out_is_requeued(stuck, queued, django_capt
     assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 2)"]
 
 
-def test_a_document_ingested_outside_the_queue_is_left_alone(stuck, queued):  # type: ignore[no-untyped-def]
+def test_a_document_ingested_outside_the_queue_is_left_alone(stuck, queued):
     # A folder sync or a script ingests in its own process and holds no lease: no task, nothing to recover.
     assert documents_recover(cluster_start=True).requeued == []
     assert OrmQ.objects.count() == 0
 
 
-def test_a_document_uploaded_moments_ago_is_left_to_its_task(stuck, queued):  # type: ignore[no-untyped-def]
+def test_a_document_uploaded_moments_ago_is_left_to_its_task(stuck, queued):
     Document.objects.filter(pk=stuck.pk).update(updated_at=timezone.now())
     assert documents_recover().requeued == []
 
 
-def test_a_document_whose_lease_is_held_is_alive(stuck, queued):  # type: ignore[no-untyped-def]
+def test_a_document_whose_lease_is_held_is_alive(stuck, queued):
     queue_row(stuck, lock=STARTED)
     with document_lease(document_id=str(stuck.pk)) as held:
         assert held
@@ -90,7 +90,7 @@ def test_a_document_whose_lease_is_held_is_alive(stuck, queued):  # type: ignore
     assert OrmQ.objects.count() == 1
 
 
-def test_a_started_task_whose_worker_died_is_replaced(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def test_a_started_task_whose_worker_died_is_replaced(stuck, queued, django_capture_on_commit_callbacks):
     dead = queue_row(stuck, lock=STARTED)
     with django_capture_on_commit_callbacks(execute=True):
         assert documents_recover().requeued == [str(stuck.pk)]
@@ -98,14 +98,14 @@ def test_a_started_task_whose_worker_died_is_replaced(stuck, queued, django_capt
     assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 2)"]
 
 
-def test_a_waiting_task_is_alive(stuck, queued):  # type: ignore[no-untyped-def]
+def test_a_waiting_task_is_alive(stuck, queued):
     queue_row(stuck, lock=timezone.now() - dt.timedelta(seconds=1))
     assert documents_recover(cluster_start=True).requeued == []
 
 
 def test_a_task_taken_but_not_started_is_alive_until_its_cluster_is_gone(
     stuck, queued, django_capture_on_commit_callbacks
-):  # type: ignore[no-untyped-def]
+):
     queue_row(stuck, lock=timezone.now() + dt.timedelta(hours=1))
     assert documents_recover().requeued == []
     with django_capture_on_commit_callbacks(execute=True):
@@ -113,7 +113,7 @@ def test_a_task_taken_but_not_started_is_alive_until_its_cluster_is_gone(
     assert len(ingest_rows(stuck)) == 1
 
 
-def test_a_document_that_died_too_often_ends_in_error(stuck, queued, settings):  # type: ignore[no-untyped-def]
+def test_a_document_that_died_too_often_ends_in_error(stuck, queued, settings):
     settings.KB_INGEST_MAX_ATTEMPTS = 3
     queue_row(stuck, lock=STARTED, name=f"ingest document {stuck.pk} (recovery 3)")
     assert documents_recover().failed == [str(stuck.pk)]
@@ -123,7 +123,7 @@ def test_a_document_that_died_too_often_ends_in_error(stuck, queued, settings): 
     assert OrmQ.objects.count() == 0
 
 
-def test_a_reupload_of_a_stuck_document_requeues_it(stuck, queued, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def test_a_reupload_of_a_stuck_document_requeues_it(stuck, queued, django_capture_on_commit_callbacks):
     queue_row(stuck, lock=STARTED)
     with django_capture_on_commit_callbacks(execute=True):
         assert document_recover(document=stuck)
@@ -131,7 +131,7 @@ def test_a_reupload_of_a_stuck_document_requeues_it(stuck, queued, django_captur
     assert not document_recover(document=Document.objects.get(pk=stuck.pk))  # now it has a waiting task
 
 
-def test_a_second_delivery_while_the_lease_is_held_does_nothing(stuck):  # type: ignore[no-untyped-def]
+def test_a_second_delivery_while_the_lease_is_held_does_nothing(stuck):
     with document_lease(document_id=str(stuck.pk)):
         ingest_document(str(stuck.pk))
     stuck.refresh_from_db()

@@ -48,7 +48,7 @@ class Platform:
             self.env.pop(name, None)
         self.log = var_dir / "serve.log"
 
-    def manage(self, *args: str, **kwargs) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    def manage(self, *args: str, **kwargs) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=settings.BASE_DIR,
@@ -120,7 +120,7 @@ class Platform:
 
 
 @pytest.fixture
-def platform():  # type: ignore[no-untyped-def]
+def platform():
     # A short path: PostgreSQL's socket lives in it and socket paths are limited to 107 bytes.
     var_dir = Path(tempfile.mkdtemp(prefix="kbops-"))
     running = Platform(var_dir)
@@ -133,7 +133,7 @@ def platform():  # type: ignore[no-untyped-def]
     shutil.rmtree(var_dir, ignore_errors=True)
 
 
-def test_killing_make_runs_group_leaves_nothing_running_and_a_second_start_is_refused(platform):  # type: ignore[no-untyped-def]
+def test_killing_make_runs_group_leaves_nothing_running_and_a_second_start_is_refused(platform):
     supervisor = platform.start()
     postmaster = platform.postmaster()
     assert postmaster.is_running()

@@ -67,7 +67,7 @@ class Command(BaseCommand):
         secret = credentials.get("api_key", "")
         kept = demo_keys.filter(hashed_key=hash_key(secret)).first() if secret else None
         # Exactly one demo key: earlier versions issued one per start; those are revoked.
-        demo_keys.exclude(pk=kept.pk if kept else None).update(revoked=True)
+        (demo_keys.exclude(pk=kept.pk) if kept else demo_keys).update(revoked=True)
         if kept is None:
             secret = api_key_create(tenant=tenant, role=Role.EDITOR, name=DEMO_KEY_NAME).secret
         if password:
