@@ -291,3 +291,40 @@ class Build(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.collection} build {self.built_at:%Y-%m-%d %H:%M}"
+
+
+class KeywordStats(models.Model):
+    """BM25 statistics of one collection's keyword index: how many paragraphs, how many words in all.
+
+    Kept by database triggers on the chunk table (migration 0006) in the same transaction as every
+    change to paragraphs, so a build, a relabel or a delete can never leave them behind.
+    """
+
+    collection = models.OneToOneField(
+        Collection, on_delete=models.CASCADE, primary_key=True, related_name="keyword_stats"
+    )
+    paragraphs = models.BigIntegerField(default=0)
+    total_length = models.BigIntegerField(default=0, help_text="Word positions over all indexed paragraphs.")
+
+    class Meta:
+        verbose_name_plural = "keyword stats"
+
+    def __str__(self) -> str:
+        return f"{self.collection}: {self.paragraphs} paragraphs"
+
+
+class KeywordTerm(models.Model):
+    """Document frequency of one indexed word (lexeme) in one collection, kept by the same triggers."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="keyword_terms")
+    lexeme = models.TextField()
+    paragraphs = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # One count per word per collection: the triggers upsert on it.
+            models.UniqueConstraint(fields=["collection", "lexeme"], name="keyword_term_unique_per_collection"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme} ({self.paragraphs})"

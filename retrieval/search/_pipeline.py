@@ -216,12 +216,10 @@ def _floor(collection: Collection) -> float:
 
 
 def _weights(collections: list[Collection]) -> dict[str, float]:
-    # hybrid_weight w gives the vector side w and the keyword side 1 - w (null: equal).
-    weights = [c.hybrid_weight for c in collections if c.hybrid_weight is not None]
-    if not weights:
-        return {"vector": 1.0, "keyword": 1.0}
-    w = sum(weights) / len(weights)
-    return {"vector": 2 * w, "keyword": 2 * (1 - w)}
+    # hybrid_weight w gives the vector list w and the keyword list 1 - w: 0 is keyword only, 1 vector only,
+    # null counts as 0.5 (both lists equal). Across collections the mean applies.
+    w = sum(c.hybrid_weight if c.hybrid_weight is not None else 0.5 for c in collections) / len(collections)
+    return {"vector": w, "keyword": 1 - w}
 
 
 def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]) -> None:

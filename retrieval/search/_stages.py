@@ -22,8 +22,22 @@ class Hit:
     collection_id: str
     ordinal: int
     semantic: float | None = None
+    keyword: float | None = None  # BM25 score, when the keyword stage found it
     fused: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)
+
+
+# BM25 parameters: the values Anserini and the BEIR baselines use for short passages.
+BM25_K1 = 0.9
+BM25_B = 0.4
+# A word in more than half of the paragraphs, and in more than this many, scores but does not make a
+# paragraph a candidate by itself: scoring every paragraph holding "the" would scan a whole large collection
+# for a word that barely moves the ranking. Below this size the ranking is exact BM25.
+COMMON_WORD_PARAGRAPHS = 5000
+
+# One question word as tsquery text: quoted, with backslashes and quotes escaped, so a lexeme such as
+# o'clock is matched as it was indexed (a cast to tsquery does not stem or split it again).
+_LEXEME_AS_QUERY = r"""'''' || replace(replace(lexeme, E'\\', E'\\\\'), '''', '''''') || ''''"""
 
 
 def keyword_retrieve(
@@ -34,22 +48,59 @@ def keyword_retrieve(
     limit: int,
     filters: Filters = NO_FILTERS,
 ) -> list[Hit]:
-    """PostgreSQL full text: the question in its own language's stemmer, OR'd with 'simple'."""
-    config = text_search_config(language)
+    """BM25 over PostgreSQL full text: any question word matches, rarer words weigh more, long paragraphs less.
+
+    Question words are taken under the question's language stemmer and under 'simple', as paragraphs are
+    indexed. Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, which
+    database triggers keep current with every build. In a large collection, a word found in more than half
+    of the paragraphs (a stop word 'simple' keeps) still scores, but does not make a candidate on its own.
+    """
     sql = f"""
-        WITH q AS (
-            SELECT websearch_to_tsquery(%(config)s::regconfig, %(query)s)
-                || websearch_to_tsquery('simple', %(query)s) AS tsq
+        WITH terms AS (
+            SELECT DISTINCT u.lexeme
+            FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s) || to_tsvector('simple', %(query)s)) u
+        ), stats AS (
+            SELECT coalesce(sum(paragraphs), 0) AS n,
+                   coalesce(sum(total_length)::float8 / nullif(sum(paragraphs), 0), 1) AS avgdl
+            FROM collections_app_keywordstats WHERE collection_id = ANY(%(collections)s::uuid[])
+        ), idf AS (
+            SELECT t.lexeme, t.df, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+            FROM (
+                SELECT k.lexeme, sum(k.paragraphs)::float8 AS df
+                FROM collections_app_keywordterm k JOIN terms ON terms.lexeme = k.lexeme
+                WHERE k.collection_id = ANY(%(collections)s::uuid[]) AND k.paragraphs > 0
+                GROUP BY k.lexeme
+            ) t, stats s
+        ), matching AS (
+            SELECT coalesce(
+                (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf, stats WHERE idf.df <= greatest(stats.n / 2, %(common)s)),
+                (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf)
+            )::tsquery AS tsq
+        ), candidates AS (
+            SELECT c.id, c.document_id, c.collection_id, c.ordinal, c.search_vector,
+                   kb_tsvector_length(c.search_vector) AS dl
+            FROM {FROM_VISIBLE}, matching
+            WHERE {VISIBLE_SQL} AND {filters.sql} AND c.search_vector @@ matching.tsq
         )
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal
-        FROM {FROM_VISIBLE}, q
-        WHERE {VISIBLE_SQL} AND {filters.sql} AND c.search_vector @@ q.tsq
-        ORDER BY ts_rank_cd(c.search_vector, q.tsq) DESC, c.id
+        SELECT c.id, c.document_id, c.collection_id, c.ordinal,
+               sum(idf.idf * tf.n * (%(k1)s + 1)
+                   / (tf.n + %(k1)s * (1 - %(b)s + %(b)s * c.dl / stats.avgdl))) AS score
+        FROM candidates c
+        CROSS JOIN LATERAL (
+            SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS n FROM unnest(c.search_vector) u
+        ) tf
+        JOIN idf ON idf.lexeme = tf.lexeme
+        CROSS JOIN stats
+        GROUP BY c.id, c.document_id, c.collection_id, c.ordinal
+        ORDER BY score DESC, c.id
         LIMIT %(limit)s
     """
     params = {
-        "config": config,
+        "config": text_search_config(language),
         "query": query,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "common": COMMON_WORD_PARAGRAPHS,
         **visible.params,
         "limit": limit,
         **filters.params,
@@ -57,7 +108,7 @@ def keyword_retrieve(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3]) for r in rows]
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4])) for r in rows]
 
 
 def vector_retrieve(
@@ -144,10 +195,14 @@ def reciprocal_rank_fusion(
     fused: dict[str, Hit] = {}
     for source, hits in ranked.items():
         weight = (weights or {}).get(source, 1.0)
+        if weight <= 0:
+            continue  # a list weighted 0 is switched off: its hits do not even enter the fused list
         for rank, hit in enumerate(hits, start=1):
             current = fused.setdefault(hit.chunk_id, hit)
             if hit.semantic is not None:
                 current.semantic = hit.semantic
+            if hit.keyword is not None:
+                current.keyword = hit.keyword
             current.ranks[source] = rank
             current.fused += weight / (k + rank)
     return sorted(fused.values(), key=lambda h: (-h.fused, h.chunk_id))
