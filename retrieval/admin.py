@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from collections_app.admin_base import AuditAdmin
+from collections_app.admin.base import AuditAdmin
 from retrieval.models import SearchEvent
 
 

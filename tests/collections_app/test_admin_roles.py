@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.test import Client, RequestFactory
 
 from collections_app.admin import MembershipForm
-from collections_app.admin_roles import grantable_roles, membership_role_for
+from collections_app.admin.roles import grantable_roles, membership_role_for
 from collections_app.models import ApiKey, Build, Chunk, Collection, Document, Membership, Role, Tenant
 from collections_app.services.collections import collection_create
 from retrieval.models import SearchEvent
@@ -153,7 +153,7 @@ def test_a_role_is_never_granted_above_the_granters_own(cast, rf: RequestFactory
 
 
 def test_the_key_admin_issues_keys_through_the_service_which_checks_the_agents_tenant(cast, client, monkeypatch):
-    from collections_app import admin as kb_admin
+    from collections_app.admin import access as kb_admin
     from collections_app.models import Agent
 
     root = User.objects.create_superuser("root", password="pw")

@@ -1,4 +1,4 @@
-"""Admin base classes: tenant-scoped pages granted by membership role (rules in admin_roles.py).
+"""Admin base classes: tenant-scoped pages granted by membership role (rules in roles.py).
 
 - TenantScopedAdmin: rows, list filters and form dropdowns come only from the person's tenants; reading
   needs any membership, writing needs `manage_role` in the row's tenant.
@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
-from collections_app.admin_roles import grantable_roles, may, roles_of, tenants_where
+from collections_app.admin.roles import grantable_roles, may, roles_of, tenants_where
 from collections_app.models import Role, Tenant
 
 

@@ -1,0 +1,141 @@
+"""Admin: tenants, memberships, API keys, agents and reader labels — who may reach what.
+
+A tenant's admin gives memberships and keys, never a role above its own (RoleGrantAdmin).
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django_q import models as q_models
+
+from collections_app.admin.base import (
+    RoleGrantForm,
+    SuperuserOnlyAdmin,
+    TenantScopedAdmin,
+    superuser_only,
+)
+from collections_app.admin.roles import grantable_roles
+from collections_app.models import (
+    Agent,
+    ApiKey,
+    Membership,
+    ReaderLabel,
+    Role,
+    Tenant,
+)
+from collections_app.services.keys import api_key_create
+
+# Not any one tenant's: people, groups and the task queue (its rows name every tenant's documents).
+superuser_only(
+    admin.site, get_user_model(), Group, q_models.Schedule, q_models.Success, q_models.Failure, q_models.OrmQ
+)
+
+
+@admin.register(Tenant)
+class TenantAdmin(SuperuserOnlyAdmin):
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+
+
+class RoleGrantAdmin(TenantScopedAdmin):
+    """Keys and memberships: only a tenant's admin gives them, and never a role above its own."""
+
+    manage_role = Role.ADMIN
+
+    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"granter": request})
+
+    def formfield_for_choice_field(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        if db_field.name == "role":
+            kwargs["choices"] = [(r.value, r.label) for r in grantable_roles(request)]
+        return super().formfield_for_choice_field(db_field, request, **kwargs)
+
+
+class MembershipForm(RoleGrantForm):
+    class Meta:
+        model = Membership
+        fields = ["user", "tenant", "role"]
+
+
+@admin.register(Membership)
+class MembershipAdmin(RoleGrantAdmin):
+    form = MembershipForm
+    list_display = ["user", "tenant", "role"]
+    list_filter = ["role", "tenant"]
+    list_select_related = ["user", "tenant"]
+
+
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = ["tenant", "name", "collections"]
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean() or self.cleaned_data
+        tenant = data.get("tenant")
+        foreign = [c.name for c in data.get("collections") or [] if tenant is not None and c.tenant_id != tenant.pk]
+        if foreign:
+            self.add_error("collections", f"Not collections of {tenant}: {', '.join(foreign)}.")
+        return data
+
+
+@admin.register(Agent)
+class AgentAdmin(TenantScopedAdmin):
+    form = AgentForm
+    manage_role = Role.ADMIN
+    list_display = ["name", "tenant", "created_at"]
+    list_filter = ["tenant"]
+    filter_horizontal = ["collections"]
+    list_select_related = ["tenant"]
+
+
+class ApiKeyForm(RoleGrantForm):
+    class Meta:
+        model = ApiKey
+        fields = ["tenant", "name", "role", "agent", "revoked"]
+
+    def clean(self):  # type: ignore[no-untyped-def]
+        data = super().clean()
+        tenant, agent = data.get("tenant"), data.get("agent")
+        if tenant is not None and agent is not None and agent.tenant_id != tenant.pk:
+            # api_key_create refuses it too; said here so the form shows it instead of failing on save.
+            self.add_error("agent", f"{agent} is an agent of another tenant.")
+        return data
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(RoleGrantAdmin):
+    form = ApiKeyForm
+    list_display = ["prefix", "name", "tenant", "role", "agent", "created_at", "last_used_at", "revoked"]
+    list_filter = ["role", "revoked", "tenant"]
+    list_select_related = ["tenant", "agent"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+
+    def get_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+        # A new key is issued live; revoking is a change to an existing one.
+        return ["tenant", "name", "role", "agent"] if obj is None else super().get_fields(request, obj)
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        if change:
+            return super().save_model(request, obj, form, change)
+        # Issued by the service, which checks the agent's tenant and keeps only the secret's hash.
+        issued = api_key_create(tenant=obj.tenant, role=obj.role, agent=obj.agent, name=obj.name)
+        for field in ApiKey._meta.concrete_fields:  # the admin goes on with (logs, redirects to) this key
+            setattr(obj, field.attname, getattr(issued.key, field.attname))
+        obj._state.adding = False
+        self.message_user(
+            request,
+            f"The new key is {issued.secret} — copy it now: it is stored hashed and will not be shown again.",
+            messages.WARNING,
+        )
+
+
+@admin.register(ReaderLabel)
+class ReaderLabelAdmin(TenantScopedAdmin):
+    manage_role = Role.ADMIN
+    list_display = ["name", "tenant", "description"]
+    list_filter = ["tenant"]
