@@ -3,8 +3,9 @@
 import logging
 
 from django.dispatch import receiver
-from django_q.signals import pre_execute
+from django_q.signals import post_execute_in_worker, pre_execute
 
+from collections_app.models import Document, DocumentStatus
 from collections_app.services.documents import document_ingest
 from collections_app.services.recovery import document_lease, ingest_task_started
 
@@ -31,6 +32,20 @@ _queue_row: object | None = None
 def _remember_queue_row(sender, func, task, **kwargs):  # type: ignore[no-untyped-def]
     global _queue_row
     _queue_row = task.get("ack_id") if func is ingest_document else None
+
+
+@receiver(post_execute_in_worker, dispatch_uid="kbsite-ingest-outcome")
+def _errored_ingestion_is_a_failure(sender, func, task, **kwargs):  # type: ignore[no-untyped-def]
+    # A document that ended in `error` is listed among django-q2's failed tasks (with its reason), not its
+    # successes. Not raised from the task: django-q2's synchronous mode (tests, in-process runs) would hand
+    # the exception to whoever queued it. The recovery requeues only queued/parsing documents, so this
+    # failure never brings an errored document back.
+    if func is not ingest_document or not task.get("success") or not task.get("args"):
+        return
+    error = Document.objects.filter(pk=task["args"][0], status=DocumentStatus.ERROR).values_list("error", flat=True)
+    reason = error.first()
+    if reason is not None:
+        task["success"], task["result"] = False, reason
 
 
 def record_archive_build(

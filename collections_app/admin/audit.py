@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from collections_app.admin.base import AuditAdmin
-from collections_app.models import (
-    Build,
-    Chunk,
-)
+from collections_app.admin.display import key_value_rows
+from collections_app.models import Build, Chunk
 
 
 @admin.register(Chunk)
@@ -17,11 +17,21 @@ class ChunkAdmin(AuditAdmin):
     list_filter = ["language", "collection"]
     list_select_related = ["document"]
     search_fields = ["text"]
-    exclude = ["embedding", "search_vector"]
+    fields = ["document_link", "collection", "ordinal", "page", "section_trail", "language", "labels", "text",
+              "metadata_shown"]  # fmt: skip
+    readonly_fields = ["document_link", "section_trail", "metadata_shown"]
 
     def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
         # Filter by document through the URL (?document__id__exact=...), linked from the document page.
         return lookup in {"document__id__exact", "document"} or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="document")
+    def document_link(self, obj: Chunk) -> str:
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:collections_app_document_change", args=[obj.document_id]),
+            obj.document,
+        )
 
     @admin.display(description="section")
     def section_trail(self, obj: Chunk) -> str:
@@ -30,6 +40,10 @@ class ChunkAdmin(AuditAdmin):
     @admin.display(description="text")
     def short_text(self, obj: Chunk) -> str:
         return obj.text[:120]
+
+    @admin.display(description="metadata")
+    def metadata_shown(self, obj: Chunk) -> str:
+        return key_value_rows(obj.metadata, empty="none")
 
 
 @admin.register(Build)
@@ -40,7 +54,30 @@ class BuildAdmin(AuditAdmin):
     ]  # fmt: skip
     list_filter = ["collection", "model"]
     list_select_related = ["collection", "document"]
-    readonly_fields = ["refused_names", "warning_lines"]
+    # Each stored value once, as a person reads it (refused and warnings were listed raw and read again).
+    fields = ["built_at", "collection_link", "document_link", "built_from", "model", "dims", "passages",
+              "method_shown", "refused_names", "warning_lines"]  # fmt: skip
+    readonly_fields = ["built_at", "collection_link", "document_link", "method_shown", "refused_names", "warning_lines"]
+
+    def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
+        # Filter by document through the URL, linked from the document page's "Builds".
+        return lookup in {"document__id__exact", "document"} or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="collection")
+    def collection_link(self, obj: Build) -> str:
+        url = reverse("admin:collections_app_collection_change", args=[obj.collection_id])
+        return format_html('<a href="{}">{}</a>', url, obj.collection)
+
+    @admin.display(description="document")
+    def document_link(self, obj: Build) -> str:
+        if obj.document_id is None:
+            return "— (the whole collection, or a document since deleted)"
+        url = reverse("admin:collections_app_document_change", args=[obj.document_id])
+        return format_html('<a href="{}">{}</a>', url, obj.document)
+
+    @admin.display(description="method")
+    def method_shown(self, obj: Build) -> str:
+        return key_value_rows(obj.method, empty="not recorded")
 
     @admin.display(description="refused")
     def refused_names(self, obj: Build) -> str:

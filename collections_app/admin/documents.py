@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Count
-from django.urls import reverse
-from django.utils.html import format_html
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+from django_q.models import Task
 
 from collections_app.admin.base import TenantScopedAdmin
 from collections_app.admin.column_roles import ColumnRolesAdminMixin
+from collections_app.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
+from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
-from collections_app.models import Document
+from collections_app.models import Document, DocumentStatus
 from collections_app.services.documents import document_create, document_delete, document_queue_ingest, upload_filename
 from collections_app.validation import source_uri_problem
 
@@ -76,46 +87,154 @@ class DocumentUploadForm(forms.ModelForm):
         return {"tesseract_langs": langs} if langs else {}
 
 
+# Paragraphs previewed on a document's page; the rest are one click away in the paragraphs list.
+INLINE_PARAGRAPHS = 3
+# Families read by OCR (Tesseract): only their documents offer OCR options.
+OCR_FAMILIES = {"image", "pdf"}
+
+
 @admin.register(Document)
 class DocumentAdmin(
-    ArchiveUploadAdminMixin, AttachmentsAdminMixin, OcrAdminMixin, ColumnRolesAdminMixin, TenantScopedAdmin
+    ArchiveUploadAdminMixin,
+    AttachmentsAdminMixin,
+    OcrAdminMixin,
+    ColumnRolesAdminMixin,
+    PreviewAdminMixin,
+    TenantScopedAdmin,
 ):
-    list_display = ["filename", "collection", "status", "progress", "language", "chunk_count", "updated_at"]
+    list_display = [
+        "filename", "collection", "status_shown", "progress_shown", "error_shown", "language", "chunk_count",
+        "size_shown", "updated_at",
+    ]  # fmt: skip
     list_filter = ["status", "collection__tenant", "collection"]
     list_select_related = ["collection"]
     search_fields = ["filename", "source_uri"]
     actions = ["reingest"]
     readonly_fields = [
-        "collection", "filename", "source_uri", "attached_to", "attachment_links", "status", "progress", "error",
-        "warnings", "paragraphs", "language", "metadata", "ocr_languages", "column_roles", "size", "content_hash",
-        "uploaded_by", "created_at", "updated_at",
+        "collection", "filename", "status_shown", "progress_shown", "error", "size_shown", "language",
+        "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs", "ocr_languages",
+        "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown", "content_hash",
     ]  # fmt: skip
-    exclude = ["file", "blocks", "tenant", "parent", "ingest_options"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).annotate(chunk_count=Count("chunks"))
 
-    @admin.display(description="paragraphs")
-    def paragraphs(self, obj: Document) -> str:
-        # The document's paragraphs, in the read-only chunk list filtered to it.
-        url = reverse("admin:collections_app_chunk_changelist") + f"?document__id__exact={obj.pk}"
-        return format_html('<a href="{}">{} paragraph(s)</a>', url, obj.chunks.count())
+    # --- the page of one document: read-only, with its tools ------------------------------------------
 
-    @admin.display(ordering="chunk_count", description="paragraphs")
-    def chunk_count(self, obj: Document) -> int:
-        return obj.chunk_count  # type: ignore[attr-defined]
+    def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
+        if obj is None:
+            return [(None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language"]})]
+        options = [
+            *(["ocr_languages"] if family_of(obj.filename) in OCR_FAMILIES else []),
+            *(["column_roles"] if obj.ingest_options.get("columns") else []),
+        ]
+        return [
+            (None, {"fields": ["filename", "collection", "status_shown", "progress_shown", "error", "size_shown",
+                               "language", "uploaded_by", "source_uri", "created_at", "updated_at"]}),
+            ("Paragraphs", {"fields": ["paragraphs", "first_paragraphs"]}),
+            *([("Reading options", {"fields": options})] if options else []),
+            ("Details", {"classes": ["collapse"], "fields": ["attached_to", "attachment_links", "warnings_shown",
+                                                              "metadata_shown", "content_hash"]}),
+        ]  # fmt: skip
 
     def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
         if obj is None:
             kwargs["form"] = DocumentUploadForm
             kwargs["fields"] = ["collection", "upload", "source_uri", "scanned_text_language"]
+        else:
+            kwargs["fields"] = []  # every field of a stored document is read-only here
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
         return self.readonly_fields if obj is not None else []
 
-    def get_exclude(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return self.exclude if obj is not None else []
+    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        # Nothing on this page is saved: no Save buttons, and a POST (an old form, a double click) changes
+        # nothing and says nothing. Changes go through the tools (re-ingest, OCR, column roles).
+        if request.method == "POST":
+            return HttpResponseRedirect(request.path)
+        document = self.get_object(request, unquote(object_id))
+        context: dict[str, object] = {
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+        }
+        if document is not None:
+            context["kb_tools"] = self.document_tools(request, document)
+            context["ingestion_task"] = ingestion_task(document, link=request.user.is_superuser)
+        return super().change_view(request, object_id, form_url, {**context, **(extra_context or {})})
+
+    def document_tools(self, request: HttpRequest, document: Document) -> list[tuple[str, str]]:
+        """The buttons above the page: (label, url)."""
+        site = self.admin_site.name
+        tools = []
+        if self.has_change_permission(request, document):
+            tools.append(("Re-ingest", reverse(f"{site}:collections_app_document_reingest", args=[document.pk])))
+        tools += [
+            ("Download original", reverse(f"{site}:collections_app_document_download", args=[document.pk])),
+            ("Paragraphs", _chunks_url(document)),
+            ("Preview chunking", reverse(f"{site}:collections_app_document_preview", args=[document.pk])),
+            ("Builds", reverse(f"{site}:collections_app_build_changelist") + f"?document__id__exact={document.pk}"),
+        ]
+        return tools
+
+    # --- columns and fields -----------------------------------------------------------------------------
+
+    @admin.display(ordering="status", description="status")
+    def status_shown(self, obj: Document) -> str:
+        return _live(obj, "status", status_badge(obj.status))
+
+    @admin.display(ordering="progress", description="progress")
+    def progress_shown(self, obj: Document) -> str:
+        if obj.status == DocumentStatus.ERROR:
+            shown = "—"  # an errored document did not get 100 % of the way
+        elif obj.status == DocumentStatus.DONE:
+            shown = "100%"
+        else:
+            shown = format_html('<progress max="100" value="{}"></progress> {}%', obj.progress, obj.progress)
+        return _live(obj, "progress", shown)
+
+    @admin.display(description="error")
+    def error_shown(self, obj: Document) -> str:
+        return _live(obj, "error", Truncator(obj.error).chars(120) if obj.error else "")
+
+    @admin.display(ordering="chunk_count", description="paragraphs")
+    def chunk_count(self, obj: Document) -> str:
+        return _live(obj, "paragraphs", getattr(obj, "chunk_count", 0))
+
+    @admin.display(ordering="size", description="size")
+    def size_shown(self, obj: Document) -> str:
+        return readable_size(obj.size)
+
+    @admin.display(description="paragraphs")
+    def paragraphs(self, obj: Document) -> str:
+        return format_html('<a href="{}">{} paragraph(s)</a>', _chunks_url(obj), obj.chunks.count())
+
+    @admin.display(description="first paragraphs")
+    def first_paragraphs(self, obj: Document) -> str:
+        first = list(obj.chunks.order_by("ordinal").values_list("section", "page", "text")[:INLINE_PARAGRAPHS])
+        if not first:
+            return "—"
+        return format_html_join(
+            "",
+            '<div class="kb-paragraph"><div class="kb-paragraph-where">{}</div><p>{}</p></div>',
+            (
+                (" › ".join(section) + (f" (page {page})" if page else ""), Truncator(text).chars(600))
+                for section, page, text in first
+            ),
+        )
+
+    @admin.display(description="warnings")
+    def warnings_shown(self, obj: Document) -> str:
+        if not obj.warnings:
+            return "none"
+        return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((w,) for w in obj.warnings)))
+
+    @admin.display(description="metadata")
+    def metadata_shown(self, obj: Document) -> str:
+        return key_value_rows(obj.metadata, empty="none")
+
+    # --- upload ---------------------------------------------------------------------------------------
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         if change:
@@ -131,10 +250,25 @@ class DocumentAdmin(
             uploaded_by=request.user.get_username(),
             ingest_options=form.ingest_options(),
         )
-        # The admin redirects to the saved object: point it at the stored document.
-        obj.pk, obj._state.adding = result.document.pk, False
-        if not result.created:
-            self.message_user(request, f"This content is already held as {result.document.filename}.", messages.INFO)
+        # The admin goes on with (logs, names in its message, redirects to) the stored document.
+        for field in Document._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(result.document, field.attname))
+        obj._state.adding = False
+        obj._kb_already_held = not result.accepted
+
+    def response_add(self, request, obj, post_url_continue=None):  # type: ignore[no-untyped-def]
+        if getattr(obj, "_kb_already_held", False):
+            # Not "added": say only that it is already held, and show it.
+            self.message_user(request, f"This content is already held as {obj.filename}.", messages.INFO)
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:collections_app_document_change", args=[obj.pk])
+            )
+        return super().response_add(request, obj, post_url_continue)
+
+    def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
+        if getattr(obj, "_kb_already_held", False):
+            return None  # nothing was added
+        return super().log_addition(request, obj, message)
 
     def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
         document_delete(document=obj)  # its attachments and stored originals go too
@@ -143,11 +277,118 @@ class DocumentAdmin(
         for document in queryset:
             document_delete(document=document)
 
+    # --- re-ingest, download, the live status of the list ------------------------------------------------
+
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
     def reingest(self, request, queryset):  # type: ignore[no-untyped-def]
         documents = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
-        for document in documents:
-            document_queue_ingest(document=document)
+        with transaction.atomic():
+            for document in documents:
+                document_queue_ingest(document=document, reingest=True)
         self.message_user(request, f"{len(documents)} document(s) queued for ingestion.")
         if skipped := queryset.count() - len(documents):
             self.message_user(request, f"{skipped} document(s) left alone: you may only view them.", messages.WARNING)
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        view = self.admin_site.admin_view
+        return [
+            path("status/", view(self.status_view), name="collections_app_document_status"),
+            path("<path:object_id>/reingest/", view(self.reingest_view), name="collections_app_document_reingest"),
+            path("<path:object_id>/download/", view(self.download_view), name="collections_app_document_download"),
+            *super().get_urls(),
+        ]
+
+    def _document_or_404(self, request: HttpRequest, object_id: str) -> Document:
+        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
+        if document is None:
+            raise Http404("no such document")
+        return document
+
+    def reingest_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Asks first (GET), then queues (POST): the document shows `queued` at once."""
+        document = self._document_or_404(request, object_id)
+        if not self.has_change_permission(request, document):
+            raise PermissionDenied
+        if request.method == "POST":
+            with transaction.atomic():
+                document_queue_ingest(document=document, reingest=True)
+            self.message_user(request, f"{document.filename} is queued for ingestion.")
+            url = reverse(f"{self.admin_site.name}:collections_app_document_changelist")
+            return HttpResponseRedirect(f"{url}?collection__id__exact={document.collection_id}")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Re-ingest {document.filename}?",
+            "opts": self.opts,
+            "original": document,
+        }
+        return TemplateResponse(request, "admin/collections_app/document/reingest.html", context)
+
+    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
+        """The stored original, under its own file name (never the path it is stored at)."""
+        document = self._document_or_404(request, object_id)
+        if not self.has_view_permission(request, document):
+            raise PermissionDenied
+        try:
+            handle = document.file.open("rb")
+        except (OSError, ValueError):
+            raise Http404(f"the original of {document.filename} is no longer stored") from None
+        return FileResponse(handle, as_attachment=True, filename=document.filename)
+
+    def status_view(self, request: HttpRequest) -> JsonResponse:
+        """The list's live cells of the documents asked for (?id=...), for the list's refresh script."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        ids = [value for value in request.GET.getlist("id")[:500] if _is_uuid(value)]
+        rows = self.get_queryset(request).filter(pk__in=ids)
+        documents = {
+            str(d.pk): {
+                "status": self.status_shown(d),
+                "progress": self.progress_shown(d),
+                "error": self.error_shown(d),
+                "paragraphs": self.chunk_count(d),
+            }
+            for d in rows
+        }
+        return JsonResponse({"documents": documents})
+
+
+def _live(obj: Document, field: str, shown: object) -> str:
+    """A list cell the refresh script can find and replace while the document is queued or parsing."""
+    return format_html(
+        '<span data-kb-doc="{}" data-kb-field="{}" data-kb-in-flight="{}">{}</span>',
+        obj.pk,
+        field,
+        "1" if obj.status in IN_FLIGHT else "0",
+        shown,
+    )
+
+
+def _chunks_url(document: Document) -> str:
+    return reverse("admin:collections_app_chunk_changelist") + f"?document__id__exact={document.pk}"
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def ingestion_task(document: Document, *, link: bool) -> dict[str, object] | None:
+    """The document's latest ingestion task as django-q2 recorded it (its name holds the document's id)."""
+    task = (
+        Task.objects.filter(name__contains=f"ingest document {document.pk}")
+        .order_by("-started")
+        .only("id", "name", "success", "started", "stopped")
+        .first()
+    )
+    if task is None:
+        return None
+    page = "success" if task.success else "failure"
+    return {
+        "name": task.name,
+        "outcome": "succeeded" if task.success else "failed",
+        "stopped": task.stopped,
+        "url": reverse(f"admin:django_q_{page}_change", args=[task.pk]) if link else "",
+    }

@@ -193,10 +193,22 @@ def _shorten(name: str, measure, limit: int) -> str:  # type: ignore[no-untyped-
     return (stem or "file") + suffix
 
 
-def document_queue_ingest(*, document: Document) -> None:
+def document_queue_ingest(*, document: Document, reingest: bool = False) -> None:
+    """Queue the document's ingestion once the transaction commits.
+
+    `reingest=True` (an editor's re-ingest) shows it `queued` at once, until its task starts reading it; its
+    paragraphs stay searchable meanwhile. The task is named after the file, with the document's id for the
+    recovery (services/recovery.py finds a document's tasks by "ingest document <id>").
+    """
     from django_q.tasks import async_task
 
     document_id = str(document.pk)
+    if reingest:
+        document.status, document.progress, document.error = DocumentStatus.QUEUED, 0, ""
+        Document.objects.filter(pk=document.pk).update(
+            status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
+        )
+    shown = document.filename if len(document.filename) <= 44 else document.filename[:43] + "…"
     options: dict[str, str] = {}
     large_queue = getattr(settings, "KB_LARGE_DOCUMENT_QUEUE", "")
     if large_queue and document.size > getattr(settings, "KB_LARGE_DOCUMENT_BYTES", _STREAM_TEXT_ABOVE):
@@ -207,7 +219,7 @@ def document_queue_ingest(*, document: Document) -> None:
         lambda: async_task(
             "collections_app.tasks.ingest_document",
             document_id,
-            task_name=f"ingest document {document_id}",
+            task_name=f"{shown} (ingest document {document_id})",
             group="ingestion",
             **options,
         )
@@ -228,6 +240,9 @@ def document_ingest(*, document_id: str) -> None:
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         return  # deleted while queued: nothing to do
+    if document.status == DocumentStatus.QUEUED:  # a re-ingest's task has started: it is being read now
+        document.status = DocumentStatus.PARSING
+        Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PARSING, updated_at=timezone.now())
     collection = document.collection
     started = time.monotonic()
     with _Staging() as staging:

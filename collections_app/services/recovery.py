@@ -44,6 +44,8 @@ from collections_app.models import Document, DocumentStatus
 logger = logging.getLogger(__name__)
 
 INGEST_FUNC = "collections_app.tasks.ingest_document"
+# A document waiting for its task (`queued`: a re-ingest) or being read (`parsing`) needs a live task.
+_IN_FLIGHT = [DocumentStatus.QUEUED, DocumentStatus.PARSING]
 # A queue row whose worker started it: far past any lock django-q2 sets itself (now + retry),
 # so the broker never hands it out again; only the recovery or the monitor's acknowledgement removes it.
 STARTED = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
@@ -125,9 +127,7 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
     """
     report = RecoveryReport()
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    candidates = list(
-        Document.objects.filter(status=DocumentStatus.PARSING, updated_at__lt=grace).values_list("pk", flat=True)
-    )
+    candidates = list(Document.objects.filter(status__in=_IN_FLIGHT, updated_at__lt=grace).values_list("pk", flat=True))
     if not candidates:
         return report
     queued = _queued_ingests()
@@ -170,7 +170,7 @@ def document_recover(*, document: Document) -> bool:
     may not be written yet.
     """
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    if document.status != DocumentStatus.PARSING or document.updated_at >= grace:
+    if document.status not in _IN_FLIGHT or document.updated_at >= grace:
         return False
     document_id = str(document.pk)
     return _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False) == "requeued"
@@ -190,7 +190,7 @@ def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: 
         return "unknown"
     attempt = max([_recovery_number(r.name) for r in rows] + [_recovery_number(name) for name in failed]) + 1
     with transaction.atomic():
-        document = Document.objects.select_for_update().filter(pk=document_id, status=DocumentStatus.PARSING).first()
+        document = Document.objects.select_for_update().filter(pk=document_id, status__in=_IN_FLIGHT).first()
         if document is None:
             return "gone"
         if rows:
@@ -225,7 +225,8 @@ def _failed_since(document_id: str) -> list[str]:
     from django_q.models import Task
 
     since = Document.objects.filter(pk=document_id).values_list("updated_at", flat=True).first()
-    failed = Task.objects.filter(name__startswith=f"ingest document {document_id}", success=False)
+    # Upload tasks are named "<file name> (ingest document <id>)", recoveries "ingest document <id> (recovery n)".
+    failed = Task.objects.filter(name__contains=f"ingest document {document_id}", success=False)
     if since is not None:
         failed = failed.filter(stopped__gte=since)
     return list(failed.values_list("name", flat=True))

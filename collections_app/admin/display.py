@@ -1,0 +1,70 @@
+"""Stored values shown for people: status badges, sizes, JSON as key/value rows and tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.template.defaultfilters import filesizeformat
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from collections_app.models import DocumentStatus
+
+IN_FLIGHT = {DocumentStatus.QUEUED, DocumentStatus.PARSING}
+
+
+def status_badge(status: str) -> SafeString:
+    """A coloured badge that also says the status in words (colour alone tells nothing to some readers)."""
+    return format_html('<span class="kb-badge kb-badge-{}">{}</span>', status, status)
+
+
+def readable_size(size: int | None) -> str:
+    return filesizeformat(size or 0)
+
+
+def shown_value(value: Any) -> str:
+    """One stored value as a person reads it: lists joined, nested objects as compact JSON."""
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(shown_value(v) for v in value) or "—"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def key_value_rows(data: Mapping[str, Any] | None, empty: str = "—") -> SafeString:
+    """A mapping as a small two-column table (metadata, a build's method)."""
+    if not data:
+        return format_html("{}", empty)
+    rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", ((k, shown_value(v)) for k, v in data.items()))
+    return format_html('<table class="kb-rows"><tbody>{}</tbody></table>', rows)
+
+
+def table(headers: Iterable[str], rows: Iterable[Iterable[Any]], empty: str = "—") -> SafeString:
+    body = [format_html_join("", "<td>{}</td>", ((cell,) for cell in row)) for row in rows]
+    if not body:
+        return format_html("{}", empty)
+    head = format_html_join("", "<th>{}</th>", ((h,) for h in headers))
+    return format_html(
+        '<table class="kb-rows"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+        head,
+        format_html_join("", "<tr>{}</tr>", ((row,) for row in body)),
+    )
+
+
+def stage_rows(stages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """A search trace's stages as (stage, status, what it did or why it was skipped, milliseconds)."""
+    rows = []
+    for stage in stages:
+        counts = stage.get("counts") or {}
+        detail = stage.get("reason") or ", ".join(f"{k}: {shown_value(v)}" for k, v in counts.items())
+        ms = stage.get("ms")
+        rows.append((str(stage.get("stage", "")), str(stage.get("status", "")), detail, "" if ms is None else f"{ms}"))
+    return rows
+
+
+def stages_table(stages: Iterable[Mapping[str, Any]]) -> SafeString:
+    return table(["stage", "status", "details", "ms"], stage_rows(stages))

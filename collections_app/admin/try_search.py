@@ -1,0 +1,105 @@
+"""Admin: "Try a search" on one collection — the real pipeline, its results and its trace as a table.
+
+The search runs as the API's would for a key of the collection's tenant that may read this one
+collection, as a reader holding no labels (in a per-reader collection: unlabelled paragraphs only). It
+is audited like an API search (a SearchEvent without key or agent), so the trace can be opened again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from collections_app.admin.display import stage_rows
+from collections_app.exceptions import DomainError
+from collections_app.models import Collection
+from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
+from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, SearchScope, search
+from retrieval.services import search_event_record_staff
+
+
+class TrySearchForm(forms.Form):
+    q = forms.CharField(label="Question", max_length=4000, widget=forms.TextInput(attrs={"size": 80}))
+    top_n = forms.IntegerField(label="Results", min_value=1, max_value=MAX_TOP_N, required=False)
+    around = forms.IntegerField(
+        label="Around", min_value=0, max_value=MAX_AROUND, required=False, help_text="Neighbours stitched on each side."
+    )
+
+
+def collection_scope(collection: Collection) -> SearchScope:
+    """What a search of this one collection may read, as a reader holding no labels."""
+    return SearchScope(tenant_id=collection.tenant_id, collections=[collection], reader_labels=[])
+
+
+class TrySearchAdminMixin(admin.ModelAdmin):
+    """Mixed into CollectionAdmin: <collection>/search/, for anybody who may read the collection."""
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        page = path(
+            "<path:object_id>/search/",
+            self.admin_site.admin_view(self.try_search_view),
+            name="collections_app_collection_search",
+        )
+        return [page, *super().get_urls()]
+
+    def try_search_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        collection = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
+        if collection is None:
+            raise Http404("no such collection")
+        if not self.has_view_permission(request, collection):
+            raise PermissionDenied
+        form = TrySearchForm(request.GET if "q" in request.GET else None)
+        answer: dict[str, Any] | None = None
+        if form.is_bound and form.is_valid():
+            scope = collection_scope(collection)
+            try:
+                found = search(
+                    scope=scope,
+                    query=form.cleaned_data["q"],
+                    top_n=form.cleaned_data.get("top_n"),
+                    around=form.cleaned_data.get("around"),
+                )
+            except (DomainError, EmbeddingWidthMismatch, InvalidFilters) as exc:
+                form.add_error(None, str(exc))
+            else:
+                event = search_event_record_staff(scope=scope, answer=found)
+                answer = {
+                    "results": [_result(r) for r in found.results],
+                    "refused": found.refused,
+                    "floor": found.floor,
+                    "around": found.around,
+                    "stages": stage_rows(s.to_json() for s in found.stages),
+                    "latency_ms": round(found.latency_ms),
+                    "event_url": reverse(f"{self.admin_site.name}:retrieval_searchevent_change", args=[event.pk]),
+                }
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Try a search of {collection.name}",
+            "opts": self.opts,
+            "original": collection,
+            "form": form,
+            "answer": answer,
+        }
+        return TemplateResponse(request, "admin/collections_app/collection/try_search.html", context)
+
+
+def _result(result: dict[str, Any]) -> dict[str, Any]:
+    document = result.get("document") or {}
+    return {
+        "text": result.get("text", ""),
+        "score": result.get("score"),
+        "section": " › ".join(result.get("section") or []),
+        "page": result.get("page"),
+        "passages": result.get("passages", 1),
+        "filename": document.get("filename", ""),
+        "document_url": reverse("admin:collections_app_document_change", args=[document["id"]])
+        if document.get("id")
+        else "",
+    }
