@@ -16,6 +16,8 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
+from collections_app.ingestion.chunking import CHUNK_STRATEGIES, built_strategies
+
 
 class Role(models.TextChoices):
     VIEWER = "viewer", "viewer"
@@ -73,15 +75,18 @@ class Membership(models.Model):
 
 
 class ChunkStrategy(models.TextChoices):
+    # The names come from the one vocabulary (ingestion/chunking.py: CHUNK_STRATEGIES); a test keeps them equal.
     STRUCTURE = "structure", "structure"
     FIXED = "fixed", "fixed"
     HIERARCHICAL = "hierarchical", "hierarchical"
     PAGE = "page", "page"
+    SEMANTIC = "semantic", "semantic (planned)"
 
 
 # Strategies whose chunker exists. The others are part of the vocabulary (and
 # accepted by the API only to be refused with a clear 400) until they are built.
-BUILT_CHUNK_STRATEGIES = {ChunkStrategy.STRUCTURE}
+BUILT_CHUNK_STRATEGIES = set(built_strategies())
+assert set(ChunkStrategy.values) == set(CHUNK_STRATEGIES), "ChunkStrategy must list the chunking vocabulary"
 
 
 class SizeUnit(models.TextChoices):
@@ -91,8 +96,9 @@ class SizeUnit(models.TextChoices):
 
 class ParentReturn(models.TextChoices):
     AUTO = "auto", "auto"
-    ALWAYS = "always", "always"
-    NEVER = "never", "never"
+    # Stored as always/never before issue 6 (migration 0010 renames them).
+    PARENT = "parent", "parent: always the section"
+    CHILD = "child", "child: the passage only"
 
 
 class Collection(TenantOwned):
@@ -102,8 +108,8 @@ class Collection(TenantOwned):
         max_length=20,
         choices=ChunkStrategy.choices,
         default=ChunkStrategy.STRUCTURE,
-        help_text="How documents are cut into paragraphs: structure follows headings and paragraphs "
-        "(the only strategy built so far; the others are refused until they are).",
+        help_text="How documents are cut into paragraphs: structure packs a section's blocks; fixed keeps each "
+        "block; page makes one per page or slide; hierarchical adds parent sections. Planned ones are refused.",
     )
     chunk_size = models.PositiveIntegerField(
         default=1000, help_text="The largest paragraph, in the unit below. Changing it applies to the next ingestion."
@@ -177,6 +183,13 @@ class Collection(TenantOwned):
         blank=True,
         help_text="Glob patterns never imported from a folder source or a zip, e.g. **/README.md.",
     )
+    # Generations: searches read only the paragraphs of `active_generation`. A re-index builds the next one
+    # beside it (`reindex_generation`) and switches in one transaction (services/reindex.py).
+    active_generation = models.PositiveIntegerField(default=0, editable=False)
+    reindex_generation = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    reindex_done = models.PositiveIntegerField(default=0, editable=False)
+    reindex_total = models.PositiveIntegerField(default=0, editable=False)
+    reindex_error = models.TextField(blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -267,6 +280,8 @@ class Document(TenantOwned):
     # Parser output, kept so re-chunking never re-parses.
     blocks = models.JSONField(null=True, blank=True, editable=False)
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent of ingestion done.")
+    # Its paragraphs were cut or embedded with settings the collection no longer has (a re-index rebuilds it).
+    stale = models.BooleanField(default=False, help_text="Built with chunking or embedding settings since changed.")
     uploaded_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -285,6 +300,12 @@ class Document(TenantOwned):
         return self.filename
 
 
+class ChunkKind(models.TextChoices):
+    PARAGRAPH = "paragraph", "paragraph"
+    # Hierarchical strategy: a window of a section's paragraphs; no embedding, no keyword index, never matched.
+    PARENT = "parent", "parent section"
+
+
 class Chunk(TenantOwned):
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
@@ -301,6 +322,10 @@ class Chunk(TenantOwned):
     embedding = VectorField(null=True, blank=True)
     embedding_dims = models.PositiveSmallIntegerField(null=True, blank=True)
     search_vector = SearchVectorField(null=True, editable=False)
+    kind = models.CharField(max_length=10, choices=ChunkKind.choices, default=ChunkKind.PARAGRAPH)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    # Which build of the collection this row belongs to; searches read Collection.active_generation only.
+    generation = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["document", "ordinal"]
@@ -311,7 +336,14 @@ class Chunk(TenantOwned):
             models.Index(fields=["collection", "embedding_dims"], name="chunk_collection_dims"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_ordinal_unique_per_document"),
+            # Two generations of one document live side by side while a re-index builds the next.
+            models.UniqueConstraint(
+                fields=["document", "generation", "ordinal"], name="chunk_ordinal_unique_per_document_generation"
+            ),
+            # A parent section is never embedded (it is never matched; its children are).
+            models.CheckConstraint(
+                condition=~models.Q(kind="parent") | models.Q(embedding__isnull=True), name="chunk_parent_not_embedded"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -341,7 +373,9 @@ class Build(TenantOwned):
         on_delete=models.SET_NULL,
         related_name="builds",
     )
+    # The model's identity as its provider reports it (e.g. a remote server's model id); the alias beside it.
     model = models.CharField(max_length=200)
+    alias = models.CharField(max_length=100, blank=True, default="")
     dims = models.PositiveSmallIntegerField()
     method = models.JSONField(default=dict)
     built_from = models.CharField(max_length=300)

@@ -220,6 +220,7 @@ class BuildOutput(serializers.ModelSerializer):
             "id",
             "document",
             "model",
+            "alias",
             "dims",
             "method",
             "built_from",

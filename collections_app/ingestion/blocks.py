@@ -33,14 +33,18 @@ class ChunkDraft:
     page: int | None
     language: str = ""
     metadata: dict[str, object] = field(default_factory=dict)
+    # "paragraph" (matched by searches) or "parent" (hierarchical: a section window, never embedded).
+    kind: str = "paragraph"
+    # A child's parent: the parent's index in the same list of drafts (hierarchical only).
+    parent: int | None = None
 
-    def embedding_text(self) -> str:
-        # The heading trail gives the embedding its context ("Refunds" means
-        # something else under "Payroll"); it is not part of the stored text
-        # nor of the keyword index.
-        if not self.section:
+    def embedding_text(self, title: str = "") -> str:
+        # The breadcrumb (document title › heading trail) gives the embedding its context ("Refunds" means
+        # something else under "Payroll"); it is not part of the stored text nor of the keyword index.
+        trail = [title, *self.section] if title else list(self.section)
+        if not trail:
             return self.text
-        return " › ".join(self.section) + "\n\n" + self.text
+        return " › ".join(trail) + "\n\n" + self.text
 
 
 @dataclass

@@ -1,9 +1,20 @@
-"""The `structure` chunking strategy.
+"""Chunking strategies: parser blocks → paragraphs (and, for `hierarchical`, their parent sections).
 
-Consecutive blocks that share a page and a section are packed into one chunk
-up to `size`; a heading travels with the body beneath it; a chunk never
-crosses a page or section boundary; a block longer than `size` is split at
-whitespace with `overlap`.
+`CHUNK_STRATEGIES` is the vocabulary: every name a collection may hold, built or planned. The API, the
+admin's choices, the preview and the docs read it; a planned name is refused with an error naming it.
+
+- `structure`: consecutive blocks that share a page and a section are packed into one chunk up to `size`;
+  a heading travels with the body beneath it; a chunk never crosses a page or section boundary; a block
+  longer than `size` is split at whitespace with `overlap`.
+- `fixed`: each block on its own, never joined; one longer than `size` is cut at whitespace found in the
+  last tenth of the window (else at the window's end), the next piece repeating `overlap`.
+- `page`: one chunk per page (or slide); a page longer than `size` is cut between blocks, then at whitespace.
+- `hierarchical`: children exactly as `structure` makes them, plus parents: consecutive children of one
+  section packed up to `parent_size` (4 times `size` unless set). Parents follow the children in the list,
+  carry `kind="parent"`, and each child's `parent` is its parent's index in the list.
+
+`size` is a ceiling in the unit the caller measures with (`measure`: characters, or the embedding model's
+tokens).
 """
 
 from __future__ import annotations
@@ -14,9 +25,24 @@ from itertools import chain, groupby
 
 from .blocks import Block, ChunkDraft
 
+# Every strategy name, and whether its chunker exists. Planned names are part of the vocabulary (a
+# collection form lists them, the API names them in its refusal) until they are built.
+BUILT, PLANNED = "built", "planned"
+CHUNK_STRATEGIES: dict[str, str] = {
+    "structure": BUILT,
+    "fixed": BUILT,
+    "hierarchical": BUILT,
+    "page": BUILT,
+    "semantic": PLANNED,
+}
+
+
+def built_strategies() -> list[str]:
+    return [name for name, state in CHUNK_STRATEGIES.items() if state == BUILT]
+
 
 class StrategyNotBuilt(ValueError):
-    """The collection names a chunk strategy that is planned but not built yet."""
+    """The collection names a chunk strategy that is planned but not built yet (or not a strategy at all)."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +51,12 @@ class ChunkingSettings:
     size: int = 1000
     overlap: int = 200
     unit: str = "chars"
+    # hierarchical only: the largest parent section; None = 4 times size.
+    parent_size: int | None = None
+
+    @property
+    def parent_ceiling(self) -> int:
+        return self.parent_size or 4 * self.size
 
 
 def chunk_blocks(
@@ -34,6 +66,17 @@ def chunk_blocks(
 ) -> list[ChunkDraft]:
     _check_strategy(settings)
     measure = measure or len
+    if settings.strategy == "fixed":
+        return _fixed(blocks, settings, measure)
+    if settings.strategy == "page":
+        return _by_page(blocks, settings, measure)
+    children = _structure(blocks, settings, measure)
+    if settings.strategy == "hierarchical":
+        return children + _parents(children, settings, measure)
+    return children
+
+
+def _structure(blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[ChunkDraft]:
     drafts: list[ChunkDraft] = []
     groups = [(key, list(group)) for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section)))]
     for index, ((page, section), members) in enumerate(groups):
@@ -60,6 +103,8 @@ def iter_chunk_blocks(
     The same rules, with one difference: a chunk's language is the dominant one among the blocks read before
     its section's first body block (the list version weighs the whole section). Streamed blocks (large text
     files) carry no language, and ingestion labels each paragraph anyway.
+    Only `structure` streams (a large text file is read with it whatever the collection says: the file is
+    its own parser output, and the other strategies need the whole document).
     """
     _check_strategy(settings)
     measure = measure or len
@@ -100,10 +145,155 @@ def _held_headings(
 
 
 def _check_strategy(settings: ChunkingSettings) -> None:
-    if settings.strategy != "structure":
-        raise StrategyNotBuilt(
-            f"chunk strategy {settings.strategy!r} is not built yet; use 'structure' (the only one available)"
+    check_strategy(settings.strategy)
+
+
+def check_strategy(name: str) -> None:
+    """Refuse a strategy whose chunker does not exist, naming it and the ones that do."""
+    state = CHUNK_STRATEGIES.get(name)
+    if state == BUILT:
+        return
+    available = ", ".join(built_strategies())
+    if state == PLANNED:
+        raise StrategyNotBuilt(f"chunk strategy {name!r} is planned but not built yet; use one of {available}")
+    raise StrategyNotBuilt(f"chunk strategy {name!r} does not exist; use one of {available}")
+
+
+def _fixed(blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[ChunkDraft]:
+    """Each parser block is a chunk of its own; only a block longer than `size` is cut."""
+    drafts: list[ChunkDraft] = []
+    for block in blocks:
+        if block.kind == "record" or measure(block.text) <= settings.size:
+            pieces = [block.text]
+        elif block.kind == "table":
+            pieces = _split_table(block.text, settings, measure)
+        elif block.kind == "code":
+            pieces = _split_lines(block.text, settings, measure)
+        else:
+            pieces = _cut_fixed(block.text, settings, measure)
+        metadata = dict(block.metadata) if block.kind == "record" else {}
+        for piece in pieces:
+            drafts.append(
+                ChunkDraft(
+                    text=piece, section=list(block.section), page=block.page, language=block.language, metadata=metadata
+                )
+            )
+    return drafts
+
+
+def _cut_fixed(text: str, settings: ChunkingSettings, measure: Callable[[str], int]) -> list[str]:
+    """Windows of at most `size`: each ends at the last whitespace within its last tenth (else where the size
+    runs out), and the next starts `overlap` before that end, at a word's start when one is near."""
+    pieces: list[str] = []
+    start, length = 0, len(text)
+    while start < length:
+        while start < length and text[start].isspace():
+            start += 1
+        if start >= length:
+            break
+        end = _fit(text, start, settings.size, measure)
+        if end < length:
+            floor = start + max(1, (end - start) * 9 // 10)
+            cut = max((i for i in range(end, floor - 1, -1) if i < length and text[i].isspace()), default=None)
+            if cut is not None and cut > start:
+                end = cut
+        piece = text[start:end].strip()
+        if piece:
+            pieces.append(piece)
+        if end >= length:
+            break
+        back = _back_by(text, start, end, settings.overlap, measure)
+        start = back if back > start else end
+    return pieces
+
+
+def _fit(text: str, start: int, size: int, measure: Callable[[str], int]) -> int:
+    """The largest end such that text[start:end] measures at most `size` (at least one character)."""
+    if measure is len:
+        return min(len(text), start + size)
+    low, high = start + 1, len(text)
+    if measure(text[start:high]) <= size:
+        return high
+    while low < high:  # the last end that fits lies in [low, high)
+        middle = (low + high + 1) // 2
+        if measure(text[start:middle]) <= size:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _back_by(text: str, start: int, end: int, overlap: int, measure: Callable[[str], int]) -> int:
+    """Where the next window starts: `overlap` before `end`, moved forward to a word's start."""
+    if overlap <= 0:
+        return end
+    back = end
+    while back > start + 1 and measure(text[back - 1 : end]) <= overlap:
+        back -= 1
+    # Start at a word, not inside one: forward to just past the nearest whitespace before `end`.
+    space = text.find(" ", back, end)
+    if 0 <= space < end - 1:
+        back = space + 1
+    return back
+
+
+def _by_page(blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[ChunkDraft]:
+    """One chunk per page (slide); a page longer than the ceiling is cut between blocks, then at whitespace."""
+    drafts: list[ChunkDraft] = []
+    for page, group in groupby(blocks, key=lambda b: b.page):
+        members = list(group)
+        section = _common_trail([b.section for b in members if b.kind != "heading"] or [b.section for b in members])
+        language = _dominant_language(members)
+        flat = [replace(b, kind="paragraph") if b.kind == "record" else b for b in members]
+        for text, _ in _ipack(flat, settings, measure):
+            drafts.append(ChunkDraft(text=text, section=section, page=page, language=language))
+    return drafts
+
+
+def _common_trail(trails: list[list[str]]) -> list[str]:
+    common = list(trails[0]) if trails else []
+    for trail in trails[1:]:
+        size = 0
+        while size < min(len(common), len(trail)) and common[size] == trail[size]:
+            size += 1
+        common = common[:size]
+    return common
+
+
+def _parents(children: list[ChunkDraft], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[ChunkDraft]:
+    """Parents: consecutive children of one section packed up to the parent ceiling (they may cross a page
+    inside their section); a longer section becomes several parents. Sets each child's `parent` to its
+    parent's index in `children + parents`."""
+    windows: list[list[int]] = []
+    for _, run in groupby(range(len(children)), key=lambda i: tuple(children[i].section)):
+        window: list[int] = []
+        for index in run:
+            candidate = "\n\n".join([*(children[i].text for i in window), children[index].text])
+            if window and measure(candidate) > settings.parent_ceiling:
+                windows.append(window)
+                window = []
+            window.append(index)
+        windows.append(window)
+    parents: list[ChunkDraft] = []
+    for window in windows:
+        members = [children[i] for i in window]
+        for child in members:
+            child.parent = len(children) + len(parents)
+        parents.append(
+            ChunkDraft(
+                text="\n\n".join(m.text for m in members),
+                section=list(members[0].section),
+                page=members[0].page,
+                language=_dominant_language_of(members),
+                kind="parent",
+            )
         )
+    return parents
+
+
+def _dominant_language_of(drafts: list[ChunkDraft]) -> str:
+    languages = [d.language for d in drafts if d.language]
+    return max(set(languages), key=languages.count) if languages else ""
 
 
 def _pack(
@@ -171,7 +361,7 @@ def _split_table(table: str, settings: ChunkingSettings, measure: Callable[[str]
     lines = table.splitlines()
     if len(lines) > 2 and "-" in lines[1] and set(lines[1].replace("|", "").replace(" ", "")) <= set("-:"):
         header, body = "\n".join(lines[:2]), "\n".join(lines[2:])
-        room = ChunkingSettings(settings.strategy, max(1, settings.size - measure(header) - 1), 0, settings.unit)
+        room = replace(settings, size=max(1, settings.size - measure(header) - 1), overlap=0)
         return [f"{header}\n{piece}" for piece in _split_lines(body, room, measure)]
     return _split_lines(table, settings, measure)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections_app.models import Build, Collection, Document
+from retrieval.embedding import EmbeddingUnavailable, get_embedder
 
 
 def build_record(
@@ -14,12 +15,23 @@ def build_record(
     built_from: str,
     unlabelled: int = 0,
     warnings: list[str] | None = None,
+    alias: str = "",
 ) -> Build:
-    """Record one indexing run. `refused`: [] = everything read, [names] = what could not be, None = unknown."""
+    """Record one indexing run. `refused`: [] = everything read, [names] = what could not be, None = unknown.
+
+    `model` is the model's identity as its provider reports it, `alias` the registered name it was used by.
+    A caller that passes only an alias as `model` (zip imports, folder syncs) gets the identity looked up.
+    The "model changed" warning compares identities: a remote server swapping models under one alias is
+    noticed; two aliases of one model are not a change.
+    """
     warnings = list(warnings or [])
+    if not alias:
+        alias, model = model, _identity(model)
     previous = Build.objects.filter(collection=collection).order_by("-built_at").first()
-    if previous is not None and previous.model != model:
-        warnings.append(f"embedding model changed from {previous.model} to {model}")
+    # Builds recorded before identities were (alias empty) hold the alias in `model`.
+    before = (previous.model if previous.alias else _identity(previous.model)) if previous is not None else None
+    if before is not None and before != model:
+        warnings.append(f"embedding model changed from {before} to {model}")
     if collection.per_reader and unlabelled:
         warnings.append(f"{unlabelled} paragraph(s) carry no reader label: anybody may read them")
     return Build.objects.create(
@@ -27,15 +39,24 @@ def build_record(
         collection=collection,
         document=document,
         model=model,
+        alias=alias,
         dims=dims,
         method={
             "strategy": collection.chunk_strategy,
             "size": collection.chunk_size,
             "overlap": collection.chunk_overlap,
             "unit": collection.chunk_size_unit,
+            **({"parent_size": collection.parent_size} if collection.parent_size else {}),
         },
         built_from=built_from,
         passages=passages,
         refused=refused,
         warnings=warnings,
     )
+
+
+def _identity(alias: str) -> str:
+    try:
+        return get_embedder(alias).model_identity()
+    except EmbeddingUnavailable:
+        return alias  # no longer offered here: the alias is all that is known

@@ -5,8 +5,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from collections_app.exceptions import Conflict, Invalid
-from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import BUILT_CHUNK_STRATEGIES, Collection, ParentReturn, SizeUnit, Tenant
+from collections_app.ingestion.chunking import check_strategy
+from collections_app.models import Collection, ParentReturn, SizeUnit, Tenant
 from collections_app.validation import name_problem, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
 
@@ -70,9 +70,8 @@ def _validate(values: dict[str, Any]) -> None:
         if problem or not isinstance(values["name"], str):
             raise InvalidSettings(f"name {problem or 'must be text'}", field="name")
     _text(values, "description", MAX_DESCRIPTION_CHARS)
-    strategy = values.get("chunk_strategy")
-    if strategy is not None and strategy not in BUILT_CHUNK_STRATEGIES:
-        raise StrategyNotBuilt(f"chunk_strategy {strategy!r} is planned but not built yet; use 'structure'")
+    if values.get("chunk_strategy") is not None:
+        check_strategy(values["chunk_strategy"])  # a planned name is refused, naming it and the built ones
     if "embedding_alias" in values:
         _text(values, "embedding_alias", 100)
         try:

