@@ -5,6 +5,7 @@ import logging
 import pickle
 import tempfile
 import time
+import uuid
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from collections_app.ingestion import (
     ChunkDraft,
@@ -473,43 +475,55 @@ def _embed(document: Document, collection: Collection, staging: _Staging) -> Non
         Document.objects.filter(pk=document.pk).update(progress=10 + int(85 * done / staging.count))
 
 
-# Paragraphs written per INSERT when publishing; all of them in one transaction.
-_PUBLISH_BATCH = 500
+# The paragraph columns publishing writes (search_vector is filled afterwards, by _index_keywords).
+_CHUNK_COLUMNS = (
+    "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
+    "metadata", "embedding", "embedding_dims",
+)  # fmt: skip
 
 
 def _publish(document: Document, collection: Collection, staging: _Staging) -> None:
+    """Replace the document's paragraphs with the staged set, in one transaction.
+
+    Rows go in with PostgreSQL's COPY, streamed from the staging files: INSERTs through bulk_create made
+    the worker's memory grow ~2 KB per paragraph (libc keeps the freed SQL buffers), ~170 MB for a 60 MB
+    text file, and took twice as long. Model logic is not bypassed: Chunk has no save() or signals, and
+    bulk_create sends none either.
+    """
     model = get_model(collection.embedding_alias)
     dims = staging.dims
     labels = list(document.ingest_options.get("labels", []))
     # Document-level facts every paragraph answers to: the platform keys (author, created) and
     # an email's subject, recipients and conversation thread.
     platform_metadata = {k: v for k, v in document.metadata.items() if k in DOCUMENT_METADATA_KEYS}
-    rows = (
-        Chunk(
-            tenant_id=document.tenant_id,
-            collection=collection,
-            document=document,
-            ordinal=ordinal,
-            text=draft.text,
-            section=draft.section,
-            page=draft.page,
-            language=draft.language,
-            labels=labels,
-            metadata={**platform_metadata, **draft.metadata},
-            embedding=vector,
-            embedding_dims=dims,
-        )
-        for ordinal, (draft, vector) in enumerate(zip(staging.drafts(), staging.vectors(), strict=True))
-    )
+    table = Chunk._meta.db_table
     # One transaction: readers see the old paragraphs until the whole new set replaces them (ARCHITECTURE,
-    # contract 1), however many INSERTs it takes to write them.
+    # contract 1), however long writing them takes.
     with transaction.atomic():
         Chunk.objects.filter(document=document).delete()
         published = 0
-        for part in _windows(rows, _PUBLISH_BATCH):
-            chunks = Chunk.objects.bulk_create(part)
-            _index_keywords([c.pk for c in chunks])
-            published += len(chunks)
+        copy_rows = f"COPY {table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_rows) as copy:
+            for ordinal, (draft, vector) in enumerate(zip(staging.drafts(), staging.vectors(), strict=True)):
+                copy.write_row(
+                    (
+                        uuid.uuid4(),
+                        document.tenant_id,
+                        collection.pk,
+                        document.pk,
+                        ordinal,
+                        draft.text,
+                        draft.section,
+                        draft.page,
+                        draft.language,
+                        labels,
+                        Jsonb({**platform_metadata, **draft.metadata}),
+                        "[" + ",".join(map(repr, vector)) + "]",  # pgvector's text form
+                        dims,
+                    )
+                )
+                published += 1
+        _index_keywords(document)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.DONE,
             error="",
@@ -529,23 +543,23 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
         )
 
 
-# Document-level metadata copied onto each of its paragraphs (see ingestion/email.py for the email keys).
-DOCUMENT_METADATA_KEYS = ("author", "created", "subject", "recipients", "thread")
-
-
-def _index_keywords(chunk_ids: list) -> None:  # type: ignore[type-arg]
+def _index_keywords(document: Document) -> None:
     # Each paragraph is indexed with its own language's stemmer and with the
     # 'simple' configuration, so a question in another language (or a name,
-    # a code) still finds exact words.
+    # a code) still finds exact words. All of the document's paragraphs at once: they were just written.
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            UPDATE collections_app_chunk SET search_vector =
+            f"""
+            UPDATE {Chunk._meta.db_table} SET search_vector =
                 to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
-            WHERE id = ANY(%s)
+            WHERE document_id = %s
             """,
-            [chunk_ids],
+            [document.pk],
         )
+
+
+# Document-level metadata copied onto each of its paragraphs (see ingestion/email.py for the email keys).
+DOCUMENT_METADATA_KEYS = ("author", "created", "subject", "recipients", "thread")
 
 
 def _fail(document: Document, reason: str) -> None:
