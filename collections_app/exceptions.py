@@ -33,3 +33,9 @@ class Conflict(DomainError):
     """The input is fine but clashes with what exists (a name taken, a confirmation missing)."""
 
     meaning = "conflict"
+
+
+class InvalidIngestOptions(Invalid):
+    """An ingest option cannot be used; raised by the module that owns the option (OCR, records)."""
+
+    field = "ingest_options"

@@ -20,7 +20,6 @@ from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.services.archives import ArchiveRefused, InsufficientStorage
 from collections_app.services.documents import FileTooLarge
-from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, UnknownCollections
 
 STATUS: dict[Meaning, int] = {
     "invalid": status.HTTP_400_BAD_REQUEST,
@@ -39,9 +38,6 @@ LEGACY: dict[type[Exception], tuple[Meaning, str | None]] = {
     FileTooLarge: ("too_large", None),
     InsufficientStorage: ("no_storage", None),
     StrategyNotBuilt: ("invalid", None),
-    UnknownCollections: ("invalid", None),
-    InvalidFilters: ("invalid", None),
-    EmbeddingWidthMismatch: ("conflict", None),
 }
 
 

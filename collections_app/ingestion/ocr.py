@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collections_app.exceptions import InvalidIngestOptions
+
 from .blocks import Block, ParseResult
 from .parsing import NothingReadable, ParserUnavailable
 
@@ -129,8 +131,6 @@ def validate_options(options: dict[str, Any]) -> dict[str, Any]:
 
     An empty value clears the option (back to the default languages).
     """
-    from collections_app.services.ingest_options import InvalidIngestOptions
-
     cleaned: dict[str, Any] = {}
     if "mineru_lang" in options:
         value = options["mineru_lang"]

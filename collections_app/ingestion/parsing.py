@@ -13,7 +13,6 @@ One module per family, chosen for the job:
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +28,62 @@ class ParserUnavailable(RuntimeError):
     """A parser needs a program this machine does not have; the message names the install step."""
 
 
-# family → "module:function" taking (path, ext, options) and returning ParseResult.
-PARSERS = {
-    "pdf": "collections_app.ingestion.pdf:parse_pdf",
-    "office": "collections_app.ingestion._unstructured:parse_office",
-    "markup": "collections_app.ingestion._unstructured:parse_office",
-    "spreadsheet": "collections_app.ingestion.records:parse_records",
-    "structured": "collections_app.ingestion.records:parse_records",
-    "email": "collections_app.ingestion.email:parse_email",
-    "image": "collections_app.ingestion.ocr:parse_image",
-    "source": "collections_app.ingestion.source:parse_source",
+Parser = Callable[[Path, str, dict[str, Any]], ParseResult]
+
+
+# Each parser module is imported on first use: unstructured and pdfplumber take seconds to import, and a
+# worker that never sees a PDF should not pay for it.
+def _pdf(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+    from .pdf import parse_pdf
+
+    return parse_pdf(path, ext, options)
+
+
+def _office(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+    from ._unstructured import parse_office
+
+    return parse_office(path, ext, options)
+
+
+def _records(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+    from .records import parse_records
+
+    return parse_records(path, ext, options)
+
+
+def _email(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+    from .email import parse_email
+
+    return parse_email(path, ext, options)
+
+
+def _image(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+    from .ocr import parse_image
+
+    return parse_image(path, ext, options)
+
+
+def _source(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+    from .source import parse_source
+
+    return parse_source(path, ext, options)
+
+
+# family → the parser for it.
+PARSERS: dict[str, Parser] = {
+    "pdf": _pdf,
+    "office": _office,
+    "markup": _office,
+    "spreadsheet": _records,
+    "structured": _records,
+    "email": _email,
+    "image": _image,
+    "source": _source,
 }
 
 
-def parser_for(family: str) -> Callable[[Path, str, dict[str, Any]], ParseResult]:
-    module, _, function = PARSERS[family].partition(":")
-    return getattr(import_module(module), function)
+def parser_for(family: str) -> Parser:
+    return PARSERS[family]
 
 
 def parse_document(path: Path, filename: str, options: dict[str, Any] | None = None) -> ParseResult:

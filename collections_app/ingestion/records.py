@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from collections_app.exceptions import InvalidIngestOptions
+
 from ._sheets import Table, read_sheets
 from ._structured import read_structured
 from .blocks import Block, ParseResult
@@ -37,8 +39,6 @@ _MAX_WARNINGS = 20
 
 def validate_options(options: dict[str, Any]) -> dict[str, Any]:
     """Clean table_mode, column_roles and records_path, or raise InvalidIngestOptions saying what to send."""
-    from collections_app.services.ingest_options import InvalidIngestOptions
-
     cleaned: dict[str, Any] = {}
     if "table_mode" in options:
         mode = options["table_mode"]

@@ -8,24 +8,18 @@ Options by owner; each owner's module validates its own keys:
 
 from __future__ import annotations
 
-from importlib import import_module
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from collections_app.exceptions import Conflict, Invalid
+from collections_app.exceptions import Conflict, InvalidIngestOptions
+from collections_app.ingestion import ocr, records
 from collections_app.models import Chunk, Document, DocumentStatus
 from collections_app.validation import json_problem
 
-OPTION_OWNERS = {
-    "mineru_lang": "collections_app.ingestion.ocr",
-    "tesseract_langs": "collections_app.ingestion.ocr",
-    "table_mode": "collections_app.ingestion.records",
-    "column_roles": "collections_app.ingestion.records",
-    "records_path": "collections_app.ingestion.records",
-    "labels": __name__,
-}
+OptionsValidator = Callable[[dict[str, Any]], dict[str, Any]]
 
 REPARSE_WARNING = (
     "changing these options re-parses the document from its stored original: manual chunk edits and "
@@ -35,10 +29,6 @@ REPARSE_WARNING = (
 
 # Labels are stored on every paragraph, in a column this wide.
 MAX_LABEL_CHARS = Chunk._meta.get_field("labels").base_field.max_length or 100
-
-
-class InvalidIngestOptions(Invalid):
-    field = "ingest_options"
 
 
 class ReparseNeedsConfirmation(Conflict):
@@ -60,19 +50,29 @@ def ingest_options_validate(options: Any) -> dict[str, Any]:
             f"unknown ingest option(s): {', '.join(unknown)}; known: {', '.join(sorted(OPTION_OWNERS))}"
         )
     cleaned: dict[str, Any] = {}
-    for owner in sorted({OPTION_OWNERS[key] for key in options}):
-        mine = {key: value for key, value in options.items() if OPTION_OWNERS[key] == owner}
-        cleaned.update(import_module(owner).validate_options(mine))
+    for validate in {OPTION_OWNERS[key] for key in options}:
+        cleaned.update(validate({key: value for key, value in options.items() if OPTION_OWNERS[key] is validate}))
     return cleaned
 
 
-def validate_options(options: dict[str, Any]) -> dict[str, Any]:
+def labels_validate(options: dict[str, Any]) -> dict[str, Any]:
     labels = options.get("labels", [])
     if not isinstance(labels, list) or not all(isinstance(x, str) and x.strip() for x in labels):
         raise InvalidIngestOptions("labels must be a list of label names")
     if any(len(x.strip()) > MAX_LABEL_CHARS for x in labels):
         raise InvalidIngestOptions(f"labels: a label has at most {MAX_LABEL_CHARS} characters")
     return {"labels": sorted({x.strip() for x in labels})}
+
+
+# Each option → the function of the module that owns it, which cleans its options or says what to send.
+OPTION_OWNERS: dict[str, OptionsValidator] = {
+    "mineru_lang": ocr.validate_options,
+    "tesseract_langs": ocr.validate_options,
+    "table_mode": records.validate_options,
+    "column_roles": records.validate_options,
+    "records_path": records.validate_options,
+    "labels": labels_validate,
+}
 
 
 def document_options_update(*, document: Document, changes: dict[str, Any], confirm_reparse: bool) -> Document:

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db import connection
 
+from collections_app.exceptions import Invalid
 from collections_app.models import Collection
 
 from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
@@ -45,7 +46,7 @@ _SQL_OPERATOR = {"eq": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 MAX_IN_VALUES = 1000
 
 
-class InvalidFilters(ValueError):
+class InvalidFilters(Invalid):
     """A filter the searched collections cannot answer; the message names the key and says what to send."""
 
 

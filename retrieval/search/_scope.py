@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collections_app.exceptions import Invalid
 from collections_app.models import ApiKey, Collection
 
 
-class UnknownCollections(ValueError):
+class UnknownCollections(Invalid):
     pass
 
 

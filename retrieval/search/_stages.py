@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import F, Q
 
+from collections_app.exceptions import Conflict
 from collections_app.ingestion import text_search_config
 from collections_app.models import Chunk, Collection
 
@@ -153,7 +154,7 @@ def vector_retrieve(
     return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
 
 
-class EmbeddingWidthMismatch(ValueError):
+class EmbeddingWidthMismatch(Conflict):
     """Paragraphs were embedded with a model of another width than the collection's model now."""
 
 
