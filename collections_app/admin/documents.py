@@ -103,7 +103,7 @@ class DocumentAdmin(
     TenantScopedAdmin,
 ):
     list_display = [
-        "filename", "collection", "status_shown", "progress_shown", "error_shown", "language", "chunk_count",
+        "filename", "collection", "status_shown", "progress_shown", "error_shown", "language_shown", "chunk_count",
         "size_shown", "updated_at",
     ]  # fmt: skip
     list_filter = ["status", "collection__tenant", "collection"]
@@ -197,6 +197,10 @@ class DocumentAdmin(
     @admin.display(description="error")
     def error_shown(self, obj: Document) -> str:
         return _live(obj, "error", Truncator(obj.error).chars(120) if obj.error else "")
+
+    @admin.display(ordering="language", description="language")
+    def language_shown(self, obj: Document) -> str:
+        return _live(obj, "language", obj.language or "—")
 
     @admin.display(ordering="chunk_count", description="paragraphs")
     def chunk_count(self, obj: Document) -> str:
@@ -345,6 +349,7 @@ class DocumentAdmin(
                 "status": self.status_shown(d),
                 "progress": self.progress_shown(d),
                 "error": self.error_shown(d),
+                "language": self.language_shown(d),
                 "paragraphs": self.chunk_count(d),
             }
             for d in rows

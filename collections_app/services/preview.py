@@ -61,8 +61,12 @@ def _measure(collection: Collection, unit: str) -> Callable[[str], int]:
     # Tokens are the collection's embedding model's own (what ingestion counts with), words without one.
     if unit != SizeUnit.TOKENS:
         return len
-    engine = getattr(get_embedder(collection.embedding_alias), "_get_engine", None)
+    embedder = get_embedder(collection.embedding_alias)
+    counter = getattr(embedder, "token_count", None)
+    if callable(counter):
+        return lambda text: int(counter(text))
+    engine = getattr(embedder, "_get_engine", None)
     if engine is None:
         return lambda text: len(text.split())
-    counter = engine()
-    return lambda text: int(counter.token_count(text))
+    e5 = engine()
+    return lambda text: int(e5.token_count(text))
