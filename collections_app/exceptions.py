@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-Meaning = Literal["invalid", "conflict", "not_found", "too_large", "no_storage", "unavailable"]
+Meaning = Literal["invalid", "forbidden", "conflict", "not_found", "too_large", "no_storage", "unavailable"]
 
 
 class DomainError(Exception):
@@ -27,6 +27,12 @@ class Invalid(DomainError, ValueError):
     """The input cannot be used as sent (the message says what to send instead)."""
 
     meaning = "invalid"
+
+
+class Forbidden(DomainError):
+    """The caller may not do this, whatever it sends (an unknown reader, a right it does not hold)."""
+
+    meaning = "forbidden"
 
 
 class Conflict(DomainError):

@@ -23,6 +23,7 @@ from collections_app.services.documents import FileTooLarge
 
 STATUS: dict[Meaning, int] = {
     "invalid": status.HTTP_400_BAD_REQUEST,
+    "forbidden": status.HTTP_403_FORBIDDEN,
     "conflict": status.HTTP_409_CONFLICT,
     "not_found": status.HTTP_404_NOT_FOUND,
     "too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,

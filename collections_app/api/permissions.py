@@ -25,3 +25,12 @@ class EditorWrites(HasApiKey):
         if request.method in permissions.SAFE_METHODS:
             return True
         return role_at_least(request.auth.role, Role.EDITOR)
+
+
+class AdminOnly(HasApiKey):
+    """Reading and changing both need an admin key: what readers may read is the tenant admins' call."""
+
+    message = "Only an admin key may read or change readers."
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        return super().has_permission(request, view) and role_at_least(request.auth.role, Role.ADMIN)

@@ -10,7 +10,6 @@ from collections_app.api.authentication import request_key
 from collections_app.api.schema import refusals
 from collections_app.api.throttles import SearchThrottle
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
-from collections_app.services.ingest_options import MAX_LABEL_CHARS
 from collections_app.validation import SafeJSONField
 from retrieval.search import resolve_scope, search
 from retrieval.services import search_event_record
@@ -44,8 +43,16 @@ class SearchInput(serializers.Serializer):
     )
     top_n = serializers.IntegerField(min_value=1, max_value=MAX_TOP_N, required=False)
     around = serializers.IntegerField(min_value=0, max_value=MAX_AROUND, required=False)
-    reader_labels = serializers.ListField(
-        child=serializers.CharField(max_length=MAX_LABEL_CHARS), required=False, max_length=1000
+    reader = serializers.CharField(
+        required=False,
+        max_length=MAX_NAME_CHARS,
+        help_text="The registered reader this search is for (needed for per-reader collections); "
+        "the server decides its labels.",
+    )
+    reader_labels = serializers.JSONField(
+        required=False,
+        write_only=True,
+        help_text="Not accepted: a search may not say which labels it holds. Name a registered `reader`.",
     )
     hybrid_weight = serializers.FloatField(
         min_value=0,
@@ -54,6 +61,13 @@ class SearchInput(serializers.Serializer):
         allow_null=True,
         help_text="0: keyword list only, 1: vector list only, 0.5: both equal; default: the collections' setting",
     )
+
+    def validate_reader_labels(self, value: object) -> None:
+        raise serializers.ValidationError(
+            "a search may not name its own labels; register the reader (POST /api/manage/readers) "
+            "and name it in `reader`"
+        )
+
     filters = SafeJSONField(
         required=False,
         help_text='Metadata filters, e.g. {"status": "open", "opened_on": {"gte": "2026-01-01"}, '
@@ -121,7 +135,7 @@ class SearchView(APIView):
         request=SearchInput,
         responses={
             200: SearchOutput,
-            **refusals(400, 401, 409, 413, 415, 429, conflict="the query embedding's width does not match the rows"),
+            **refusals(400, 401, 403, 409, 413, 415, 429, conflict="the query embedding's width does not match the rows"),
         },
     )
     def post(self, request: Request) -> Response:
@@ -131,7 +145,7 @@ class SearchView(APIView):
         scope = resolve_scope(
             key=request_key(request),
             names=params.get("collections"),
-            reader_labels=params.get("reader_labels"),
+            reader=params.get("reader"),
         )
         answer = search(
             scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),

@@ -7,15 +7,17 @@ Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCo
 
 from ._filters import InvalidFilters
 from ._pipeline import SearchAnswer, search
-from ._scope import SearchScope, UnknownCollections, resolve_scope
+from ._scope import ReaderRequired, SearchScope, UnknownCollections, UnknownReader, resolve_scope
 from ._stages import EmbeddingWidthMismatch
 
 __all__ = [
     "EmbeddingWidthMismatch",
     "InvalidFilters",
+    "ReaderRequired",
     "SearchAnswer",
     "SearchScope",
     "UnknownCollections",
+    "UnknownReader",
     "resolve_scope",
     "search",
 ]

@@ -2,26 +2,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collections_app.exceptions import Invalid
+from collections_app.exceptions import Forbidden, Invalid
 from collections_app.models import ApiKey, Collection
+from retrieval.models import Reader
 
 
 class UnknownCollections(Invalid):
     pass
 
 
+class UnknownReader(Forbidden):
+    """The search names a reader this tenant has not registered: it may read nothing as that reader."""
+
+
+class ReaderRequired(Invalid):
+    field = "reader"
+
+
 @dataclass(frozen=True)
 class SearchScope:
-    """What one search may read: a tenant, its collections, the reader's labels."""
+    """What one search may read: a tenant, its collections, and the labels the server gives its reader."""
 
     tenant_id: object
     collections: list[Collection]
     reader_labels: list[str] = field(default_factory=list)
     why_empty: str = ""
+    reader: Reader | None = None
 
 
-def resolve_scope(*, key: ApiKey, names: list[str] | None, reader_labels: list[str] | None = None) -> SearchScope:
-    """The collections this key may search, narrowed (never widened) by the names asked for."""
+def resolve_scope(*, key: ApiKey, names: list[str] | None, reader: str | None = None) -> SearchScope:
+    """The collections this key may search, narrowed (never widened) by the names asked for.
+
+    A reader is named, never described: its labels are the ones registered for it in the key's tenant.
+    A per-reader collection is not searched without one (its unlabelled paragraphs alone would be a
+    quiet, partial answer), and an unknown reader reads nothing (403).
+    """
     allowed = Collection.objects.for_tenant(key.tenant_id)
     why_empty = ""
     if key.agent_id is not None:
@@ -38,9 +53,27 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader_labels: list[s
         collections = list(allowed)
         if not collections and not why_empty:
             why_empty = "this tenant has no collections"
+    registered = _reader(key, reader)
+    per_reader = sorted(c.name for c in collections if c.per_reader)
+    if per_reader and registered is None:
+        raise ReaderRequired(
+            f"{', '.join(per_reader)} {'is' if len(per_reader) == 1 else 'are'} filtered per reader: "
+            "name the registered reader this search is for in `reader`"
+        )
     return SearchScope(
         tenant_id=key.tenant_id,
         collections=sorted(collections, key=lambda c: c.name),
-        reader_labels=reader_labels or [],
+        reader_labels=list(registered.labels) if registered else [],
         why_empty=why_empty if not collections else "",
+        reader=registered,
     )
+
+
+def _reader(key: ApiKey, name: str | None) -> Reader | None:
+    if name is None:
+        return None
+    found = Reader.objects.for_tenant(key.tenant_id).filter(name=name).first()
+    if found is None:
+        # The same answer whether the name exists in another tenant or nowhere.
+        raise UnknownReader(f"no reader named {name!r} is registered in this tenant")
+    return found

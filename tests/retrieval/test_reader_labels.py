@@ -8,6 +8,7 @@ import pytest
 
 from collections_app.models import Build, Chunk
 from collections_app.services.collections import collection_update
+from retrieval.services import reader_create
 from tests.fixtures import html_bytes
 
 SECTIONS = [
@@ -41,13 +42,15 @@ def test_labels_filter_paragraphs_and_windows_break_around_a_restricted_one(cast
     document_id = upload(cast.editor, per_reader, "office.html", html_bytes(SECTIONS)).json()["document_id"]
     Chunk.objects.filter(document_id=document_id, text__contains="Salary").update(labels=["hr"])
 
-    def search(labels):  # type: ignore[no-untyped-def]
-        body = {"query": "where do I secure my cycle?", "around": 1, "top_n": 1, "reader_labels": labels}
+    reader_create(tenant=cast.tenant, name="bob@example.com", labels=["sales"])
+    reader_create(tenant=cast.tenant, name="ada@example.com", labels=["hr"])
+
+    def search(reader, query="where do I secure my cycle?"):  # type: ignore[no-untyped-def]
+        body = {"query": query, "around": 1, "top_n": 1, "reader": reader}
         return cast.viewer.post("/api/search", body, format="json").json()["results"]
 
-    (outsider_view,) = search([])
+    (outsider_view,) = search("bob@example.com")
     assert "Salary" not in outsider_view["text"] and outsider_view["passages"] == 1
-    (hr_view,) = search(["hr"])
+    (hr_view,) = search("ada@example.com")
     assert "Salary bands" in hr_view["text"] and hr_view["passages"] == 2
-    everything = cast.viewer.post("/api/search", {"query": "salary bands review"}, format="json").json()["results"]
-    assert all("Salary" not in r["text"] for r in everything)
+    assert all("Salary" not in r["text"] for r in search("bob@example.com", "salary bands review"))

@@ -1,0 +1,83 @@
+"""Readers: who searches are made for, and the labels the server gives them (admin keys only)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from collections_app.api.authentication import request_key
+from collections_app.api.permissions import AdminOnly
+from collections_app.api.schema import refusals
+from retrieval.models import Reader
+from retrieval.services import reader_create, reader_delete, reader_update
+
+
+class ReaderInput(serializers.Serializer):
+    # Lengths, NUL bytes and lone surrogates are checked by the service, which names the field.
+    name = serializers.CharField(help_text="How searches name this reader, e.g. ada@example.com.")
+    labels = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        max_length=1000,
+        help_text="Labels this reader holds; a per-reader paragraph with one of them is readable to it.",
+    )
+
+
+class ReaderOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Reader
+        fields = ["id", "name", "labels", "created_at", "updated_at"]
+
+
+class ReaderListView(APIView):
+    permission_classes = [AdminOnly]
+
+    @extend_schema(summary="List the tenant's readers", responses={200: ReaderOutput(many=True), **refusals(401, 403)})
+    def get(self, request: Request) -> Response:
+        readers = Reader.objects.for_tenant(request_key(request).tenant_id)
+        return Response(ReaderOutput(readers, many=True).data)
+
+    @extend_schema(
+        summary="Register a reader and its labels",
+        request=ReaderInput,
+        responses={201: ReaderOutput, **refusals(400, 401, 403, 409, 413, 415, conflict="the name is taken")},
+    )
+    def post(self, request: Request) -> Response:
+        data = ReaderInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        reader = reader_create(tenant=request_key(request).tenant, **data.validated_data)
+        return Response(ReaderOutput(reader).data, status=status.HTTP_201_CREATED)
+
+
+class ReaderDetailView(APIView):
+    permission_classes = [AdminOnly]
+
+    def get_reader(self, request: Request, reader_id: UUID) -> Reader:
+        # Another tenant's reader is simply not found.
+        return get_object_or_404(Reader.objects.for_tenant(request_key(request).tenant_id), pk=reader_id)
+
+    @extend_schema(summary="A reader and its labels", responses={200: ReaderOutput, **refusals(401, 403, 404)})
+    def get(self, request: Request, reader_id: UUID) -> Response:
+        return Response(ReaderOutput(self.get_reader(request, reader_id)).data)
+
+    @extend_schema(
+        summary="Rename a reader or change its labels (the next search uses them)",
+        request=ReaderInput(partial=True),
+        responses={200: ReaderOutput, **refusals(400, 401, 403, 404, 409, 413, 415, conflict="the name is taken")},
+    )
+    def patch(self, request: Request, reader_id: UUID) -> Response:
+        reader = self.get_reader(request, reader_id)
+        data = ReaderInput(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        return Response(ReaderOutput(reader_update(reader=reader, **data.validated_data)).data)
+
+    @extend_schema(summary="Remove a reader", responses={204: None, **refusals(401, 403, 404)})
+    def delete(self, request: Request, reader_id: UUID) -> Response:
+        reader_delete(reader=self.get_reader(request, reader_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

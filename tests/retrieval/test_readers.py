@@ -1,0 +1,101 @@
+"""Readers are registered by admins; a search names its reader and the server decides its labels."""
+
+from __future__ import annotations
+
+import pytest
+
+from collections_app.models import Chunk, Role
+from collections_app.services.collections import collection_update
+from collections_app.services.keys import api_key_create
+from retrieval.models import SearchEvent
+from retrieval.services import reader_create
+from tests.conftest import client_for
+from tests.fixtures import html_bytes
+
+SECTIONS = [
+    (1, "Office", ""),
+    (2, "Salaries", "Salary bands for the engineering department are reviewed every March by the board."),
+    (2, "Bicycles", "Cyclists can lock their bikes in the covered rack next to the main entrance."),
+]
+
+
+@pytest.fixture
+def admin(cast):  # type: ignore[no-untyped-def]
+    return client_for(api_key_create(tenant=cast.tenant, role=Role.ADMIN).secret)
+
+
+@pytest.fixture
+def hr(cast, collection, upload):  # type: ignore[no-untyped-def]
+    hr = collection_update(collection=collection, per_reader=True)
+    document = upload(cast.editor, hr, "office.html", html_bytes(SECTIONS)).json()["document_id"]
+    Chunk.objects.filter(document_id=document, text__contains="Salary").update(labels=["payroll"])
+    return hr
+
+
+def ask(client, **body):  # type: ignore[no-untyped-def]
+    return client.post("/api/search", {"query": "salary bands review", "around": 0, **body}, format="json")
+
+
+def test_an_admin_registers_reads_renames_and_removes_a_reader(cast, admin) -> None:  # type: ignore[no-untyped-def]
+    created = admin.post(
+        "/api/manage/readers", {"name": "ada@example.com", "labels": ["hr", "hr", " payroll"]}, format="json"
+    )
+    assert created.status_code == 201 and created.json()["labels"] == ["hr", "payroll"]
+    reader = created.json()["id"]
+
+    assert admin.post("/api/manage/readers", {"name": "ada@example.com"}, format="json").status_code == 409
+    assert [r["name"] for r in admin.get("/api/manage/readers").json()] == ["ada@example.com"]
+    changed = admin.patch(f"/api/manage/readers/{reader}", {"labels": ["finance"]}, format="json")
+    assert changed.status_code == 200 and changed.json()["labels"] == ["finance"]
+    assert admin.delete(f"/api/manage/readers/{reader}").status_code == 204
+    assert admin.get(f"/api/manage/readers/{reader}").status_code == 404
+
+
+def test_only_admin_keys_see_or_change_readers_and_never_another_tenants(cast, admin) -> None:  # type: ignore[no-untyped-def]
+    reader = reader_create(tenant=cast.tenant, name="ada@example.com", labels=["hr"])
+
+    assert cast.editor.get("/api/manage/readers").status_code == 403
+    assert cast.viewer.post("/api/manage/readers", {"name": "eve"}, format="json").status_code == 403
+    assert cast.outsider.get(f"/api/manage/readers/{reader.pk}").status_code == 404
+    assert cast.outsider.get("/api/manage/readers").json() == []
+
+
+def test_a_bad_reader_name_or_label_is_a_400_naming_it(cast, admin) -> None:  # type: ignore[no-untyped-def]
+    assert "name" in admin.post("/api/manage/readers", {"name": "é" * 150}, format="json").json()
+    answer = admin.post("/api/manage/readers", {"name": "x", "labels": ["a\x00b"]}, format="json").json()
+    assert any(key.startswith("labels") for key in answer)
+    long_label = admin.post("/api/manage/readers", {"name": "x", "labels": ["l" * 101]}, format="json")
+    assert long_label.status_code == 400 and "labels" in long_label.json()
+
+
+def test_a_search_reads_with_the_labels_the_server_gives_its_reader(cast, hr) -> None:  # type: ignore[no-untyped-def]
+    reader_create(tenant=cast.tenant, name="ada@example.com", labels=["payroll"])
+    reader_create(tenant=cast.tenant, name="bob@example.com", labels=["sales"])
+
+    ada = ask(cast.viewer, reader="ada@example.com").json()["results"]
+    bob = ask(cast.viewer, reader="bob@example.com").json()["results"]
+
+    assert any("Salary bands" in r["text"] for r in ada)
+    assert all("Salary" not in r["text"] for r in bob)
+    assert SearchEvent.objects.filter(reader__name="ada@example.com").count() == 1
+
+
+def test_a_search_may_not_claim_labels(cast, hr) -> None:  # type: ignore[no-untyped-def]
+    response = ask(cast.viewer, reader_labels=["payroll"])
+    assert response.status_code == 400 and "reader" in str(response.json()["reader_labels"])
+
+
+def test_a_per_reader_collection_without_a_reader_is_refused_before_retrieval(cast, hr) -> None:  # type: ignore[no-untyped-def]
+    response = ask(cast.viewer)
+    assert response.status_code == 400 and "handbook" in response.json()["reader"][0]
+    assert SearchEvent.objects.count() == 0
+
+
+def test_an_unknown_reader_reads_nothing(cast, hr) -> None:  # type: ignore[no-untyped-def]
+    reader_create(tenant=cast.outsider_tenant, name="mallory@example.com", labels=["payroll"])
+
+    theirs = ask(cast.viewer, reader="mallory@example.com")
+    nowhere = ask(cast.viewer, reader="nobody@example.com")
+
+    assert theirs.status_code == nowhere.status_code == 403
+    assert "registered" in theirs.json()["detail"]
