@@ -190,6 +190,9 @@ class Collection(TenantOwned):
     reindex_done = models.PositiveIntegerField(default=0, editable=False)
     reindex_total = models.PositiveIntegerField(default=0, editable=False)
     reindex_error = models.TextField(blank=True, default="", editable=False)
+    # The model the active generation was embedded with, while a model change waits for its re-index
+    # (empty: `embedding_alias`). Searches embed questions with it: a ranking never mixes two models.
+    active_alias = models.CharField(max_length=100, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -207,6 +210,11 @@ class Collection(TenantOwned):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def served_alias(self) -> str:
+        """The embedding model searches of this collection use: the one its readable paragraphs were built with."""
+        return self.active_alias or self.embedding_alias
 
 
 class Agent(TenantOwned):

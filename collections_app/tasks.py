@@ -80,3 +80,10 @@ def sync_folder_source(collection_id: str) -> None:
     except FolderSourceError as exc:
         # Not configured any more, or the folder is not there: say so in the cluster's log, without a path.
         logger.warning("folder sync of collection %s skipped: %s", collection.pk, exc)
+
+
+def reindex_collection(collection_id: str) -> None:
+    # Resumable: documents already staged in the re-index's generation are skipped (services/reindex.py).
+    from collections_app.services.reindex import collection_reindex_run
+
+    collection_reindex_run(collection_id=collection_id)

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from collections_app.models import Build, Collection, Document
+from collections_app.ingestion.chunking import CHUNK_STRATEGIES
+from collections_app.models import Build, Collection, Document, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.ingest_options import MAX_LABEL_CHARS
+from collections_app.services.reindex import reindex_progress
 from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
 
@@ -88,9 +91,19 @@ class CollectionInput(serializers.ModelSerializer):
         return value
 
 
+class ReindexProgressOutput(serializers.Serializer):
+    done = serializers.IntegerField(help_text="documents rebuilt so far")
+    total = serializers.IntegerField(help_text="documents to rebuild")
+    error = serializers.CharField(allow_null=True, help_text="why the last run stopped; ask again to resume")
+
+
 class CollectionOutput(serializers.ModelSerializer):
-    embedding_model = serializers.SerializerMethodField()
+    embedding_model = serializers.SerializerMethodField(
+        help_text="the model searches use: the one the readable paragraphs were built with, until a re-index's cutover"
+    )
     embedding_dims = serializers.SerializerMethodField()
+    stale_documents = serializers.SerializerMethodField(help_text="documents built with settings since changed")
+    reindex = serializers.SerializerMethodField(help_text="a pending re-index's progress; null when none is pending")
 
     class Meta:
         model = Collection
@@ -101,6 +114,8 @@ class CollectionOutput(serializers.ModelSerializer):
             *COLLECTION_SETTINGS,
             "embedding_model",
             "embedding_dims",
+            "stale_documents",
+            "reindex",
             "metadata_schema",
             "created_at",
             "updated_at",
@@ -108,15 +123,22 @@ class CollectionOutput(serializers.ModelSerializer):
 
     def get_embedding_model(self, obj: Collection) -> str | None:
         try:
-            return get_model(obj.embedding_alias).model_id
+            return get_model(obj.served_alias).model_id
         except EmbeddingUnavailable:
             return None
 
     def get_embedding_dims(self, obj: Collection) -> int | None:
         try:
-            return get_model(obj.embedding_alias).dims
+            return get_model(obj.served_alias).dims
         except EmbeddingUnavailable:
             return None
+
+    def get_stale_documents(self, obj: Collection) -> int:
+        return obj.documents.filter(stale=True).count()
+
+    @extend_schema_field(ReindexProgressOutput(allow_null=True))
+    def get_reindex(self, obj: Collection) -> dict[str, object] | None:
+        return reindex_progress(obj)
 
 
 class UploadFileField(serializers.FileField):
@@ -193,6 +215,7 @@ class DocumentOutput(serializers.ModelSerializer):
             "ingest_options",
             "metadata",
             "progress",
+            "stale",
             "language",
             "size",
             "chunk_count",
@@ -229,3 +252,52 @@ class BuildOutput(serializers.ModelSerializer):
             "refused",
             "warnings",
         ]
+
+
+class ChunkPreviewInput(serializers.Serializer):
+    """Settings to try; each one left out is the collection's own."""
+
+    chunk_strategy = serializers.ChoiceField(
+        choices=list(CHUNK_STRATEGIES), required=False, help_text="a planned strategy is refused, naming it"
+    )
+    chunk_size = serializers.IntegerField(
+        required=False,
+        min_value=collections_service.CHUNK_SIZE_RANGE[0],
+        max_value=collections_service.CHUNK_SIZE_RANGE[1],
+    )
+    chunk_size_unit = serializers.ChoiceField(choices=SizeUnit.values, required=False)
+    chunk_overlap = serializers.IntegerField(
+        required=False, min_value=0, max_value=collections_service.CHUNK_SIZE_RANGE[1] - 1
+    )
+    parent_size = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=collections_service.CHUNK_SIZE_RANGE[0],
+        max_value=collections_service.MAX_PARENT_SIZE,
+    )
+
+
+class PreviewChunkOutput(serializers.Serializer):
+    text = serializers.CharField()
+    page = serializers.IntegerField(allow_null=True)
+    section = serializers.ListField(child=serializers.CharField())
+    tokens = serializers.IntegerField(help_text="by the collection's embedding model's own tokenizer")
+    kind = serializers.CharField(help_text="paragraph, or parent (hierarchical: a section window, never matched)")
+
+
+class ChunkPreviewSettingsOutput(serializers.Serializer):
+    chunk_strategy = serializers.CharField(source="strategy")
+    chunk_size = serializers.IntegerField(source="size")
+    chunk_size_unit = serializers.CharField(source="unit")
+    chunk_overlap = serializers.IntegerField(source="overlap")
+    parent_size = serializers.IntegerField(allow_null=True)
+
+
+class ChunkPreviewOutput(serializers.Serializer):
+    settings = ChunkPreviewSettingsOutput()
+    chunks = PreviewChunkOutput(many=True)
+    chunk_count = serializers.IntegerField(help_text="paragraphs (parents not counted)")
+    share_under_50_tokens = serializers.FloatField(help_text="share (0-1) of paragraphs under 50 tokens")
+    heading_only_count = serializers.IntegerField(help_text="paragraphs that are nothing but headings")
+    parent_count = serializers.IntegerField(allow_null=True, help_text="hierarchical only")
+    median_parent_tokens = serializers.FloatField(allow_null=True, help_text="hierarchical only")

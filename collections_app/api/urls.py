@@ -25,6 +25,21 @@ urlpatterns = [
         name="document-ingest-options",
     ),
     path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/chunk-preview",
+        views.DocumentChunkPreviewView.as_view(),
+        name="document-chunk-preview",
+    ),
+    path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/rechunk",
+        views.DocumentRechunkView.as_view(),
+        name="document-rechunk",
+    ),
+    path(
+        "collections/<uuid:collection_id>/reindex",
+        views.CollectionReindexView.as_view(),
+        name="collection-reindex",
+    ),
+    path(
         "collections/<uuid:collection_id>/builds",
         views.BuildListView.as_view(),
         name="build-list",

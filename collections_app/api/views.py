@@ -20,6 +20,8 @@ from collections_app.api.schema import refusals
 from collections_app.api.serializers import (
     ArchiveImportOutput,
     BuildOutput,
+    ChunkPreviewInput,
+    ChunkPreviewOutput,
     CollectionInput,
     CollectionOutput,
     DocumentListInput,
@@ -36,6 +38,8 @@ from collections_app.services.archives import archive_import
 from collections_app.services.collections import collection_create, collection_delete, collection_update
 from collections_app.services.documents import document_create
 from collections_app.services.ingest_options import document_options_update, ingest_options_validate
+from collections_app.services.preview import chunk_preview_numbers, collection_chunking_with, document_chunk_preview
+from collections_app.services.reindex import collection_reindex, document_rechunk
 
 
 class TenantScopedView(APIView):
@@ -219,3 +223,56 @@ class BuildListView(TenantScopedView):
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         return Response(BuildOutput(selectors.builds_for(collection)[:200], many=True).data)
+
+
+class DocumentChunkPreviewView(TenantScopedView):
+    @extend_schema(
+        summary="Preview the paragraphs some chunking settings would cut from a document (writes nothing)",
+        request=ChunkPreviewInput,
+        responses={200: ChunkPreviewOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        description="The document's stored parser output cut with the collection's settings, each one given "
+        "here replacing the collection's. Nothing is saved, parsed or embedded.",
+    )
+    def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        data = ChunkPreviewInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        settings = collection_chunking_with(collection=collection, changes=dict(data.validated_data))
+        numbers = chunk_preview_numbers(
+            document=document, preview=document_chunk_preview(document=document, settings=settings)
+        )
+        return Response(ChunkPreviewOutput({"settings": settings, **numbers.__dict__}).data)
+
+
+class DocumentRechunkView(TenantScopedView):
+    @extend_schema(
+        summary="Re-chunk a document with the collection's current settings (no re-parse)",
+        request=None,
+        responses={
+            202: DocumentOutput,
+            **refusals(401, 403, 404, 409, conflict="the document is being read, or has no stored parser output"),
+        },
+        description="Queued: the stored parser output is cut and embedded again; the new paragraphs replace the "
+        "old in one transaction (searchable until then).",
+    )
+    def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        document_rechunk(document=document)
+        document = selectors.documents_for(collection).get(pk=document.pk)
+        return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CollectionReindexView(TenantScopedView):
+    @extend_schema(
+        summary="Re-index every document of a collection in the background (resumes a stopped one)",
+        request=None,
+        responses={202: CollectionOutput, **refusals(401, 403, 404)},
+        description="Documents are rebuilt with the current settings and model beside the paragraphs searches "
+        "read; one transaction switches the whole collection over. Progress: `reindex` on the collection.",
+    )
+    def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = collection_reindex(collection=self.get_collection(request, collection_id))
+        collection = self.get_collection(request, collection.pk)
+        return Response(CollectionOutput(collection).data, status=status.HTTP_202_ACCEPTED)

@@ -6,7 +6,7 @@ from django.db import IntegrityError, transaction
 
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import check_strategy
-from collections_app.models import Collection, ParentReturn, SizeUnit, Tenant
+from collections_app.models import Chunk, Collection, ParentReturn, SizeUnit, Tenant
 from collections_app.validation import name_problem, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
 
@@ -102,6 +102,11 @@ def _validate(values: dict[str, Any]) -> None:
                 raise InvalidSettings(f"languages: {code!r} {problem}", field="languages")
 
 
+def validate_settings(values: dict[str, Any]) -> None:
+    """Check settings without saving them (a chunk preview with settings the collection does not have yet)."""
+    _validate(values)
+
+
 def _validate_together(collection: Collection) -> None:
     """Settings that bound each other, checked on the whole collection: a change to one may break the pair."""
     if collection.chunk_overlap >= collection.chunk_size:
@@ -118,11 +123,27 @@ def collection_create(*, tenant: Tenant, name: str, **settings: Any) -> Collecti
 
 
 def collection_update(*, collection: Collection, **changes: Any) -> Collection:
+    """Change settings. A chunking field or the embedding model changed marks every document stale (a
+    re-index rebuilds them: services/reindex.py); until then searches keep the model the paragraphs were
+    built with."""
+    from collections_app.services.reindex import collection_mark_stale
+
     _validate(changes)
+    changed = [field for field, value in changes.items() if getattr(collection, field) != value]
+    fields = [*changes, "updated_at"]
+    if "embedding_alias" in changed:
+        built = Chunk.objects.filter(collection=collection, generation=collection.active_generation).exists()
+        # With paragraphs built, the old model keeps serving them until the re-index's cutover.
+        collection.active_alias = collection.served_alias if built else ""
+        fields.append("active_alias")
     for field, value in changes.items():
         setattr(collection, field, value)
-    # Only the changed fields: a concurrent ingestion may be adding to metadata_schema.
-    _save(collection, update_fields=[*changes, "updated_at"])
+    if collection.active_alias == collection.embedding_alias:
+        collection.active_alias = ""  # changed back before any re-index: nothing is waiting
+    with transaction.atomic():
+        # Only the changed fields: a concurrent ingestion may be adding to metadata_schema.
+        _save(collection, update_fields=fields)
+        collection_mark_stale(collection=collection, changed=changed)
     return collection
 
 

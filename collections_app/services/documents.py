@@ -7,8 +7,8 @@ import tempfile
 import time
 import uuid
 from array import array
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -317,15 +317,10 @@ def document_attachments_create(*, parent: Document, attachments: list[Attachmen
 
 
 def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
-    method = ChunkingSettings(
-        strategy=collection.chunk_strategy,
-        size=collection.chunk_size,
-        overlap=collection.chunk_overlap,
-        unit=collection.chunk_size_unit,
-    )
+    method = collection_chunking_settings(collection)
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = chunk_blocks(blocks, method, measure)
-    if not drafts:
+    if not any(d.kind == "paragraph" for d in drafts):
         raise NothingReadable("no text could be read from this file (only headings were found)")
     document_language = detect_language(_sample(drafts, 5000))
     for draft in drafts:
@@ -334,13 +329,26 @@ def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> l
     return drafts
 
 
-def _token_counter(collection: Collection):  # type: ignore[no-untyped-def]
-    embedder = get_embedder(collection.embedding_alias)
-    engine = getattr(embedder, "_get_engine", None)
-    if engine is None:
-        return lambda text: len(text.split())
-    e5 = engine()
-    return lambda text: e5.token_count(text)
+def collection_chunking_settings(collection: Collection) -> ChunkingSettings:
+    """The chunking settings the collection's next build uses."""
+    return ChunkingSettings(
+        strategy=collection.chunk_strategy,
+        size=collection.chunk_size,
+        overlap=collection.chunk_overlap,
+        unit=collection.chunk_size_unit,
+        parent_size=collection.parent_size,
+    )
+
+
+def _token_counter(collection: Collection) -> Callable[[str], int]:
+    # The embedding model's own tokenizer, through the embedder's public method.
+    return get_embedder(collection.embedding_alias).token_count
+
+
+def document_title(document: Document) -> str:
+    """The first part of every paragraph's breadcrumb: the title the parser found, else the file's name."""
+    title = document.metadata.get("title") if isinstance(document.metadata, dict) else None
+    return str(title) if title else Path(document.filename).stem
 
 
 def _sample(drafts: Iterable[ChunkDraft], chars: int) -> str:
@@ -364,12 +372,8 @@ _LANGUAGE_SAMPLE = 1000
 
 def _stage_streamed(document: Document, collection: Collection, staging: _Staging) -> None:
     """Read a large text file as a stream: blocks → paragraphs → languages → staging, memory bounded by a window."""
-    method = ChunkingSettings(
-        strategy=collection.chunk_strategy,
-        size=collection.chunk_size,
-        overlap=collection.chunk_overlap,
-        unit=collection.chunk_size_unit,
-    )
+    # A stream is cut by `structure` whatever the collection says: the other strategies need the whole document.
+    method = replace(collection_chunking_settings(collection), strategy="structure")
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = iter_chunk_blocks(
         iter_text_blocks(Path(document.file.path), extension_of(document.filename)), method, measure
@@ -466,9 +470,12 @@ class _Staging:
 def _embed(document: Document, collection: Collection, staging: _Staging) -> None:
     embedder = get_embedder(collection.embedding_alias)
     batch = settings.KB_EMBED_BATCH
+    title = document_title(document)
     done = 0
+    # Parent sections (hierarchical) are never embedded: only paragraphs are matched.
     for part in _windows(staging.drafts(), batch):
-        staging.add_vectors(embedder.embed_passages([d.embedding_text() for d in part]))
+        embedded = [d for d in part if d.kind == "paragraph"]
+        staging.add_vectors(embedder.embed_passages([d.embedding_text(title) for d in embedded]))
         done += len(part)
         # Embedding is the slow step: report progress between 10 % and 95 %, committed at once (no
         # transaction is open here) so the admin and the API show it while a large document is read.
@@ -478,7 +485,7 @@ def _embed(document: Document, collection: Collection, staging: _Staging) -> Non
 # The paragraph columns publishing writes (search_vector is filled afterwards, by _index_keywords).
 _CHUNK_COLUMNS = (
     "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
-    "metadata", "embedding", "embedding_dims",
+    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation",
 )  # fmt: skip
 
 
@@ -491,56 +498,86 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
     bulk_create sends none either.
     """
     model = get_model(collection.embedding_alias)
-    dims = staging.dims
     labels = list(document.ingest_options.get("labels", []))
-    # Document-level facts every paragraph answers to: the platform keys (author, created) and
-    # an email's subject, recipients and conversation thread.
-    platform_metadata = {k: v for k, v in document.metadata.items() if k in DOCUMENT_METADATA_KEYS}
-    table = Chunk._meta.db_table
     # One transaction: readers see the old paragraphs until the whole new set replaces them (ARCHITECTURE,
     # contract 1), however long writing them takes.
     with transaction.atomic():
+        # The generation searches read; locked so a re-index's cutover (services/reindex.py) cannot switch
+        # generations between this read and the commit. A re-index carries these rows over at its cutover.
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        generation = locked.active_generation
+        waiting = locked.served_alias != collection.embedding_alias
+        if waiting:
+            # A model change waits for its re-index: these vectors are the new model's and must not join the
+            # old model's ranking. They wait in the re-index's generation and go live at its cutover.
+            if locked.reindex_generation is None:
+                Collection.objects.filter(pk=locked.pk).update(reindex_generation=locked.active_generation + 1)
+            generation = locked.reindex_generation or locked.active_generation + 1
         Chunk.objects.filter(document=document).delete()
-        published = 0
-        copy_rows = f"COPY {table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"
-        with connection.cursor() as cursor, cursor.cursor.copy(copy_rows) as copy:
-            for ordinal, (draft, vector) in enumerate(zip(staging.drafts(), staging.vectors(), strict=True)):
-                copy.write_row(
-                    (
-                        uuid.uuid4(),
-                        document.tenant_id,
-                        collection.pk,
-                        document.pk,
-                        ordinal,
-                        draft.text,
-                        draft.section,
-                        draft.page,
-                        draft.language,
-                        labels,
-                        Jsonb({**platform_metadata, **draft.metadata}),
-                        "[" + ",".join(map(repr, vector)) + "]",  # pgvector's text form
-                        dims,
-                    )
-                )
-                published += 1
-        _index_keywords(document)
+        published = document_rows_write(document=document, staging=staging, generation=generation, labels=labels)
+        if not waiting:
+            _index_keywords(document)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.DONE,
             error="",
             progress=100,
             language=document.language,
+            stale=False,
             updated_at=timezone.now(),
         )
         build_record(
             collection=collection,
             document=document,
-            model=model.alias,
-            dims=dims,
+            model=get_embedder(collection.embedding_alias).model_identity(),
+            alias=model.alias,
+            dims=staging.dims,
             passages=published,
             refused=[],
             built_from=built_from_upload(document),
             unlabelled=0 if labels else published,
         )
+
+
+def document_rows_write(*, document: Document, staging: _Staging, generation: int, labels: list[str]) -> int:
+    """Write the staged paragraphs (and parent sections) of one document as rows of `generation`. Returns
+    the paragraphs written (parents not counted). The caller holds the transaction and removes what they replace.
+    """
+    collection = document.collection
+    dims = staging.dims
+    # Document-level facts every paragraph answers to: the platform keys (author, created) and
+    # an email's subject, recipients and conversation thread.
+    platform_metadata = {k: v for k, v in document.metadata.items() if k in DOCUMENT_METADATA_KEYS}
+    # Ids decided up front: a child names its parent, which is written after it (the foreign key is checked
+    # at commit).
+    ids = [uuid.uuid4() for _ in range(staging.count)]
+    vectors = staging.vectors()
+    published = 0
+    copy_rows = f"COPY {Chunk._meta.db_table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(copy_rows) as copy:
+        for ordinal, draft in enumerate(staging.drafts()):
+            vector = next(vectors) if draft.kind == "paragraph" else None
+            copy.write_row(
+                (
+                    ids[ordinal],
+                    document.tenant_id,
+                    collection.pk,
+                    document.pk,
+                    ordinal,
+                    draft.text,
+                    draft.section,
+                    draft.page,
+                    draft.language,
+                    labels,
+                    Jsonb({**platform_metadata, **draft.metadata}),
+                    None if vector is None else "[" + ",".join(map(repr, vector)) + "]",  # pgvector's text form
+                    None if vector is None else dims,
+                    draft.kind,
+                    None if draft.parent is None else ids[draft.parent],
+                    generation,
+                )
+            )
+            published += draft.kind == "paragraph"
+    return published
 
 
 def _index_keywords(document: Document) -> None:
@@ -552,7 +589,7 @@ def _index_keywords(document: Document) -> None:
             f"""
             UPDATE {Chunk._meta.db_table} SET search_vector =
                 to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
-            WHERE document_id = %s
+            WHERE document_id = %s AND kind = 'paragraph'
             """,
             [document.pk],
         )
@@ -573,8 +610,8 @@ def _fail(document: Document, reason: str) -> None:
         collection = document.collection
         model = get_model(collection.embedding_alias)
         build_record(
-            collection=collection, document=document, model=model.alias, dims=model.dims, passages=0,
-            refused=[document.filename], built_from=built_from_upload(document),
+            collection=collection, document=document, model=model.model_id, alias=model.alias, dims=model.dims,
+            passages=0, refused=[document.filename], built_from=built_from_upload(document),
         )  # fmt: skip
 
 

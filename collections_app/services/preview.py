@@ -7,6 +7,7 @@ would read, so the preview never re-parses and never embeds.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,7 +39,29 @@ def collection_chunking(*, collection: Collection) -> ChunkingSettings:
         size=collection.chunk_size,
         overlap=collection.chunk_overlap,
         unit=collection.chunk_size_unit,
+        parent_size=collection.parent_size,
     )
+
+
+def collection_chunking_with(*, collection: Collection, changes: dict[str, object]) -> ChunkingSettings:
+    """The collection's chunking settings with `changes` (API names: chunk_strategy, chunk_size, chunk_size_unit,
+    chunk_overlap, parent_size) applied, checked as the collection form and API check them. Saves nothing."""
+    from collections_app.services.collections import InvalidSettings, validate_settings
+
+    validate_settings(changes)
+    current = collection_chunking(collection=collection)
+    settings = ChunkingSettings(
+        strategy=str(changes.get("chunk_strategy", current.strategy)),
+        size=int(changes.get("chunk_size", current.size)),  # type: ignore[call-overload]
+        overlap=int(changes.get("chunk_overlap", current.overlap)),  # type: ignore[call-overload]
+        unit=str(changes.get("chunk_size_unit", current.unit)),
+        parent_size=changes.get("parent_size", current.parent_size),  # type: ignore[arg-type]
+    )
+    if settings.overlap >= settings.size:
+        raise InvalidSettings("chunk_overlap must be smaller than chunk_size", field="chunk_overlap")
+    if settings.parent_size is not None and settings.parent_size <= settings.size:
+        raise InvalidSettings("parent_size must be larger than chunk_size", field="parent_size")
+    return settings
 
 
 def document_chunk_preview(*, document: Document, settings: ChunkingSettings) -> ChunkPreview:
@@ -70,3 +93,51 @@ def _measure(collection: Collection, unit: str) -> Callable[[str], int]:
         return lambda text: len(text.split())
     e5 = engine()
     return lambda text: int(e5.token_count(text))
+
+
+# A paragraph under this many tokens rarely answers a question on its own (a caption, a stray line).
+SHORT_TOKENS = 50
+
+
+@dataclass(frozen=True)
+class PreviewChunk:
+    text: str
+    page: int | None
+    section: list[str]
+    tokens: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class PreviewNumbers:
+    """What an editor weighs before changing settings: the paragraphs (and parents) with their sizes in the
+    model's tokens, and the numbers that tell a good cut from a bad one."""
+
+    chunks: list[PreviewChunk]
+    chunk_count: int
+    share_under_50_tokens: float
+    heading_only_count: int
+    parent_count: int | None  # hierarchical only
+    median_parent_tokens: float | None  # hierarchical only
+
+
+def chunk_preview_numbers(*, document: Document, preview: ChunkPreview) -> PreviewNumbers:
+    """Count `preview`'s paragraphs, their tokens by the collection's embedding model (whatever the unit),
+    the short ones and the ones that are nothing but headings. Writes nothing."""
+    count = get_embedder(document.collection.embedding_alias).token_count
+    headings = {" ".join(b["text"].split()) for b in document.blocks or [] if b.get("kind") == "heading"}
+    chunks = [PreviewChunk(d.text, d.page, list(d.section), count(d.text), d.kind) for d in preview.chunks]
+    paragraphs = [c for c in chunks if c.kind == "paragraph"]
+    parents = [c for c in chunks if c.kind == "parent"]
+    hierarchical = preview.settings.strategy == "hierarchical"
+    short = sum(c.tokens < SHORT_TOKENS for c in paragraphs)
+    return PreviewNumbers(
+        chunks=chunks,
+        chunk_count=len(paragraphs),
+        share_under_50_tokens=round(short / len(paragraphs), 4) if paragraphs else 0.0,
+        heading_only_count=sum(
+            all(" ".join(part.split()) in headings for part in c.text.split("\n\n")) for c in paragraphs
+        ),
+        parent_count=len(parents) if hierarchical else None,
+        median_parent_tokens=float(statistics.median(c.tokens for c in parents)) if hierarchical and parents else None,
+    )

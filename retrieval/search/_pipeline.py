@@ -160,7 +160,7 @@ def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit
     # Collections may use different models: one query embedding and one retrieval per model.
     by_alias: dict[str, list[Collection]] = defaultdict(list)
     for collection in plan.collections:
-        by_alias[collection.embedding_alias].append(collection)
+        by_alias[collection.served_alias].append(collection)
     hits: list[Hit] = []
     vectors: dict[str, list[float]] = {}
     for alias, members in by_alias.items():
@@ -269,7 +269,7 @@ def _threshold(collections: list[Collection], reranked: bool) -> float:
         return max(configured)
     if reranked:
         return RERANK_SUPPORTED
-    return max(get_model(c.embedding_alias).supported for c in collections)
+    return max(get_model(c.served_alias).supported for c in collections)
 
 
 def _window_stage(
@@ -314,7 +314,7 @@ def _around(collections: list[Collection], asked: int | None) -> int:
 def _floor(collection: Collection) -> float:
     if collection.min_score is not None:
         return collection.min_score
-    return get_model(collection.embedding_alias).floor
+    return get_model(collection.served_alias).floor
 
 
 def _weights(collections: list[Collection], asked: float | None = None) -> dict[str, float]:
@@ -326,7 +326,7 @@ def _weights(collections: list[Collection], asked: float | None = None) -> dict[
 
 
 def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict[str, list[float]]) -> None:
-    alias_of = {str(c.pk): c.embedding_alias for c in collections}
+    alias_of = {str(c.pk): c.served_alias for c in collections}
     missing: dict[str, list[str]] = defaultdict(list)
     for hit in hits:
         if hit.semantic is None:

@@ -79,9 +79,9 @@ def test_it_hides_another_tenants_collection(cast, collection):
 def test_patch_changes_settings_and_refuses_an_unbuilt_strategy(cast, collection):
     url = f"/api/manage/collections/{collection.pk}"
     assert cast.editor.patch(url, {"chunk_size": 600}, format="json").json()["chunk_size"] == 600
-    refused = cast.editor.patch(url, {"chunk_strategy": "hierarchical"}, format="json")
+    refused = cast.editor.patch(url, {"chunk_strategy": "semantic"}, format="json")
     assert refused.status_code == 400
-    assert "not built yet" in refused.json()["detail"]
+    assert "'semantic' is planned but not built yet" in refused.json()["detail"]
     bad_overlap = cast.editor.patch(url, {"chunk_overlap": 900}, format="json")
     assert bad_overlap.status_code == 400
 

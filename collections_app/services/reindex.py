@@ -1,0 +1,234 @@
+"""Re-chunking and re-indexing: new settings applied to documents already read, never re-parsing them.
+
+- `document_rechunk`: one document, the collection's current settings, its stored parser output; the new
+  paragraphs replace the old in one transaction (the ordinary ingestion's publish, which reads stored blocks).
+- `collection_mark_stale`: a chunking field or the embedding model changed: every document is `stale`.
+- `collection_reindex` / `collection_reindex_run`: every document of the collection rebuilt into the next
+  *generation* beside the one searches read (`Collection.active_generation`, see retrieval/search/_visibility.py),
+  then one transaction switches the whole collection over (`collection_cutover`). Until then searches answer
+  from the old paragraphs and the old model (`Collection.served_alias`). A run that fails half way leaves
+  what it built staged; asked again it resumes with the documents not built yet.
+
+Staged rows carry no keyword index (search_vector is NULL) until the cutover fills it in: the BM25
+statistics (kept by triggers on indexed rows) stay those of the generation searches read.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection, transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from collections_app.exceptions import Conflict, Invalid
+from collections_app.ingestion.blocks import Block
+from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus
+from collections_app.services import documents as ingestion
+from collections_app.services.builds import build_record
+from retrieval.embedding import get_embedder, get_model
+
+logger = logging.getLogger(__name__)
+
+# Changing any of these changes what a build would store: documents built before are stale.
+CHUNKING_FIELDS = ("chunk_strategy", "chunk_size", "chunk_size_unit", "chunk_overlap", "parent_size")
+REBUILD_FIELDS = (*CHUNKING_FIELDS, "embedding_alias")
+
+
+class NotRechunkable(Conflict):
+    """The document cannot be cut again from what is stored (being read, or its reading failed)."""
+
+
+class ReindexRefused(Invalid):
+    """A re-index would leave the collection with nothing to answer from."""
+
+
+def document_rechunk(*, document: Document) -> Document:
+    """Queue the document's re-chunk with the collection's current settings, from its stored parser output.
+
+    The ingestion task reads `Document.blocks` when they are stored (never the parser); a large text file
+    read as a stream has no stored blocks, and is its own parser output (re-read as text, not parsed).
+    Its paragraphs stay searchable until the new set replaces them in one transaction.
+    """
+    if document.status in (DocumentStatus.PARSING, DocumentStatus.QUEUED):
+        raise NotRechunkable(f"{document.filename} is being read; re-chunk it once it is done")
+    if document.blocks is None and not ingestion.document_streams(document):
+        raise NotRechunkable(
+            f"{document.filename} has no stored parser output (its reading failed); upload it again to read it"
+        )
+    with transaction.atomic():
+        ingestion.document_queue_ingest(document=document, reingest=True)
+    return document
+
+
+def collection_mark_stale(*, collection: Collection, changed: list[str]) -> int:
+    """Mark every document stale when `changed` names a field that changes what a build stores. Returns how many.
+
+    What a re-index had staged was built with the old settings: it is dropped (never published).
+    """
+    if not set(changed) & set(REBUILD_FIELDS):
+        return 0
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        if locked.reindex_generation is not None:
+            Chunk.objects.filter(collection=locked, generation=locked.reindex_generation).delete()
+            Collection.objects.filter(pk=locked.pk).update(reindex_done=0)
+        return Document.objects.filter(collection=collection).exclude(stale=True).update(stale=True)
+
+
+def collection_reindex(*, collection: Collection) -> Collection:
+    """Start (or resume) rebuilding every document into the next generation; queued once this commits."""
+    from django_q.tasks import async_task
+
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        if locked.reindex_generation is None:
+            locked.reindex_generation = locked.active_generation + 1
+            # Nothing of an abandoned generation of that number may be taken for this run's work.
+            Chunk.objects.filter(collection=locked, generation=locked.reindex_generation).delete()
+        locked.reindex_total = _rebuilt(locked).count()
+        locked.reindex_done = _staged_documents(locked).count()
+        locked.reindex_error = ""
+        locked.save(
+            update_fields=["reindex_generation", "reindex_total", "reindex_done", "reindex_error", "updated_at"]
+        )
+        collection_id = str(locked.pk)
+        shown = locked.name if len(locked.name) <= 44 else locked.name[:43] + "…"
+        transaction.on_commit(
+            lambda: async_task(
+                "collections_app.tasks.reindex_collection",
+                collection_id,
+                task_name=f"{shown} (reindex collection {collection_id})",
+                group="reindex",
+            )
+        )
+    return locked
+
+
+def _rebuilt(collection: Collection) -> QuerySet[Document]:
+    # Documents whose reading succeeded: the others have no paragraphs to replace.
+    return Document.objects.filter(collection=collection, status=DocumentStatus.DONE).order_by("created_at", "id")
+
+
+def _staged_documents(collection: Collection) -> QuerySet[Document]:
+    staged = Chunk.objects.filter(collection=collection, generation=collection.reindex_generation or 0)
+    return _rebuilt(collection).filter(pk__in=staged.values("document_id"))
+
+
+def collection_reindex_run(*, collection_id: str) -> None:
+    """The task's work: stage each document not staged yet, then cut over. Safe to run twice."""
+    collection = Collection.objects.filter(pk=collection_id).first()
+    if collection is None or collection.reindex_generation is None:
+        return  # deleted, or already cut over
+    generation = collection.reindex_generation
+    staged = set(_staged_documents(collection).values_list("pk", flat=True))
+    try:
+        for document in _rebuilt(collection).select_related("collection"):
+            if document.pk in staged:
+                continue
+            document_stage(document=document, generation=generation)
+            Collection.objects.filter(pk=collection.pk).update(reindex_done=F("reindex_done") + 1)
+        collection_cutover(collection=collection, generation=generation)
+    except Exception as exc:
+        # What was staged stays for the resume; searches never saw it.
+        logger.exception("re-index of collection %s stopped", collection.pk)
+        Collection.objects.filter(pk=collection.pk).update(
+            reindex_error=f"stopped ({type(exc).__name__}): {exc}"[:500], updated_at=timezone.now()
+        )
+
+
+def document_stage(*, document: Document, generation: int) -> int:
+    """Cut and embed one document with the collection's current settings into `generation`, unpublished.
+
+    Reads the stored parser output (or, for a large text file, the file itself as a stream); never parses.
+    One transaction per document, so a run stopped half way keeps every document it finished.
+    """
+    collection = document.collection
+    with ingestion._Staging() as staging:
+        if ingestion.document_streams(document):
+            ingestion._stage_streamed(document, collection, staging)
+        elif document.blocks is None:
+            raise NotRechunkable(f"{document.filename} has no stored parser output; upload it again to read it")
+        else:
+            blocks = [Block.from_json(b) for b in document.blocks]
+            staging.add_all(ingestion._chunk(document, collection, blocks))
+        ingestion._embed(document, collection, staging)
+        with transaction.atomic():
+            Chunk.objects.filter(document=document, generation=generation).delete()
+            written = ingestion.document_rows_write(
+                document=document,
+                staging=staging,
+                generation=generation,
+                labels=list(document.ingest_options.get("labels", [])),
+            )
+            Document.objects.filter(pk=document.pk).update(progress=100)
+    return written
+
+
+def collection_cutover(*, collection: Collection, generation: int) -> None:
+    """Switch the whole collection to `generation` in one transaction: a search sees all old or all new."""
+    table = Chunk._meta.db_table
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        if locked.reindex_generation != generation:
+            return  # settings changed meanwhile (staging dropped) or another run cut over
+        old = locked.active_generation
+        with connection.cursor() as cursor:
+            # Documents an ordinary ingestion published during the run were built with the current settings
+            # (it clears `stale`): carried over as they are.
+            cursor.execute(
+                f"""
+                UPDATE {table} c SET generation = %(new)s
+                WHERE c.collection_id = %(collection)s AND c.generation = %(old)s
+                  AND c.document_id IN (SELECT id FROM collections_app_document d
+                                        WHERE d.collection_id = %(collection)s AND NOT d.stale)
+                  AND NOT EXISTS (SELECT 1 FROM {table} n
+                                  WHERE n.document_id = c.document_id AND n.generation = %(new)s)
+                """,
+                {"new": generation, "old": old, "collection": locked.pk},
+            )
+        paragraphs = Chunk.objects.filter(collection=locked, generation=generation, kind=ChunkKind.PARAGRAPH).count()
+        if paragraphs == 0 and Chunk.objects.filter(collection=locked, generation=old).exists():
+            raise ReindexRefused("the re-index built no paragraphs: the collection keeps answering as before")
+        Chunk.objects.filter(collection=locked).exclude(generation=generation).delete()
+        with connection.cursor() as cursor:
+            # The keyword index (and, through its triggers, the BM25 statistics) of the new generation.
+            cursor.execute(
+                f"""
+                UPDATE {table} SET search_vector =
+                    to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+                WHERE collection_id = %s AND generation = %s AND kind = 'paragraph' AND search_vector IS NULL
+                """,
+                [locked.pk, generation],
+            )
+        Document.objects.filter(collection=locked, status=DocumentStatus.DONE).update(stale=False)
+        Collection.objects.filter(pk=locked.pk).update(
+            active_generation=generation,
+            active_alias=locked.embedding_alias,
+            reindex_generation=None,
+            reindex_done=F("reindex_total"),
+            reindex_error="",
+            updated_at=timezone.now(),
+        )
+        model = get_model(locked.embedding_alias)
+        build_record(
+            collection=locked,
+            document=None,
+            model=get_embedder(locked.embedding_alias).model_identity(),
+            alias=model.alias,
+            dims=model.dims,
+            passages=paragraphs,
+            refused=[],
+            built_from="re-index",
+        )
+
+
+def reindex_progress(collection: Collection) -> dict[str, object] | None:
+    """What the API shows while a re-index is pending: documents done / total, and why it stopped if it did."""
+    if collection.reindex_generation is None:
+        return None
+    return {
+        "done": collection.reindex_done,
+        "total": collection.reindex_total,
+        "error": collection.reindex_error or None,
+    }
