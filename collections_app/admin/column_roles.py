@@ -118,7 +118,7 @@ class ColumnRolesAdminMixin(admin.ModelAdmin):
             except ReparseNeedsConfirmation:
                 form.add_error("confirm_reparse", warning)
             else:
-                self.message_user(request, f"{document.filename} is being re-parsed with the new column roles.")
+                self.message_user(request, f"Re-parsing {document.filename} with the new column roles.")
                 return HttpResponseRedirect(change_url)
         schema = document.collection.metadata_schema or {}
         rows = [

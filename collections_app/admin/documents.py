@@ -316,7 +316,7 @@ class DocumentAdmin(
         if request.method == "POST":
             with transaction.atomic():
                 document_queue_ingest(document=document, reingest=True)
-            self.message_user(request, f"{document.filename} is queued for ingestion.")
+            self.message_user(request, f"Queued for ingestion: {document.filename}.")
             url = reverse(f"{self.admin_site.name}:collections_app_document_changelist")
             return HttpResponseRedirect(f"{url}?collection__id__exact={document.collection_id}")
         context = {

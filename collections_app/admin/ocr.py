@@ -113,7 +113,7 @@ class OcrAdminMixin(admin.ModelAdmin):
                 form.add_error("confirm_reparse", warning)
             else:
                 shown = "+".join(langs) if langs else "the default languages"
-                self.message_user(request, f"{document.filename} is being re-parsed with OCR in {shown}.")
+                self.message_user(request, f"Re-parsing {document.filename} with OCR in {shown}.")
                 return HttpResponseRedirect(
                     reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
                 )

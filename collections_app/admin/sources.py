@@ -60,15 +60,15 @@ class ArchiveUploadAdminMixin:
                 source_uri=form.cleaned_data.get("source_uri", ""),
             )
         except (UnsupportedFile, ArchiveRefused, FileTooLarge, InsufficientStorage) as exc:
-            self.message_user(request, str(exc), messages.ERROR)  # type: ignore[attr-defined]
+            self.message_user(request, f"Not imported: {exc}", messages.ERROR)  # type: ignore[attr-defined]
             return
         created = sum(1 for m in result.members if m.created)
         held = len(result.members) - created
         self.message_user(  # type: ignore[attr-defined]
-            request, f"{upload.name}: {created} document(s) imported, {held} already held.", messages.SUCCESS
+            request, f"From {upload.name}: {created} document(s) imported, {held} already held.", messages.SUCCESS
         )
         for warning in result.warnings:
-            self.message_user(request, warning, messages.WARNING)  # type: ignore[attr-defined]
+            self.message_user(request, f"In {upload.name}: {warning}", messages.WARNING)  # type: ignore[attr-defined]
 
     def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
         if not hasattr(form.instance, "_archive_collection"):

@@ -33,16 +33,14 @@ def _handbook_docx() -> bytes:
 
 
 @pytest.fixture
-def held_tasks(monkeypatch) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:  # type: ignore[no-untyped-def]
+def held_tasks(monkeypatch) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
     """Tasks queued by the live server are recorded, not run; the test runs them when it chooses."""
     held: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     monkeypatch.setattr(q_tasks, "async_task", lambda *args, **kwargs: held.append((args, kwargs)))
     return held
 
 
-def test_an_editor_walks_from_login_to_the_search_event(  # type: ignore[no-untyped-def]
-    offline_page, live_server, held_tasks, monkeypatch
-):
+def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_server, held_tasks, monkeypatch):
     tenant = Tenant.objects.create(name="acme")
     editor = User.objects.create_user("edna", password="a long walk-through password", is_staff=True)
     Membership.objects.create(user=editor, tenant=tenant, role=Role.EDITOR)

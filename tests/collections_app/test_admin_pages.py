@@ -102,8 +102,10 @@ def test_re_ingest_shows_queued_at_once_then_done(cast, staff, collection, uploa
     assert "Yes, re-ingest" in staff.get(url).content.decode()
 
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        staff.post(url)
+        response = staff.post(url, follow=True)
     assert len(queued) == 1
+    # The admin capitalises a message's first letter: the file name is not put first, so it is shown as it is.
+    assert "Queued for ingestion: handbook.html." in response.content.decode()
     page = staff.get(f"{ADMIN}/document/").content.decode()
     assert 'kb-badge-queued">queued<' in page and 'data-kb-in-flight="1"' in page
 

