@@ -15,7 +15,8 @@ def search_event_record_staff(*, scope: SearchScope, answer: SearchAnswer) -> Se
     """Audit a search a staff member tried in the admin: no key and no agent (that is how it is told apart)."""
     floor = answer.floor if isinstance(answer.floor, float | int) else None
     return SearchEvent.objects.create(
-        tenant_id=scope.tenant_id,
+        tenant_id=str(scope.tenant_id),  # a UUID (SearchScope types it loosely)
+        reader=scope.reader,
         collections=[c.name for c in scope.collections],
         refused=answer.refused,
         floor=floor,

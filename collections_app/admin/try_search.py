@@ -1,8 +1,9 @@
 """Admin: "Try a search" on one collection — the real pipeline, its results and its trace as a table.
 
 The search runs as the API's would for a key of the collection's tenant that may read this one
-collection, as a reader holding no labels (in a per-reader collection: unlabelled paragraphs only). It
-is audited like an API search (a SearchEvent without key or agent), so the trace can be opened again.
+collection, for a registered reader of that tenant when one is chosen (a per-reader collection needs
+one, as in the API). It is audited like an API search (a SearchEvent without key or agent), so the
+trace can be opened again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections_app.admin.display import stage_rows
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
+from retrieval.models import Reader
 from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, SearchScope, search
 from retrieval.services import search_event_record_staff
 
@@ -31,11 +33,30 @@ class TrySearchForm(forms.Form):
     around = forms.IntegerField(
         label="Around", min_value=0, max_value=MAX_AROUND, required=False, help_text="Neighbours stitched on each side."
     )
+    reader = forms.ModelChoiceField(
+        queryset=Reader.objects.none(),
+        required=False,
+        help_text="Search as this registered reader: paragraphs are filtered by the labels the server gives it.",
+    )
+
+    def __init__(self, *args: Any, collection: Collection, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.collection = collection
+        self.fields["reader"].queryset = Reader.objects.for_tenant(collection.tenant_id)  # type: ignore[attr-defined]
+        self.fields["reader"].required = collection.per_reader
+
+    def scope(self) -> SearchScope:
+        return collection_scope(self.collection, self.cleaned_data.get("reader"))
 
 
-def collection_scope(collection: Collection) -> SearchScope:
-    """What a search of this one collection may read, as a reader holding no labels."""
-    return SearchScope(tenant_id=collection.tenant_id, collections=[collection], reader_labels=[])
+def collection_scope(collection: Collection, reader: Reader | None = None) -> SearchScope:
+    """What a search of this one collection may read: with the labels the server gives `reader`, else none."""
+    return SearchScope(
+        tenant_id=collection.tenant_id,
+        collections=[collection],
+        reader_labels=list(reader.labels) if reader is not None else [],
+        reader=reader,
+    )
 
 
 class TrySearchAdminMixin(admin.ModelAdmin):
@@ -55,10 +76,10 @@ class TrySearchAdminMixin(admin.ModelAdmin):
             raise Http404("no such collection")
         if not self.has_view_permission(request, collection):
             raise PermissionDenied
-        form = TrySearchForm(request.GET if "q" in request.GET else None)
+        form = TrySearchForm(request.GET if "q" in request.GET else None, collection=collection)
         answer: dict[str, Any] | None = None
         if form.is_bound and form.is_valid():
-            scope = collection_scope(collection)
+            scope = form.scope()
             try:
                 found = search(
                     scope=scope,

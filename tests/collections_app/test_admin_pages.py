@@ -238,3 +238,21 @@ def test_try_a_search_runs_the_pipeline_shows_results_and_trace_and_records_the_
     assert "<td>keyword retrieval</td>" in shown  # stages as a table, not raw JSON
     assert f'<a href="/admin/collections_app/collection/{collection.pk}/change/">handbook</a>' in shown
     assert "staff (try a search in the admin)" in shown
+
+
+def test_try_a_search_of_a_per_reader_collection_asks_for_the_reader_and_records_it(cast, staff, collection, upload):
+    from retrieval.services import reader_create
+
+    _ingested(cast, collection, upload)
+    Collection.objects.filter(pk=collection.pk).update(per_reader=True)
+    reader = reader_create(tenant=cast.tenant, name="ada@example.com", labels=["staff"])
+    reader_create(tenant=cast.outsider_tenant, name="their-reader")
+    url = f"{ADMIN}/collection/{collection.pk}/search/"
+
+    asked = staff.get(url).content.decode()
+    assert "ada@example.com" in asked and "their-reader" not in asked  # the tenant's own readers only
+    assert "This field is required" in staff.get(url, {"q": "refunds"}).content.decode()
+    assert not SearchEvent.objects.exists()
+
+    staff.get(url, {"q": "refunds", "reader": reader.pk})
+    assert SearchEvent.objects.get().reader == reader
