@@ -221,11 +221,11 @@ def main() -> int:
     doc_ids = sorted(corpus)
     negatives: dict[str, list[str]] = {}
     for qid in chosen:
-        relevant = set(qrels[qid])
+        positives = set(qrels[qid])
         picked: list[str] = []
         while len(picked) < args.negatives:
             doc_id = rng.choice(doc_ids)
-            if doc_id not in relevant and doc_id not in picked:
+            if doc_id not in positives and doc_id not in picked:
                 picked.append(doc_id)
         negatives[qid] = picked
 
@@ -288,8 +288,8 @@ def main() -> int:
         if floor == pick:
             marks.append(f"pick: >= {args.min_recall:.0%} kept, fewest off-domain")
         note = f"   <- {', '.join(marks)}" if marks else ""
-        cells = [f"{share_at(v, floor):6.1%} {int(np.sum(v >= floor)):>5}" for v in (relevant, in_domain, off)]
-        print(f"  {floor:.2f}   {cells[0]:>13}   {cells[1]:>30}   {cells[2]:>18}{note}")
+        columns = [f"{share_at(v, floor):6.1%} {int(np.sum(v >= floor)):>5}" for v in (relevant, in_domain, off)]
+        print(f"  {floor:.2f}   {columns[0]:>13}   {columns[1]:>30}   {columns[2]:>18}{note}")
 
     print("\nsummary")
     # The highest floor that still keeps min_recall of the relevant pairs, before rounding to a candidate.

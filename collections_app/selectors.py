@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db.models import Count, QuerySet
 
 from collections_app.models import Build, Collection, Document, Tenant
@@ -12,12 +14,14 @@ def collections_for(tenant: Tenant) -> QuerySet[Collection]:
 
 
 def documents_for(collection: Collection) -> QuerySet[Document]:
-    return (
+    # cast: the shared TenantQuerySet manager is typed for Model, not for each model that uses it.
+    documents = (
         Document.objects.for_tenant(collection.tenant_id)
         .filter(collection=collection)
         .annotate(chunk_count=Count("chunks"))
         .order_by("-created_at", "id")
     )
+    return cast("QuerySet[Document]", documents)
 
 
 def builds_for(collection: Collection) -> QuerySet[Build]:

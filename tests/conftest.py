@@ -32,7 +32,7 @@ def client_for(secret: str) -> APIClient:
 
 
 @pytest.fixture
-def cast(db) -> Cast:  # type: ignore[no-untyped-def]
+def cast(db) -> Cast:
     tenant = Tenant.objects.create(name="acme")
     outsider_tenant = Tenant.objects.create(name="globex")
     agent = Agent.objects.create(tenant=tenant, name="support-bot")
@@ -53,7 +53,7 @@ def collection(cast: Cast) -> Collection:
 
 
 @pytest.fixture
-def upload(django_capture_on_commit_callbacks) -> Callable:  # type: ignore[no-untyped-def]
+def upload(django_capture_on_commit_callbacks) -> Callable:
     """Upload through the API and run the queued ingestion, as the cluster would after commit."""
 
     def _upload(
@@ -62,7 +62,7 @@ def upload(django_capture_on_commit_callbacks) -> Callable:  # type: ignore[no-u
         filename: str,
         content: bytes,
         **extra,
-    ):  # type: ignore[no-untyped-def]
+    ):
         file = io.BytesIO(content)
         file.name = filename
         with django_capture_on_commit_callbacks(execute=True):
@@ -76,7 +76,7 @@ def upload(django_capture_on_commit_callbacks) -> Callable:  # type: ignore[no-u
 
 
 @pytest.fixture
-def staff(cast, client):  # type: ignore[no-untyped-def]
+def staff(cast, client):
     """A logged-in staff member with every kbsite permission, editor of the cast's tenant only."""
     from django.contrib.auth.models import Permission, User
 
@@ -90,5 +90,5 @@ def staff(cast, client):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
-def _storage(settings, tmp_path):  # type: ignore[no-untyped-def]
+def _storage(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "storage"

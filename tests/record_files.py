@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -75,7 +76,7 @@ def _text(value: Any) -> str:
     return value.isoformat() if isinstance(value, date) else str(value)
 
 
-def xlsx_bytes(sheets: dict[str, list[list[Any]]]) -> bytes:
+def xlsx_bytes(sheets: Mapping[str, Sequence[Sequence[Any]]]) -> bytes:
     import openpyxl
 
     workbook = openpyxl.Workbook()
@@ -89,7 +90,7 @@ def xlsx_bytes(sheets: dict[str, list[list[Any]]]) -> bytes:
     return out.getvalue()
 
 
-def ods_bytes(sheets: dict[str, list[list[Any]]]) -> bytes:
+def ods_bytes(sheets: Mapping[str, Sequence[Sequence[Any]]]) -> bytes:
     from odf.opendocument import OpenDocumentSpreadsheet
     from odf.table import Table, TableCell, TableRow
     from odf.text import P

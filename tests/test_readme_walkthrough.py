@@ -25,7 +25,7 @@ def walkthrough_script() -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_readme_walkthrough_runs_twice_verbatim(live_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_readme_walkthrough_runs_twice_verbatim(live_server, tmp_path) -> None:
     script = walkthrough_script()
     # The only lines a reader edits: the key `make run` printed, and the address if not the default.
     assert PLACEHOLDER_KEY in script and PLACEHOLDER_API in script

@@ -214,7 +214,7 @@ def _ods_sheets(path: Path) -> list[Sheet]:
     from odf.opendocument import load
 
     document = load(str(path))
-    sheets = []
+    sheets: list[Sheet] = []
     for table in document.spreadsheet.childNodes:
         if table.qname != (TABLENS, "table"):
             continue

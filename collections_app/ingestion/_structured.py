@@ -117,7 +117,8 @@ def _describe(node: Any) -> str:
 
 
 def _at_path(root: Any, dotted: str) -> list[dict[str, Any]]:
-    node, walked = root, []
+    node: Any = root
+    walked: list[str] = []
     for part in dotted.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
@@ -182,9 +183,9 @@ def _records_hint(root: Any) -> list[str]:
             stack.append((value, here))
     if best is None:
         return []
-    count, path = best
+    count, where = best
     return [
-        f"{path} holds an array of {count} objects; it was read as text by path. Send the ingest option "
+        f"{where} holds an array of {count} objects; it was read as text by path. Send the ingest option "
         f'{{"records_path": "{path}"}} to read each object as a record (one paragraph each, filterable).'
     ]
 
@@ -264,7 +265,7 @@ def _read_xml(data: bytes, records_path: str) -> Structured:
     return Structured(blocks=blocks)
 
 
-def _xml_at_path(root, dotted: str) -> list:  # type: ignore[no-untyped-def,type-arg]
+def _xml_at_path(root: Any, dotted: str) -> list[Any]:
     parts = dotted.split(".")
     if parts[0] == _local(root.tag) and len(parts) > 1 and not any(_local(c.tag) == parts[0] for c in root):
         parts = parts[1:]  # the path may start with the root element's own name

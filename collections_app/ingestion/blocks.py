@@ -20,7 +20,7 @@ class Block:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> Block:  # type: ignore[type-arg]
+    def from_json(cls, data: dict) -> Block:
         return cls(**data)
 
 

@@ -22,7 +22,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 from email import policy
-from email.message import EmailMessage
+from email.message import EmailMessage, MIMEPart
 from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 from html.parser import HTMLParser
@@ -93,7 +93,7 @@ def _read_eml(path: Path) -> _Mail:
             setattr(mail, preference, _text_of(part))
     referenced = set(re.findall(r"cid:([^\"'\s)>]+)", mail.html, flags=re.IGNORECASE))
     for part in message.iter_attachments():
-        attachment = _eml_attachment(part, referenced)  # type: ignore[arg-type]
+        attachment = _eml_attachment(part, referenced)
         if attachment is not None:
             mail.attachments.append(attachment)
     return mail
@@ -117,7 +117,7 @@ def _eml_attachment(part: EmailMessage, referenced_cids: set[str]) -> Attachment
     return Attachment(filename=filename, content=payload if isinstance(payload, bytes) else b"")
 
 
-def _text_of(part: EmailMessage) -> str:
+def _text_of(part: MIMEPart) -> str:
     try:
         content = part.get_content()
     except (LookupError, UnicodeError):  # an unknown or lying charset: read what can be read
@@ -168,9 +168,9 @@ def _read_msg(path: Path) -> _Mail:
         date=message.sent_date or _date(headers.get("date")),
     )
     if not mail.recipients:
-        mail.recipients = _addresses([*_all(headers, "to"), *_all(headers, "cc")])  # type: ignore[arg-type]
+        mail.recipients = _addresses([*_all(headers, "to"), *_all(headers, "cc")])
     mail.thread = thread_of(
-        headers,  # type: ignore[arg-type]
+        headers,
         message_id=_str(props.str_prop_value(_PID_INTERNET_MESSAGE_ID)),
         conversation_index=props.binary_prop_value(_PID_CONVERSATION_INDEX),
     )

@@ -328,12 +328,12 @@ def paragraphs_from_tsv(tsv: str) -> list[str]:
     for lines in paragraphs.values():
         text = ""
         for words in lines.values():
-            line = " ".join(words)
+            joined = " ".join(words)
             # A word hyphenated across lines is joined again ("непо-" + "знат" → "непознат").
-            if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[:1].islower():
-                text = text[:-1] + line
+            if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and joined[:1].islower():
+                text = text[:-1] + joined
             else:
-                text = f"{text} {line}" if text else line
+                text = f"{text} {joined}" if text else joined
         texts.append(text)
     return texts
 

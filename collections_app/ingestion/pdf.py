@@ -27,7 +27,7 @@ _HEADING_MAX_CHARS = 120
 _OCR_DPI = 300
 
 
-def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> ParseResult:  # type: ignore[type-arg]
+def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> ParseResult:
     import pdfplumber
 
     options = options or {}
@@ -93,7 +93,7 @@ def _read_scanned_pages(
     path: Path,
     numbers: list[int],
     page_count: int,
-    options: dict,  # type: ignore[type-arg]
+    options: dict,
 ) -> tuple[dict[int, list[str]], list[str]]:
     """OCR the pages without a text layer: their paragraphs by page number, and warnings for the document."""
     import subprocess

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
+from uuid import UUID
 
 from django.db import transaction
 
@@ -30,7 +31,7 @@ from collections_app.models import Collection, Document
 MAX_VALUE_WARNINGS = 50
 
 
-def collection_schema_declare(*, collection_id: object, values_by_key: dict[str, list[Any]]) -> dict[str, Any]:
+def collection_schema_declare(*, collection_id: UUID | str, values_by_key: dict[str, list[Any]]) -> dict[str, Any]:
     """Add the keys the collection does not declare yet (typed from their values); return the schema as stored."""
     with transaction.atomic():
         # The lock makes a concurrent upload wait and then read this one's columns, instead of writing

@@ -135,7 +135,9 @@ class SearchView(APIView):
         request=SearchInput,
         responses={
             200: SearchOutput,
-            **refusals(400, 401, 403, 409, 413, 415, 429, conflict="the query embedding's width does not match the rows"),
+            **refusals(
+                400, 401, 403, 409, 413, 415, 429, conflict="the query embedding's width does not match the rows"
+            ),
         },
     )
     def post(self, request: Request) -> Response:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import F, Q
 
-from collections_app.models import Chunk, Collection
+from collections_app.models import Chunk, ChunkKind, Collection
 
 from ._window import Window
 
@@ -19,7 +19,8 @@ def render_results(windows: list[Window], collections: dict[str, Collection]) ->
     for window in windows:
         wanted |= Q(document_id=window.document_id, ordinal__in=window.ordinals)
     rows = (
-        Chunk.objects.filter(wanted)
+        # The generation searches read (a re-index stages the next beside it, same documents and ordinals).
+        Chunk.objects.filter(wanted, generation=F("collection__active_generation"), kind=ChunkKind.PARAGRAPH)
         .select_related("document")
         .only("id", "text", "ordinal", "page", "section", "language", "metadata", "document__id",
               "document__filename", "document__source_uri", "collection_id")

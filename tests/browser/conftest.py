@@ -49,19 +49,19 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def offline_page(browser, live_server) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def offline_page(browser, live_server) -> Iterator[object]:
     """A page that may reach only the live test server: every other request is aborted and recorded."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     own_host = urlsplit(live_server.url).netloc
-    page.outside_requests = []  # type: ignore[attr-defined]
+    page.outside_requests = []
 
-    def route(route):  # type: ignore[no-untyped-def]
+    def route(route):
         url = route.request.url
         if urlsplit(url).netloc == own_host or url.startswith(("data:", "blob:")):
             route.continue_()
         else:
-            page.outside_requests.append(url)  # type: ignore[attr-defined]
+            page.outside_requests.append(url)
             route.abort()
 
     page.route("**/*", route)
@@ -69,7 +69,7 @@ def offline_page(browser, live_server) -> Iterator[object]:  # type: ignore[no-u
     context.close()
 
 
-def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

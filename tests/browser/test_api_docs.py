@@ -20,7 +20,7 @@ def _documented_operations() -> set[tuple[str, str]]:
     }
 
 
-def test_swagger_ui_lists_every_operation_offline(offline_page, live_server) -> None:  # type: ignore[no-untyped-def]
+def test_swagger_ui_lists_every_operation_offline(offline_page, live_server) -> None:
     page = offline_page
     page.goto(f"{live_server.url}/api/docs/")
     page.wait_for_selector(".opblock", timeout=20_000)
@@ -36,7 +36,7 @@ def test_swagger_ui_lists_every_operation_offline(offline_page, live_server) -> 
     assert expected <= rendered, f"not rendered: {sorted(expected - rendered)}"
 
 
-def test_redoc_renders_offline(offline_page, live_server) -> None:  # type: ignore[no-untyped-def]
+def test_redoc_renders_offline(offline_page, live_server) -> None:
     page = offline_page
     page.goto(f"{live_server.url}/api/redoc/")
     page.wait_for_selector("text=kbsite API", timeout=20_000)
@@ -47,7 +47,7 @@ def test_redoc_renders_offline(offline_page, live_server) -> None:  # type: igno
     assert [u for u in page.outside_requests if not u.endswith("/redoc/logo-mini.svg")] == []
 
 
-def test_front_page_links_admin_and_docs_and_has_an_icon(offline_page, live_server) -> None:  # type: ignore[no-untyped-def]
+def test_front_page_links_admin_and_docs_and_has_an_icon(offline_page, live_server) -> None:
     page = offline_page
     icon = page.request.get(f"{live_server.url}/favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"

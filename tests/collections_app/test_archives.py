@@ -7,6 +7,7 @@ import io
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django_q.models import Schedule
@@ -139,7 +140,7 @@ def test_encrypted_oversize_unsupported_and_nested_members_are_named_in_warnings
     assert "tools/setup.exe not imported: files of type .exe are not accepted" in warnings
     assert "inner.zip not imported: zips inside a zip are not unpacked" in warnings
     summary = Build.objects.get(collection=collection, document=None)
-    assert sorted(summary.refused) == ["big.txt", "inner.zip", "secret.txt", "setup.exe"]
+    assert sorted(summary.refused or []) == ["big.txt", "inner.zip", "secret.txt", "setup.exe"]
 
 
 @pytest.mark.parametrize(
@@ -202,7 +203,7 @@ def test_a_viewer_cannot_import_a_zip_and_an_outsider_cannot_find_the_collection
 def test_the_import_build_waits_for_members_still_being_read(collection):
     # Not ingested: the test's transaction never commits, so the queued ingestion never runs.
     waiting = document_create(collection=collection, filename="a.txt", content=io.BytesIO(DELIVERY)).document
-    arguments = {
+    arguments: dict[str, Any] = {
         "collection_id": str(collection.pk),
         "document_ids": [str(waiting.pk)],
         "refused": ["setup.exe"],
@@ -216,5 +217,6 @@ def test_the_import_build_waits_for_members_still_being_read(collection):
     assert ast.literal_eval(again.args)[-1] == 1  # the next attempt
 
     build = archive_build_record(**arguments, attempt=10_000)  # past the last attempt: record what there is
+    assert build is not None
     assert build.refused == ["setup.exe"]
     assert build.warnings == ["1 member(s) were still being read when this record was written"]

@@ -76,14 +76,14 @@ def test_a_sync_imports_replaces_removes_and_records_what_it_could_not_read(cast
     assert returns.chunks.filter(text__contains="sixty days").exists()
     assert "folder://handbook/guide/delivery.txt" not in documents  # its file is gone
     assert documents["folder://handbook/guide/broken.pdf"].status == "error"
-    second = Build.objects.filter(collection=handbook, document=None).order_by("-built_at").first()
+    second = Build.objects.filter(collection=handbook, document=None).latest("built_at")
     assert second.built_from == "folder source handbook"
     assert second.refused == ["broken.pdf"]
     assert second.passages == returns.chunks.count()
     assert "1 replaced, 1 removed" in second_out
 
     third_out, _ = sync("handbook")  # nothing changed: nothing built, nothing refused
-    third = Build.objects.filter(collection=handbook, document=None).order_by("-built_at").first()
+    third = Build.objects.filter(collection=handbook, document=None).latest("built_at")
     assert (third.refused, third.passages) == ([], 0)
     assert "2 unchanged" in third_out
 
@@ -192,7 +192,7 @@ def test_a_changed_file_that_cannot_be_read_leaves_its_last_good_version(handboo
     sync("handbook")
 
     assert Document.objects.get(pk=good.pk).chunks.filter(text__contains="five working days").exists()
-    latest = Build.objects.filter(collection=handbook, document=None).order_by("-built_at").first()
+    latest = Build.objects.filter(collection=handbook, document=None).latest("built_at")
     assert latest.refused == ["policy.pdf"]
     assert "policy.pdf could not be read (its previous version stays searchable)" in latest.warnings
 

@@ -15,7 +15,7 @@ def no_network(monkeypatch):
     real_connect = socket.socket.connect
     attempts: list[object] = []
 
-    def guarded(sock, address):  # type: ignore[no-untyped-def]
+    def guarded(sock, address):
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             attempts.append(address)
             raise OSError(f"network blocked by test: {address}")

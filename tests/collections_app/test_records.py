@@ -6,6 +6,7 @@ import json
 import threading
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -16,7 +17,7 @@ from collections_app.services.ingest_options import InvalidIngestOptions
 from collections_app.services.metadata_schema import collection_schema_declare
 from tests.record_files import HEADER, csv_bytes, issue_rows, ods_bytes, xlsx_bytes
 
-ISSUES = [
+ISSUES: list[list[Any]] = [
     ["id", "title", "status", "opened_on", "estimate"],
     [1, "Login fails after password change", "open", date(2026, 1, 5), 3],
     [2, "Invoice export is empty", "closed", date(2026, 1, 9), 1.5],
@@ -25,13 +26,13 @@ ISSUES = [
 ]
 
 
-def parse(tmp_path: Path, name: str, content: bytes, **options):  # type: ignore[no-untyped-def]
+def parse(tmp_path: Path, name: str, content: bytes, **options):
     path = tmp_path / name
     path.write_bytes(content)
     return parse_records(path, path.suffix, options)
 
 
-def ingest(cast, collection, upload, name: str, content: bytes, **options) -> Document:  # type: ignore[no-untyped-def]
+def ingest(cast, collection, upload, name: str, content: bytes, **options) -> Document:
     extra = {"ingest_options": json.dumps(options)} if options else {}
     response = upload(cast.editor, collection, name, content, **extra)
     assert response.status_code == 202, response.content

@@ -31,7 +31,7 @@ class _EmbeddingsDouble(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+    def log_message(self, *args) -> None:
         pass
 
 

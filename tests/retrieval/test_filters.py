@@ -17,7 +17,7 @@ from tests.record_files import csv_bytes, issue_rows
 EVERY_ROW = "title"
 
 
-def ingest(cast, collection, upload, name: str, content: bytes) -> Document:  # type: ignore[no-untyped-def]
+def ingest(cast, collection, upload, name: str, content: bytes) -> Document:
     response = upload(cast.editor, collection, name, content)
     assert response.status_code == 202, response.content
     document = Document.objects.get(pk=response.json()["document_id"])
@@ -25,19 +25,19 @@ def ingest(cast, collection, upload, name: str, content: bytes) -> Document:  # 
     return document
 
 
-def search(client, **body):  # type: ignore[no-untyped-def]
+def search(client, **body):
     response = client.post("/api/search", body, format="json")
     assert response.status_code == 200, response.content
     return response.json()
 
 
-def refused(client, **body) -> str:  # type: ignore[no-untyped-def]
+def refused(client, **body) -> str:
     response = client.post("/api/search", body, format="json")
     assert response.status_code == 400, response.content
     return response.json()["detail"]
 
 
-def row_ids(answer: dict) -> list[int]:  # type: ignore[type-arg]
+def row_ids(answer: dict) -> list[int]:
     """Every row in the answer: adjacent matching rows are stitched into one result, each starting "id: N"."""
     ids = [int(i) for r in answer["results"] for i in re.findall(r"(?:^|\s)id: (\d+)\n", r["text"])]
     assert sum(r["passages"] for r in answer["results"]) == len(ids)
@@ -45,14 +45,14 @@ def row_ids(answer: dict) -> list[int]:  # type: ignore[type-arg]
 
 
 @pytest.fixture
-def open_collection(collection):  # type: ignore[no-untyped-def]
+def open_collection(collection):
     collection.min_score = 0
     collection.save()
     return collection
 
 
 @pytest.fixture
-def issues(cast, open_collection, upload):  # type: ignore[no-untyped-def]
+def issues(cast, open_collection, upload):
     """Twenty issues: small enough to embed in a few seconds, varied enough for every type of filter."""
     rows = issue_rows(20)
     ingest(cast, open_collection, upload, "issues.csv", csv_bytes(rows))
@@ -60,7 +60,7 @@ def issues(cast, open_collection, upload):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def declared(collection):  # type: ignore[no-untyped-def]
+def declared(collection):
     """A schema as an upload of issues declares it: refusals happen before any retrieval, so nothing is embedded."""
     collection.metadata_schema = {
         "id": {"type": "number"},
@@ -81,7 +81,7 @@ def test_a_thousand_row_csv_gives_a_thousand_paragraphs_and_filters_return_exact
     document = ingest(cast, open_collection, upload, "issues.csv", csv_bytes(rows))
     assert Chunk.objects.filter(document=document).count() == 1000
 
-    def matching(filters: dict) -> list[int]:  # type: ignore[type-arg]
+    def matching(filters: dict) -> list[int]:
         answer = search(cast.viewer, query=EVERY_ROW, top_n=50, around=0, filters=filters)
         keyword = next(s for s in answer["trace"] if s["stage"] == "keyword retrieval")
         ids = row_ids(answer)

@@ -35,14 +35,14 @@ def ranked(collection: Collection, query: str) -> list[str]:
 
 
 @pytest.fixture
-def collection(db) -> Collection:  # type: ignore[no-untyped-def]
+def collection(db) -> Collection:
     return Collection.objects.create(tenant=Tenant.objects.create(name="acme"), name="notes")
 
 
 FILLER = [f"The office kitchen has a kettle and paragraph {n} about the office." for n in range(12)]
 
 
-def test_a_paragraph_with_the_rare_word_outranks_one_with_the_frequent_word(collection) -> None:  # type: ignore[no-untyped-def]
+def test_a_paragraph_with_the_rare_word_outranks_one_with_the_frequent_word(collection) -> None:
     index(collection, [*FILLER, "The office printer is broken.", "The defibrillator hangs by the lifts."])
 
     first, second, *_ = ranked(collection, "office defibrillator")
@@ -51,7 +51,7 @@ def test_a_paragraph_with_the_rare_word_outranks_one_with_the_frequent_word(coll
     assert "office" in second
 
 
-def test_any_question_word_is_enough_to_match(collection) -> None:  # type: ignore[no-untyped-def]
+def test_any_question_word_is_enough_to_match(collection) -> None:
     index(collection, [*FILLER, "Cyclists lock their bikes in the covered rack."])
 
     # Most of the question's words appear nowhere; one shared stem is enough.
@@ -60,14 +60,14 @@ def test_any_question_word_is_enough_to_match(collection) -> None:  # type: igno
     )
 
 
-def test_a_shorter_paragraph_wins_when_both_hold_the_word_once(collection) -> None:  # type: ignore[no-untyped-def]
+def test_a_shorter_paragraph_wins_when_both_hold_the_word_once(collection) -> None:
     long = "Invoices " + "are checked by finance and then archived in the ledger system " * 6
     index(collection, [*FILLER, long, "Invoices go to finance."])
 
     assert ranked(collection, "invoices")[0] == "Invoices go to finance."
 
 
-def test_a_question_of_stop_words_alone_still_finds_something_without_scanning_wrongly(collection) -> None:  # type: ignore[no-untyped-def]
+def test_a_question_of_stop_words_alone_still_finds_something_without_scanning_wrongly(collection) -> None:
     index(collection, FILLER)
 
     assert len(ranked(collection, "the")) == 10
@@ -97,7 +97,7 @@ def stored(collection: Collection) -> tuple[int, int, dict[str, int]]:
     return (stats.paragraphs, stats.total_length, terms) if stats else (0, 0, terms)
 
 
-def test_statistics_follow_every_insert_reindex_and_delete(collection) -> None:  # type: ignore[no-untyped-def]
+def test_statistics_follow_every_insert_reindex_and_delete(collection) -> None:
     first = index(collection, ["Refunds reach the card in five days.", "Bikes go in the rack."], name="a")
     index(collection, ["Refunds are paid by finance."], name="b")
     assert stored(collection) == recount(collection) and stored(collection)[0] == 3
@@ -115,7 +115,7 @@ def test_statistics_follow_every_insert_reindex_and_delete(collection) -> None: 
     assert "bike" not in stored(collection)[2]
 
 
-def test_a_relabel_that_leaves_the_index_alone_changes_no_statistics(collection) -> None:  # type: ignore[no-untyped-def]
+def test_a_relabel_that_leaves_the_index_alone_changes_no_statistics(collection) -> None:
     document = index(collection, ["Salaries are paid monthly."])
     before = stored(collection)
 

@@ -45,7 +45,7 @@ def test_labels_filter_paragraphs_and_windows_break_around_a_restricted_one(cast
     reader_create(tenant=cast.tenant, name="bob@example.com", labels=["sales"])
     reader_create(tenant=cast.tenant, name="ada@example.com", labels=["hr"])
 
-    def search(reader, query="where do I secure my cycle?"):  # type: ignore[no-untyped-def]
+    def search(reader, query="where do I secure my cycle?"):
         body = {"query": query, "around": 1, "top_n": 1, "reader": reader}
         return cast.viewer.post("/api/search", body, format="json").json()["results"]
 

@@ -20,23 +20,23 @@ SECTIONS = [
 
 
 @pytest.fixture
-def admin(cast):  # type: ignore[no-untyped-def]
+def admin(cast):
     return client_for(api_key_create(tenant=cast.tenant, role=Role.ADMIN).secret)
 
 
 @pytest.fixture
-def hr(cast, collection, upload):  # type: ignore[no-untyped-def]
+def hr(cast, collection, upload):
     hr = collection_update(collection=collection, per_reader=True)
     document = upload(cast.editor, hr, "office.html", html_bytes(SECTIONS)).json()["document_id"]
     Chunk.objects.filter(document_id=document, text__contains="Salary").update(labels=["payroll"])
     return hr
 
 
-def ask(client, **body):  # type: ignore[no-untyped-def]
+def ask(client, **body):
     return client.post("/api/search", {"query": "salary bands review", "around": 0, **body}, format="json")
 
 
-def test_an_admin_registers_reads_renames_and_removes_a_reader(cast, admin) -> None:  # type: ignore[no-untyped-def]
+def test_an_admin_registers_reads_renames_and_removes_a_reader(cast, admin) -> None:
     created = admin.post(
         "/api/manage/readers", {"name": "ada@example.com", "labels": ["hr", "hr", " payroll"]}, format="json"
     )
@@ -51,7 +51,7 @@ def test_an_admin_registers_reads_renames_and_removes_a_reader(cast, admin) -> N
     assert admin.get(f"/api/manage/readers/{reader}").status_code == 404
 
 
-def test_only_admin_keys_see_or_change_readers_and_never_another_tenants(cast, admin) -> None:  # type: ignore[no-untyped-def]
+def test_only_admin_keys_see_or_change_readers_and_never_another_tenants(cast, admin) -> None:
     reader = reader_create(tenant=cast.tenant, name="ada@example.com", labels=["hr"])
 
     assert cast.editor.get("/api/manage/readers").status_code == 403
@@ -60,7 +60,7 @@ def test_only_admin_keys_see_or_change_readers_and_never_another_tenants(cast, a
     assert cast.outsider.get("/api/manage/readers").json() == []
 
 
-def test_a_bad_reader_name_or_label_is_a_400_naming_it(cast, admin) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_reader_name_or_label_is_a_400_naming_it(cast, admin) -> None:
     assert "name" in admin.post("/api/manage/readers", {"name": "é" * 150}, format="json").json()
     answer = admin.post("/api/manage/readers", {"name": "x", "labels": ["a\x00b"]}, format="json").json()
     assert any(key.startswith("labels") for key in answer)
@@ -68,7 +68,7 @@ def test_a_bad_reader_name_or_label_is_a_400_naming_it(cast, admin) -> None:  # 
     assert long_label.status_code == 400 and "labels" in long_label.json()
 
 
-def test_a_search_reads_with_the_labels_the_server_gives_its_reader(cast, hr) -> None:  # type: ignore[no-untyped-def]
+def test_a_search_reads_with_the_labels_the_server_gives_its_reader(cast, hr) -> None:
     reader_create(tenant=cast.tenant, name="ada@example.com", labels=["payroll"])
     reader_create(tenant=cast.tenant, name="bob@example.com", labels=["sales"])
 
@@ -80,18 +80,18 @@ def test_a_search_reads_with_the_labels_the_server_gives_its_reader(cast, hr) ->
     assert SearchEvent.objects.filter(reader__name="ada@example.com").count() == 1
 
 
-def test_a_search_may_not_claim_labels(cast, hr) -> None:  # type: ignore[no-untyped-def]
+def test_a_search_may_not_claim_labels(cast, hr) -> None:
     response = ask(cast.viewer, reader_labels=["payroll"])
     assert response.status_code == 400 and "reader" in str(response.json()["reader_labels"])
 
 
-def test_a_per_reader_collection_without_a_reader_is_refused_before_retrieval(cast, hr) -> None:  # type: ignore[no-untyped-def]
+def test_a_per_reader_collection_without_a_reader_is_refused_before_retrieval(cast, hr) -> None:
     response = ask(cast.viewer)
     assert response.status_code == 400 and "handbook" in response.json()["reader"][0]
     assert SearchEvent.objects.count() == 0
 
 
-def test_an_unknown_reader_reads_nothing(cast, hr) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_reader_reads_nothing(cast, hr) -> None:
     reader_create(tenant=cast.outsider_tenant, name="mallory@example.com", labels=["payroll"])
 
     theirs = ask(cast.viewer, reader="mallory@example.com")

@@ -29,22 +29,22 @@ SECTIONS = [
 
 
 @pytest.fixture
-def office(cast, collection, upload):  # type: ignore[no-untyped-def]
+def office(cast, collection, upload):
     assert upload(cast.editor, collection, "office.html", html_bytes(SECTIONS)).status_code == 202
     return collection
 
 
-def ask(client, **body):  # type: ignore[no-untyped-def]
+def ask(client, **body):
     response = client.post("/api/search", body, format="json")
     assert response.status_code == 200, response.content
     return response.json()
 
 
-def stage(answer, name):  # type: ignore[no-untyped-def]
+def stage(answer, name):
     return next(s for s in answer["trace"] if s["stage"] == name)
 
 
-def test_hybrid_weight_zero_and_one_reproduce_the_keyword_and_the_vector_orders(cast, office) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_weight_zero_and_one_reproduce_the_keyword_and_the_vector_orders(cast, office) -> None:
     office.min_score = 0  # floor off: compare whole lists
     office.save()
     scope = resolve_scope(key=_key(cast), names=None)
@@ -63,16 +63,16 @@ def test_hybrid_weight_zero_and_one_reproduce_the_keyword_and_the_vector_orders(
     assert len(vector_only.results) > 2  # every paragraph is somewhere in the vector list
 
 
-def _key(cast):  # type: ignore[no-untyped-def]
+def _key(cast):
     return ApiKey.objects.filter(tenant=cast.tenant, role="viewer", agent=None).first()
 
 
-def test_hybrid_weight_outside_zero_to_one_is_a_400(cast, office) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_weight_outside_zero_to_one_is_a_400(cast, office) -> None:
     response = cast.viewer.post("/api/search", {"query": "badge", "hybrid_weight": 1.5}, format="json")
     assert response.status_code == 400 and "hybrid_weight" in response.json()
 
 
-def test_an_unrelated_question_is_empty_below_the_floor_and_a_related_one_answers(cast, office) -> None:  # type: ignore[no-untyped-def]
+def test_an_unrelated_question_is_empty_below_the_floor_and_a_related_one_answers(cast, office) -> None:
     unrelated = ask(cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?")
     related = ask(cast.viewer, query="where do I secure my cycle?")
 
@@ -81,7 +81,7 @@ def test_an_unrelated_question_is_empty_below_the_floor_and_a_related_one_answer
     assert unrelated["search_id"] and unrelated["search_id"] != related["search_id"]
 
 
-def test_nothing_readable_and_no_collection_are_their_own_reasons(cast, collection) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_readable_and_no_collection_are_their_own_reasons(cast, collection) -> None:
     empty = ask(cast.viewer, query="bikes")
     assert empty["results"] == [] and empty["reason"] == "no_readable_paragraph"
 
@@ -91,12 +91,12 @@ def test_nothing_readable_and_no_collection_are_their_own_reasons(cast, collecti
     assert all(s["status"] == "skipped" and "no collections" in s["reason"] for s in nothing["trace"])
 
 
-def test_every_answer_lists_the_stages_in_one_order(cast, office) -> None:  # type: ignore[no-untyped-def]
+def test_every_answer_lists_the_stages_in_one_order(cast, office) -> None:
     answer = ask(cast.viewer, query="where do I secure my cycle?")
     assert [s["stage"] for s in answer["trace"]] == list(STAGE_ORDER)
 
 
-def test_results_are_badged_and_a_high_threshold_triggers_one_broader_retry(cast, office) -> None:  # type: ignore[no-untyped-def]
+def test_results_are_badged_and_a_high_threshold_triggers_one_broader_retry(cast, office) -> None:
     confident = ask(cast.viewer, query="where do I secure my cycle?", around=0)
     assert confident["results"][0]["badge"] == "supported" and confident["retried"] is False
     assert stage(confident, "threshold")["counts"]["supported"] >= 1
@@ -112,7 +112,7 @@ def test_results_are_badged_and_a_high_threshold_triggers_one_broader_retry(cast
     assert [s["stage"] for s in doubtful["trace"]] == list(STAGE_ORDER)  # the retry is not listed twice
 
 
-def test_each_result_carries_its_paragraphs_metadata(cast, collection, upload) -> None:  # type: ignore[no-untyped-def]
+def test_each_result_carries_its_paragraphs_metadata(cast, collection, upload) -> None:
     rows = [
         "T-1,open,The espresso machine on floor two leaks water onto the counter",
         "T-2,closed,The projector in room four shows no picture from laptops",
@@ -169,7 +169,7 @@ class StandIn:
 
 
 @pytest.fixture
-def reranker(settings):  # type: ignore[no-untyped-def]
+def reranker(settings):
     stand_in = StandIn()
     serving = stand_in.serve()
     settings.KB_RERANK_URL = next(serving)
@@ -178,7 +178,7 @@ def reranker(settings):  # type: ignore[no-untyped-def]
     next(serving, None)
 
 
-def test_the_reranker_orders_the_candidates_when_it_answers(cast, office, reranker) -> None:  # type: ignore[no-untyped-def]
+def test_the_reranker_orders_the_candidates_when_it_answers(cast, office, reranker) -> None:
     office.min_score = 0
     office.save()
     answer = ask(cast.viewer, query="where can staff leave things?", around=0)
@@ -190,7 +190,7 @@ def test_the_reranker_orders_the_candidates_when_it_answers(cast, office, rerank
 
 
 @pytest.mark.parametrize("mode", ["error", "slow"])
-def test_a_failing_reranker_is_reported_and_the_fused_order_stands(cast, office, reranker, mode) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_reranker_is_reported_and_the_fused_order_stands(cast, office, reranker, mode) -> None:
     reranker.mode = mode
     answer = ask(cast.viewer, query="where do I secure my cycle?", around=0)
 
@@ -199,14 +199,14 @@ def test_a_failing_reranker_is_reported_and_the_fused_order_stands(cast, office,
     assert "bikes" in answer["results"][0]["text"]
 
 
-def test_without_a_reranker_the_stage_says_why(cast, office) -> None:  # type: ignore[no-untyped-def]
+def test_without_a_reranker_the_stage_says_why(cast, office) -> None:
     rerank = stage(ask(cast.viewer, query="bikes"), "rerank")
     assert rerank["status"] == "skipped" and "KB_RERANK_URL" in rerank["reason"]
 
 
 def test_a_search_costs_the_same_number_of_queries_for_one_result_or_many(
     cast, office, django_assert_num_queries
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     cast.viewer.post("/api/search", {"query": "warm-up"}, format="json")  # key's last_used_at written once
     with django_assert_num_queries(10):
         one = ask(cast.viewer, query="where do I secure my cycle?", top_n=1, around=0)

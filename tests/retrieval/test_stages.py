@@ -35,7 +35,7 @@ def test_fusion_weights_decide_between_the_two_first_places() -> None:
     ("semantic", "floor", "kept"),
     [(0.81, 0.8, True), (0.8, 0.8, True), (0.79, 0.8, False), (None, 0.8, False), (None, 0.0, True)],
 )
-def test_the_floor_keeps_only_scores_at_or_above_it_and_zero_turns_it_off(semantic, floor, kept) -> None:  # type: ignore[no-untyped-def]
+def test_the_floor_keeps_only_scores_at_or_above_it_and_zero_turns_it_off(semantic, floor, kept) -> None:
     assert passes_floor(hit("a", semantic=semantic), floor) is kept
 
 

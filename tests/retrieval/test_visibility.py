@@ -31,7 +31,7 @@ def paragraphs(collection: Collection, labelled: dict[str, list[str]]) -> None:
 
 
 @pytest.fixture
-def world(db):  # type: ignore[no-untyped-def]
+def world(db):
     acme, globex = Tenant.objects.create(name="acme"), Tenant.objects.create(name="globex")
     hr = Collection.objects.create(tenant=acme, name="hr", per_reader=True)
     wiki = Collection.objects.create(tenant=acme, name="wiki")
@@ -42,7 +42,7 @@ def world(db):  # type: ignore[no-untyped-def]
     return acme, globex, hr, wiki, other
 
 
-def test_a_reader_sees_paragraphs_with_one_of_its_labels_and_unlabelled_ones(world) -> None:  # type: ignore[no-untyped-def]
+def test_a_reader_sees_paragraphs_with_one_of_its_labels_and_unlabelled_ones(world) -> None:
     acme, _, hr, wiki, _ = world
 
     assert visible_texts(Visibility(acme.pk, [str(hr.pk)], ["managers"])) == {"holidays", "reviews"}
@@ -52,7 +52,7 @@ def test_a_reader_sees_paragraphs_with_one_of_its_labels_and_unlabelled_ones(wor
     }  # fmt: skip
 
 
-def test_another_tenants_rows_are_never_visible_even_when_their_collection_is_named(world) -> None:  # type: ignore[no-untyped-def]
+def test_another_tenants_rows_are_never_visible_even_when_their_collection_is_named(world) -> None:
     acme, globex, hr, _, other = world
 
     assert visible_texts(Visibility(acme.pk, [str(other.pk)], [])) == set()

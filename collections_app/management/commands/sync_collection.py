@@ -37,7 +37,7 @@ class Command(BaseCommand):
         collection = self._collection(options["name"], options["tenant"])
         bar = {"disable": None, "file": sys.stderr, "unit": "file", "desc": f"sync {collection.name}"}
         try:
-            result = folder_sync(collection=collection, progress=lambda files: tqdm(files, **bar))  # type: ignore[arg-type]
+            result = folder_sync(collection=collection, progress=lambda files: tqdm(files, **bar))
         except FolderSourceError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(
