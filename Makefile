@@ -43,9 +43,12 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest
 
+# mypy reads the settings but needs no database: a DATABASE_URL that is never connected to keeps it from
+# starting the embedded PostgreSQL.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	DATABASE_URL=postgres://typecheck@127.0.0.1:1/none KB_DEBUG=1 $(BIN)/mypy .
 	$(MANAGE) makemigrations --check --dry-run
 
 bench: migrate
