@@ -59,6 +59,10 @@ def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_serve
     # 2. Create a collection: the tenant is preselected, the chunking defaults are the admin's.
     page.goto(f"{base}{ADMIN}/collection/add/")
     page.fill("#id_name", "handbook")
+    page.click("summary:has-text('Chunking')")  # collapsed fieldsets, each tuning field with its help
+    page.click("summary:has-text('Retrieval')")
+    assert page.is_visible("text=The largest paragraph")
+    assert page.eval_on_selector("#id_embedding_alias", "el => el.tagName") == "SELECT"  # the registered models
     screenshot(page, "walkthrough-02-collection-form")
     page.click("input[name=_save]")
     page.wait_for_selector(".messagelist .success")
