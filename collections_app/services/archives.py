@@ -335,7 +335,7 @@ def archive_build_record(
     if collection is None:
         return None  # deleted meanwhile: nothing to record
     documents = list(Document.objects.filter(pk__in=document_ids, collection=collection))
-    waiting = [d for d in documents if d.status == DocumentStatus.PARSING]
+    waiting = [d for d in documents if d.status in (DocumentStatus.QUEUED, DocumentStatus.PARSING)]
     if waiting and attempt < _SUMMARY_ATTEMPTS:
         from django_q.models import Schedule
         from django_q.tasks import schedule
