@@ -158,6 +158,7 @@ class DocumentAdmin(
             "show_save": False,
             "show_save_and_continue": False,
             "show_save_and_add_another": False,
+            "title": "Document",  # not "Change document": nothing here is edited in place
         }
         if document is not None:
             context["kb_tools"] = self.document_tools(request, document)

@@ -256,3 +256,31 @@ def test_try_a_search_of_a_per_reader_collection_asks_for_the_reader_and_records
 
     staff.get(url, {"q": "refunds", "reader": reader.pk})
     assert SearchEvent.objects.get().reader == reader
+
+
+def test_a_re_ingest_whose_task_died_while_queued_is_requeued_by_the_recovery(
+    cast, collection, upload, django_capture_on_commit_callbacks
+):
+    import datetime as dt
+    import uuid
+
+    from django.utils import timezone
+
+    from collections_app.services.documents import document_queue_ingest
+    from collections_app.services.recovery import INGEST_FUNC, documents_recover
+
+    document = _ingested(cast, collection, upload)
+    with django_capture_on_commit_callbacks(execute=False):
+        document_queue_ingest(document=document, reingest=True)  # queued; its task dies before it starts
+    now = timezone.now()
+    Document.objects.filter(pk=document.pk).update(updated_at=now - dt.timedelta(hours=1))
+    Task.objects.create(
+        id=uuid.uuid4().hex, name=f"handbook.html (ingest document {document.pk})", func=INGEST_FUNC,
+        started=now, stopped=now, success=False,
+    )  # fmt: skip
+
+    with django_capture_on_commit_callbacks(execute=True) as requeued:
+        report = documents_recover()
+    assert report.requeued == [str(document.pk)] and len(requeued) == 1
+    document.refresh_from_db()
+    assert document.status == DocumentStatus.DONE  # the requeued task ran it to the end
