@@ -96,7 +96,7 @@ def test_it_previews_for_editors_only_and_the_outsider_finds_nothing(cast, docum
 def test_rechunk_applies_the_collections_settings_to_the_stored_blocks_without_the_parser(
     cast, collection, document, monkeypatch, django_capture_on_commit_callbacks
 ):
-    def never(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def never(*args, **kwargs):
         raise AssertionError("rechunk called the parser")
 
     for module in (

