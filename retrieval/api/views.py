@@ -54,6 +54,11 @@ class SearchInput(serializers.Serializer):
         write_only=True,
         help_text="Not accepted: a search may not say which labels it holds. Name a registered `reader`.",
     )
+    expand = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="hierarchical collections: hand back each match's enclosing section (its readable paragraphs)",
+    )
     hybrid_weight = serializers.FloatField(
         min_value=0,
         max_value=1,
@@ -152,6 +157,7 @@ class SearchView(APIView):
         answer = search(
             scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
             filters=params.get("filters"), hybrid_weight=params.get("hybrid_weight"),
+            expand=params.get("expand", False),
         )  # fmt: skip
         event = search_event_record(key=request_key(request), scope=scope, answer=answer)
         return Response(

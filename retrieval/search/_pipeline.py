@@ -12,6 +12,7 @@ from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
 from ._filters import Filters, compile_filters, count_matching
+from ._parents import sections
 from ._render import render_results
 from ._rerank import RerankFailed, rerank_scores
 from ._scope import SearchScope
@@ -89,6 +90,7 @@ def search(
     around: int | None = None,
     filters: dict[str, Any] | None = None,
     hybrid_weight: float | None = None,
+    expand: bool = False,
 ) -> SearchAnswer:
     trace = Trace()
     around = _around(scope.collections, around)
@@ -101,7 +103,7 @@ def search(
     found = _retrieve(trace, plan, query)
     found, retried, supported = _confidence_stage(trace, plan, query, found)
     hits = found.kept[: plan.top_n]
-    results = _window_stage(trace, plan, hits, around, supported)
+    results = _window_stage(trace, plan, hits, around, supported, expand)
     trace.skipped("judge", "no LLM_URL configured: this search cannot refuse (refused is null)")
     reason = None
     if not results:
@@ -273,17 +275,23 @@ def _threshold(collections: list[Collection], reranked: bool) -> float:
 
 
 def _window_stage(
-    trace: Trace, plan: SearchPlan, hits: list[Hit], around: int, supported: set[str]
+    trace: Trace, plan: SearchPlan, hits: list[Hit], around: int, supported: set[str], expand: bool = False
 ) -> list[dict[str, Any]]:
     collections = {str(c.pk): c for c in plan.collections}
-    if not around:
+    # Hierarchical collections: matches handed back as their sections (parent_return, expand) first.
+    found = sections(hits=hits, collections=collections, visible=plan.visible, filters=plan.where, expand=expand)
+    if not around and not found.merged:
         trace.skipped("window", "around is 0: each paragraph is returned alone")
-        windows = build_windows(hits, {}, 0)
+        windows = build_windows(found.rest, {}, 0)
     else:
         with trace.timed("window") as counts:
-            readable = readable_neighbours(visible=plan.visible, hits=hits, around=around, filters=plan.where)
-            windows = build_windows(hits, readable, around)
-            counts.update(around=around, results=len(windows))
+            readable = readable_neighbours(visible=plan.visible, hits=found.rest, around=around, filters=plan.where)
+            windows = build_windows(found.rest, readable, around)
+            counts.update(around=around, results=len(windows) + len(found.windows))
+            if found.merged:
+                counts.update(sections=len(found.windows), merged_into_sections=found.merged)
+    rank = {h.chunk_id: index for index, h in enumerate(hits)}
+    windows = sorted([*found.windows, *windows], key=lambda w: rank[w.best.chunk_id])
     results = render_results(windows, collections)
     for window, result in zip(windows, results, strict=True):
         result["badge"] = "supported" if _window_supported(window, hits, supported) else "weak"
