@@ -24,7 +24,7 @@ def hierarchical(cast, collection, upload) -> Collection:
     return collection
 
 
-def ask(cast, **extra):  # type: ignore[no-untyped-def]
+def ask(cast, **extra):
     reply = cast.viewer.post(
         "/api/search", {"query": QUESTION, "collections": ["handbook"], "around": 0, "top_n": 1, **extra}, format="json"
     )
