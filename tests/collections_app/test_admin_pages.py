@@ -162,8 +162,8 @@ def test_the_preview_shows_the_collections_chunks_beside_the_typed_ones_and_writ
     assert "The collection&#x27;s settings" in page and "Your settings" in page
     assert list(document.chunks.values_list("text", flat=True)) == before
 
-    refused = staff.get(f"{ADMIN}/document/{document.pk}/preview/?strategy=fixed&size=60&unit=chars&overlap=0")
-    assert "not built" in refused.content.decode() or "fixed" in refused.content.decode()
+    refused = staff.get(f"{ADMIN}/document/{document.pk}/preview/?strategy=semantic&size=60&unit=chars&overlap=0")
+    assert "planned but not built" in refused.content.decode()  # said beside the form, nothing cut
 
 
 # --- the collection page ----------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def test_a_collection_added_in_the_admin_is_created_by_the_service(cast, staff):
         ({"around": 32767}, "around must be a whole number from 0 to 5"),
         ({"rerank_top_n": 0}, "rerank_top_n must be a whole number from 1 to 50"),
         ({"hybrid_weight": -5}, "hybrid_weight must be a number from 0 to 1"),
-        ({"chunk_strategy": "hierarchical"}, "planned but not built"),
+        ({"chunk_strategy": "semantic"}, "planned but not built"),
         ({"name": "é" * 150}, "bytes in UTF-8"),
     ],
 )
