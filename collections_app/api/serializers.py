@@ -5,8 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from collections_app.ingestion.chunking import CHUNK_STRATEGIES
-from collections_app.models import Build, Collection, Document, SizeUnit
+from collections_app.models import Build, ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.ingest_options import MAX_LABEL_CHARS
 from collections_app.services.reindex import reindex_progress
@@ -257,15 +256,16 @@ class BuildOutput(serializers.ModelSerializer):
 class ChunkPreviewInput(serializers.Serializer):
     """Settings to try; each one left out is the collection's own."""
 
+    # The model's own choices: the schema then describes one ChunkStrategy and one SizeUnit, not two of each.
     chunk_strategy = serializers.ChoiceField(
-        choices=list(CHUNK_STRATEGIES), required=False, help_text="a planned strategy is refused, naming it"
+        choices=ChunkStrategy.choices, required=False, help_text="a planned strategy is refused, naming it"
     )
     chunk_size = serializers.IntegerField(
         required=False,
         min_value=collections_service.CHUNK_SIZE_RANGE[0],
         max_value=collections_service.CHUNK_SIZE_RANGE[1],
     )
-    chunk_size_unit = serializers.ChoiceField(choices=SizeUnit.values, required=False)
+    chunk_size_unit = serializers.ChoiceField(choices=SizeUnit.choices, required=False)
     chunk_overlap = serializers.IntegerField(
         required=False, min_value=0, max_value=collections_service.CHUNK_SIZE_RANGE[1] - 1
     )
