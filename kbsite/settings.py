@@ -234,14 +234,17 @@ SPECTACULAR_SETTINGS = {
 # django-q2: the ORM broker needs no extra server; KB_REDIS_URL switches to Redis
 # for many workers on many machines. timeout < retry, so a slow task is never
 # picked up twice while it still runs. The timeout stays large for big documents; a task
-# whose worker died is not left to `retry` (70 minutes) but requeued by the recovery
+# whose worker died is not left to `retry` but requeued by the recovery
 # (collections_app/services/recovery.py) that `manage.py run_cluster` runs at start and
 # every KB_RECOVERY_SECONDS. Two workers, so one large document never holds up the rest.
+# 8 hours: a 60 MB text file is ~89,000 paragraphs, about 5 hours of embedding with the
+# default model on 2 cores (bench/big_text.py); an hour would kill it and start it over.
+KB_TASK_TIMEOUT = env_int("KB_TASK_TIMEOUT", 8 * 3600)
 Q_CLUSTER: dict[str, object] = {
     "name": "kbsite",
     "workers": env_int("KB_Q_WORKERS", 2),
-    "timeout": env_int("KB_TASK_TIMEOUT", 3600),
-    "retry": env_int("KB_TASK_TIMEOUT", 3600) + 600,
+    "timeout": KB_TASK_TIMEOUT,
+    "retry": KB_TASK_TIMEOUT + 600,
     "max_attempts": 1,
     "catch_up": False,
     "orm": "default",
