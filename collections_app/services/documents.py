@@ -39,6 +39,7 @@ from collections_app.ingestion.parsing import ParserUnavailable
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.metadata_schema import document_records_declare
+from collections_app.services.recovery import document_recover
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -135,6 +136,13 @@ def _upload_again(existing: Document, *, queue: bool) -> UploadResult:
         )
         existing.save(update_fields=["status", "error", "progress", "blocks", "updated_at"])
         document_queue_ingest(document=existing)
+        return UploadResult(existing, created=False, requeued=True)
+    # Stuck mid-ingest (its worker died): uploading it again reads it again, unless a task is alive.
+    if (
+        existing.status in (DocumentStatus.PARSING, DocumentStatus.QUEUED)
+        and queue
+        and document_recover(document=existing)
+    ):
         return UploadResult(existing, created=False, requeued=True)
     return UploadResult(existing, created=False)
 

@@ -173,7 +173,15 @@ def document_recover(*, document: Document) -> bool:
     if document.status not in _IN_FLIGHT or document.updated_at >= grace:
         return False
     document_id = str(document.pk)
-    return _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False) == "requeued"
+    outcome = _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False)
+    if outcome == "unknown":
+        # No task anywhere and no worker holding it: the periodic recovery leaves such a document alone
+        # (it may be read in process), but a person uploading it again is asking for it to be read.
+        with transaction.atomic():
+            if Document.objects.select_for_update().filter(pk=document_id, status__in=_IN_FLIGHT).exists():
+                _queue(document_id, 1)
+                return True
+    return outcome == "requeued"
 
 
 def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: bool) -> str:
