@@ -1,4 +1,4 @@
-"""The shared cast: a tenant with an editor, a viewer and an agent; and an outsider tenant."""
+"""The shared cast (a tenant with an admin, an editor, a viewer and an agent; an outsider tenant) and helpers."""
 
 from __future__ import annotations
 
@@ -14,21 +14,29 @@ from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 
 
+def client_for(secret: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
 @dataclass
 class Cast:
     tenant: Tenant
     outsider_tenant: Tenant
+    admin: APIClient
     editor: APIClient
     viewer: APIClient
     outsider: APIClient
     agent: Agent
     agent_client: APIClient
 
+    def new_client(self, role: str) -> APIClient:
+        """A client with a key of its own in the cast's tenant (throttles and audits count per key)."""
+        return client_for(api_key_create(tenant=self.tenant, role=role).secret)
 
-def client_for(secret: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    return client
+    # For a test that shares one key between threads, each with a client of its own.
+    client_for = staticmethod(client_for)
 
 
 @pytest.fixture
@@ -39,6 +47,7 @@ def cast(db) -> Cast:
     return Cast(
         tenant=tenant,
         outsider_tenant=outsider_tenant,
+        admin=client_for(api_key_create(tenant=tenant, role=Role.ADMIN).secret),
         editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret),
         viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER).secret),
         outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret),

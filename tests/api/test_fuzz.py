@@ -15,9 +15,7 @@ from dataclasses import dataclass
 import pytest
 from rest_framework.test import APIClient
 
-from collections_app.models import Collection, Document, Role
-from collections_app.services.keys import api_key_create
-from tests.conftest import client_for
+from collections_app.models import Collection, Document
 
 NUL = "a\x00b"
 SURROGATE = "\ud800"  # only JSON can carry one: "\ud800" is valid JSON text but no Unicode character
@@ -59,7 +57,7 @@ class Target:
 
 @pytest.fixture
 def target(cast, collection, upload) -> Target:
-    admin = client_for(api_key_create(tenant=cast.tenant, role=Role.ADMIN).secret)
+    admin = cast.admin
     assert upload(admin, collection, "notes.txt", b"Bikes are stored in the garage.").status_code == 202
     return Target(admin, collection, Document.objects.get(collection=collection))
 

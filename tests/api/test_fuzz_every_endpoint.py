@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from collections_app.models import Document, Role
-from collections_app.services.keys import api_key_create
+from collections_app.models import Document
 from retrieval.services import reader_create
 
 NUL, SURROGATE = "a\x00b", "\ud800"
@@ -65,9 +64,7 @@ CASES = [
 
 @pytest.fixture
 def admin_world(cast, collection):  # type: ignore[no-untyped-def]
-    from tests.conftest import client_for
-
-    admin = client_for(api_key_create(tenant=cast.tenant, role=Role.ADMIN).secret)
+    admin = cast.admin
     # A document row is enough: every case is refused before anything would read it.
     document = Document.objects.create(
         tenant=cast.tenant, collection=collection, content_hash="0" * 64, filename="notes.txt", status="done"

@@ -60,7 +60,7 @@ def test_a_long_block_is_split_at_whitespace_with_overlap():
 
 
 def test_an_unbuilt_strategy_is_refused_not_faked():
-    with pytest.raises(StrategyNotBuilt, match="semantic.*not built yet"):
+    with pytest.raises(StrategyNotBuilt, match=r"semantic.*not built yet"):
         chunk_blocks([para("x", [])], ChunkingSettings(strategy="semantic"))
 
 

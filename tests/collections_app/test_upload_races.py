@@ -16,7 +16,6 @@ from collections_app.ingestion import UnsupportedFile
 from collections_app.models import Document
 from collections_app.services.documents import document_create
 from tests.collections_app.test_archives import zip_bytes
-from tests.conftest import client_for
 
 RETURNS = b"Goods can be sent back within thirty days of purchase if they are unused.\n"
 
@@ -37,7 +36,7 @@ def post_at_once(cast, collection, filename: str, content: bytes, times: int) ->
 
     def upload_once() -> None:
         try:
-            client = client_for(secret)
+            client = cast.client_for(secret)
             file = io.BytesIO(content)
             file.name = filename
             barrier.wait()  # all requests leave together

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from collections_app.models import Chunk, Role
+from collections_app.models import Chunk
 from collections_app.services.collections import collection_update
-from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
 from retrieval.services import reader_create
-from tests.conftest import client_for
 from tests.fixtures import html_bytes
 
 SECTIONS = [
@@ -21,7 +19,7 @@ SECTIONS = [
 
 @pytest.fixture
 def admin(cast):
-    return client_for(api_key_create(tenant=cast.tenant, role=Role.ADMIN).secret)
+    return cast.admin
 
 
 @pytest.fixture
