@@ -133,7 +133,9 @@ class CollectionOutput(serializers.ModelSerializer):
             return None
 
     def get_stale_documents(self, obj: Collection) -> int:
-        return obj.documents.filter(stale=True).count()
+        # Annotated by the list view (one query for the page, not one per collection).
+        annotated = getattr(obj, "stale_count", None)
+        return annotated if annotated is not None else obj.documents.filter(stale=True).count()
 
     @extend_schema_field(ReindexProgressOutput(allow_null=True))
     def get_reindex(self, obj: Collection) -> dict[str, object] | None:

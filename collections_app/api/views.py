@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -58,7 +59,9 @@ class CollectionListView(TenantScopedView):
         responses={200: CollectionOutput(many=True), **refusals(401)},
     )
     def get(self, request: Request) -> Response:
-        collections = selectors.collections_for(request_key(request).tenant)
+        collections = selectors.collections_for(request_key(request).tenant).annotate(
+            stale_count=Count("documents", filter=Q(documents__stale=True))
+        )
         return Response(CollectionOutput(collections, many=True).data)
 
     @extend_schema(

@@ -536,8 +536,7 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
         build_record(
             collection=collection,
             document=document,
-            model=get_embedder(collection.embedding_alias).model_identity(),
-            alias=model.alias,
+            model=model.alias,  # build_record looks up the identity the provider reports
             dims=staging.dims,
             passages=published,
             refused=[],

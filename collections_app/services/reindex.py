@@ -43,6 +43,10 @@ class ReindexRefused(Invalid):
     """A re-index would leave the collection with nothing to answer from."""
 
 
+class ReindexSuperseded(Conflict):
+    """The generation this run builds is no longer the one waiting (cut over by another run, or dropped)."""
+
+
 def document_rechunk(*, document: Document) -> Document:
     """Queue the document's re-chunk with the collection's current settings, from its stored parser output.
 
@@ -129,6 +133,8 @@ def collection_reindex_run(*, collection_id: str) -> None:
             document_stage(document=document, generation=generation)
             Collection.objects.filter(pk=collection.pk).update(reindex_done=F("reindex_done") + 1)
         collection_cutover(collection=collection, generation=generation)
+    except ReindexSuperseded:
+        return  # another run cut over, or the settings changed and dropped this generation: nothing to record
     except Exception as exc:
         # What was staged stays for the resume; searches never saw it.
         logger.exception("re-index of collection %s stopped", collection.pk)
@@ -154,6 +160,11 @@ def document_stage(*, document: Document, generation: int) -> int:
             staging.add_all(ingestion._chunk(document, collection, blocks))
         ingestion._embed(document, collection, staging)
         with transaction.atomic():
+            # Two runs of one collection may overlap (asked twice): rows are only ever written into the
+            # generation still waiting, never into one a cutover has made live (it would lack its keyword index).
+            waiting = Collection.objects.select_for_update().filter(pk=collection.pk)
+            if waiting.values_list("reindex_generation", flat=True).first() != generation:
+                raise ReindexSuperseded(f"generation {generation} of {collection.name} is no longer waiting")
             Chunk.objects.filter(document=document, generation=generation).delete()
             written = ingestion.document_rows_write(
                 document=document,

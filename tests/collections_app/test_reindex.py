@@ -5,9 +5,12 @@ change never puts two models in one ranking."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services import reindex
+from collections_app.services.collections import collection_create
 from retrieval.embedding import _registry
 from retrieval.embedding._registry import EmbeddingModel
 from tests.collections_app.test_chunk_strategies import body
@@ -187,3 +190,36 @@ def test_it_reindexes_for_editors_only_and_the_outsider_finds_nothing(cast, coll
     url = f"/api/manage/collections/{collection.pk}/reindex"
     assert cast.viewer.post(url).status_code == 403
     assert cast.outsider.post(url).status_code == 404
+
+
+def test_a_run_overtaken_by_a_cutover_never_writes_into_the_live_generation(
+    cast, built, django_capture_on_commit_callbacks
+):
+    cast.editor.patch(f"/api/manage/collections/{built.pk}", {"chunk_size": 400}, format="json")
+    reindex_now(cast, built, django_capture_on_commit_callbacks)
+    live = Collection.objects.get(pk=built.pk).active_generation
+    rows = set(Chunk.objects.values_list("pk", flat=True))
+    document = Document.objects.filter(collection=built).select_related("collection").first()
+    assert document is not None
+
+    with pytest.raises(reindex.ReindexSuperseded):  # a second, late run of the generation now live
+        reindex.document_stage(document=document, generation=live)
+
+    assert set(Chunk.objects.values_list("pk", flat=True)) == rows
+    assert not Chunk.objects.filter(kind="paragraph", search_vector__isnull=True).exists()
+
+
+def test_the_collection_list_counts_stale_documents_without_a_query_per_collection(cast, built):
+    def listed() -> tuple[int, list[int]]:
+        with CaptureQueriesContext(connection) as queries:
+            body = cast.viewer.get("/api/manage/collections").json()
+        return len(queries), [c["stale_documents"] for c in body]
+
+    cast.editor.patch(f"/api/manage/collections/{built.pk}", {"chunk_size": 500}, format="json")
+    listed()  # the key's first use of the minute records last_used_at: not what is measured
+    one, stale = listed()
+    assert stale == [4]
+    for name in ("faq", "policies"):
+        collection_create(tenant=cast.tenant, name=name)
+    three, stale = listed()
+    assert three == one and sorted(stale) == [0, 0, 4]
