@@ -8,7 +8,7 @@ from django.conf import settings
 
 from collections_app.models import Build, Document
 from retrieval.models import SearchEvent
-from tests.fixtures import HANDBOOK, html_bytes
+from tests.files.documents import HANDBOOK, html_bytes
 
 
 def test_no_answer_or_record_contains_the_storage_root(cast, collection, upload):

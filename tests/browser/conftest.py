@@ -69,8 +69,14 @@ def offline_page(browser, live_server) -> Iterator[object]:
     context.close()
 
 
-def screenshot(page, name: str) -> Path:
+def take_screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture
+def screenshot():  # type: ignore[no-untyped-def]
+    """screenshot(page, name): saves a full-page PNG under var/test-artifacts/ and returns its path."""
+    return take_screenshot

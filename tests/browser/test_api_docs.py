@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from tests.browser.conftest import screenshot
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -20,7 +18,7 @@ def _documented_operations() -> set[tuple[str, str]]:
     }
 
 
-def test_swagger_ui_lists_every_operation_offline(offline_page, live_server) -> None:
+def test_swagger_ui_lists_every_operation_offline(offline_page, live_server, screenshot) -> None:
     page = offline_page
     page.goto(f"{live_server.url}/api/docs/")
     page.wait_for_selector(".opblock", timeout=20_000)
@@ -36,7 +34,7 @@ def test_swagger_ui_lists_every_operation_offline(offline_page, live_server) -> 
     assert expected <= rendered, f"not rendered: {sorted(expected - rendered)}"
 
 
-def test_redoc_renders_offline(offline_page, live_server) -> None:
+def test_redoc_renders_offline(offline_page, live_server, screenshot) -> None:
     page = offline_page
     page.goto(f"{live_server.url}/api/redoc/")
     page.wait_for_selector("text=kbsite API", timeout=20_000)

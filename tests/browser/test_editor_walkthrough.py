@@ -18,8 +18,7 @@ from django_q import tasks as q_tasks
 
 from collections_app.models import Collection, Document, Membership, Role, Tenant
 from retrieval.models import SearchEvent
-from tests.browser.conftest import screenshot
-from tests.fixtures import HANDBOOK, docx_bytes
+from tests.files.documents import HANDBOOK, docx_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,7 +39,7 @@ def held_tasks(monkeypatch) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
     return held
 
 
-def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_server, held_tasks, monkeypatch):
+def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_server, held_tasks, monkeypatch, screenshot):
     tenant = Tenant.objects.create(name="acme")
     editor = User.objects.create_user("edna", password="a long walk-through password", is_staff=True)
     Membership.objects.create(user=editor, tenant=tenant, role=Role.EDITOR)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections_app.models import ApiKey, Document, Membership, Role
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import hash_key
-from tests.fixtures import HANDBOOK, html_bytes
+from tests.files.documents import HANDBOOK, html_bytes
 
 
 def test_staff_see_only_their_tenants_collections(cast, staff):

@@ -11,7 +11,7 @@ from django_q.models import Task
 from collections_app.models import Build, Collection, Document, DocumentStatus
 from collections_app.services.collections import collection_create
 from retrieval.models import SearchEvent
-from tests.fixtures import HANDBOOK, html_bytes
+from tests.files.documents import HANDBOOK, html_bytes
 
 ADMIN = "/admin/collections_app"
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from collections_app.models import Collection, Document
-from tests.fixtures import HANDBOOK, html_bytes
+from tests.files.documents import HANDBOOK, html_bytes
 
 
 def _collection_form(cast, **changes: Any) -> dict[str, Any]:

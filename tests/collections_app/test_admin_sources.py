@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from collections_app.models import Build, Document
-from tests.collections_app.test_archives import HANDBOOK_ZIP, zip_bytes
-from tests.collections_app.test_email import eml_bytes
+from tests.files.archives import HANDBOOK_ZIP, zip_bytes
+from tests.files.email import eml_bytes
 
 
 def test_a_zip_uploaded_in_the_admin_imports_each_member(staff, collection, django_capture_on_commit_callbacks):

@@ -6,9 +6,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from collections_app.models import Document
-from tests.fixtures import HANDBOOK, docx_bytes
-from tests.office_fixtures import pptx_bytes
-from tests.record_files import HEADER, issue_rows, xlsx_bytes
+from tests.files.documents import HANDBOOK, docx_bytes
+from tests.files.office import pptx_bytes
+from tests.files.records import HEADER, issue_rows, xlsx_bytes
 
 
 def _docx() -> bytes:

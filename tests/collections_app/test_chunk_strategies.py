@@ -18,29 +18,9 @@ from collections_app.ingestion import Block, ChunkDraft, ChunkingSettings, chunk
 from collections_app.ingestion.chunking import CHUNK_STRATEGIES, StrategyNotBuilt, built_strategies
 from collections_app.models import Chunk, ChunkStrategy, Document
 from retrieval.embedding import get_embedder
-from tests.fixtures import docx_bytes, html_bytes, pdf_bytes
-from tests.office_fixtures import pptx_bytes
-
-SENTENCE = (
-    "refunds arrive within five working days once the parcel reaches our warehouse and a person has checked "
-    "that the goods are unused complete and in their original packaging before the money goes back"
-)
-WORDS = SENTENCE.split(" ")
-
-
-def body(seed: int, words: int) -> str:
-    """Sentences of ordinary words, different per seed, about `words` long."""
-    out = [WORDS[(seed * 7 + i * 3) % len(WORDS)] for i in range(words)]
-    return " ".join(" ".join(out[i : i + 12]).capitalize() + "." for i in range(0, len(out), 12))
-
-
-SECTIONS = [
-    (1, "Handbook", body(1, 40)),
-    (2, "Returns", body(2, 260)),
-    (3, "Damaged goods", body(3, 90)),
-    (2, "Shipping", body(4, 30)),
-    (2, "Payroll", body(5, 180)),
-]
+from tests.files.documents import docx_bytes, html_bytes, pdf_bytes
+from tests.files.office import pptx_bytes
+from tests.files.sections import SECTIONS, body
 
 
 def markdown_bytes() -> bytes:

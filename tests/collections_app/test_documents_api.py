@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections_app.models import Build, Chunk, Document
-from tests.fixtures import HANDBOOK, docx_bytes, html_bytes, pdf_bytes
+from tests.files.documents import HANDBOOK, docx_bytes, html_bytes, pdf_bytes
 
 
 def test_upload_is_accepted_then_ingested_with_the_right_section_trail(cast, collection, upload):

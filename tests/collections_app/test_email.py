@@ -9,29 +9,11 @@ from pathlib import Path
 
 from collections_app.ingestion.email import parse_email
 from collections_app.models import Build, Chunk, Document
-from tests.fixtures import pdf_bytes
-from tests.msg_writer import MsgAttachment, MsgRecipient, MsgSpec, msg_bytes
+from tests.files.documents import pdf_bytes
+from tests.files.email import eml_bytes
+from tests.files.msg import MsgAttachment, MsgRecipient, MsgSpec, msg_bytes
 
-REFUNDS = "Refunds for damaged parcels are paid to the original card within five working days."
 RACK = "The database servers move to rack twelve in the basement on Friday evening."
-
-
-def eml_bytes(*, attachments: list[tuple[str, bytes, str]] = (), html: str = "", **headers: str) -> bytes:  # type: ignore[assignment]
-    message = EmailMessage()
-    message["Subject"] = headers.get("subject", "Refund policy for damaged parcels")
-    message["From"] = headers.get("sender", "Ada Lovelace <Ada@Example.com>")
-    message["To"] = "Bob <bob@example.com>, carol@example.com"
-    message["Cc"] = "dave@example.com"
-    message["Date"] = "Tue, 03 Feb 2026 10:15:00 +0100"
-    message["Message-ID"] = "<refunds-2@example.com>"
-    message["References"] = "<refunds-1@example.com>"
-    message.set_content(f"Hi Bob,\n\n{REFUNDS}\n\nAda")
-    if html:
-        message.add_alternative(html, subtype="html")
-    for filename, content, mime in attachments:
-        maintype, subtype = mime.split("/")
-        message.add_attachment(content, maintype=maintype, subtype=subtype, filename=filename)
-    return message.as_bytes()
 
 
 def test_a_message_with_a_pdf_and_an_unsupported_attachment(cast, collection, upload):
@@ -105,7 +87,7 @@ def test_an_html_only_body_is_read_as_text_and_inline_images_are_not_attachments
 
 
 def test_an_outlook_msg_is_read_with_its_attachments(cast, collection, upload):
-    # python-oxmsg reads .msg; nothing writes them, so tests/msg_writer.py builds a real
+    # python-oxmsg reads .msg; nothing writes them, so tests/files/msg.py builds a real
     # compound file per MS-CFB and MS-OXMSG (extract-msg reads it the same way).
     content = msg_bytes(
         MsgSpec(

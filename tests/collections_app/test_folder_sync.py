@@ -12,7 +12,7 @@ from django_q.models import Schedule
 
 from collections_app.models import Build, Document
 from collections_app.services.collections import collection_create
-from tests.fixtures import pdf_bytes
+from tests.files.documents import pdf_bytes
 
 RETURNS = "# Returns\n\nGoods can be sent back within thirty days of purchase if they are unused.\n"
 RETURNS_V2 = "# Returns\n\nGoods can be sent back within sixty days of purchase, even when opened.\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from collections_app.models import Chunk, Document
-from tests.office_fixtures import epub_bytes, odp_bytes, odt_bytes, pptx_bytes, rtf_bytes
+from tests.files.office import epub_bytes, odp_bytes, odt_bytes, pptx_bytes, rtf_bytes
 
 SECTIONS = [
     ("Returns", "Goods can be sent back within thirty days of purchase if they are unused."),

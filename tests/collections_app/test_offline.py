@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from collections_app.models import Document
-from tests.fixtures import HANDBOOK, docx_bytes, html_bytes
+from tests.files.documents import HANDBOOK, docx_bytes, html_bytes
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 
 from collections_app.models import Build, Chunk, Collection, Document
-from tests.collections_app.test_chunk_strategies import SECTIONS
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
+from tests.files.sections import SECTIONS
 
 
 def counts() -> dict[str, int]:

@@ -15,7 +15,7 @@ from collections_app.ingestion.records import parse_records, validate_options
 from collections_app.models import Chunk, Collection, Document
 from collections_app.services.ingest_options import InvalidIngestOptions
 from collections_app.services.metadata_schema import collection_schema_declare
-from tests.record_files import HEADER, csv_bytes, issue_rows, ods_bytes, xlsx_bytes
+from tests.files.records import HEADER, csv_bytes, issue_rows, ods_bytes, xlsx_bytes
 
 ISSUES: list[list[Any]] = [
     ["id", "title", "status", "opened_on", "estimate"],

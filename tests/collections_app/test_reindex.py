@@ -13,8 +13,8 @@ from collections_app.services import reindex
 from collections_app.services.collections import collection_create
 from retrieval.embedding import _registry
 from retrieval.embedding._registry import EmbeddingModel
-from tests.collections_app.test_chunk_strategies import body
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
+from tests.files.sections import body
 
 QUESTIONS = [
     "when do refunds arrive",

@@ -15,7 +15,7 @@ from django.db import DatabaseError, connection
 from collections_app.ingestion import UnsupportedFile
 from collections_app.models import Document
 from collections_app.services.documents import document_create
-from tests.collections_app.test_archives import zip_bytes
+from tests.files.archives import zip_bytes
 
 RETURNS = b"Goods can be sent back within thirty days of purchase if they are unused.\n"
 

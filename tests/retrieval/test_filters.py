@@ -10,7 +10,7 @@ import pytest
 
 from collections_app.models import Chunk, Document
 from collections_app.services.collections import collection_create
-from tests.record_files import csv_bytes, issue_rows
+from tests.files.records import csv_bytes, issue_rows
 
 # Every record's text starts with "id: N\ntitle: ...", so the keyword side finds all of them for "title";
 # with the floor off (min_score 0) and top_n above the filtered count, the answer set is complete.

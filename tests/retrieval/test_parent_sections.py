@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from collections_app.models import Chunk, Collection
-from tests.collections_app.test_chunk_strategies import SECTIONS
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
+from tests.files.sections import SECTIONS
 
 QUESTION = "goods unused complete original packaging"
 

@@ -9,7 +9,7 @@ import pytest
 from collections_app.models import Build, Chunk
 from collections_app.services.collections import collection_update
 from retrieval.services import reader_create
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
 
 SECTIONS = [
     (1, "Office", ""),

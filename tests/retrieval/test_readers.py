@@ -8,7 +8,7 @@ from collections_app.models import Chunk
 from collections_app.services.collections import collection_update
 from retrieval.models import SearchEvent
 from retrieval.services import reader_create
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
 
 SECTIONS = [
     (1, "Office", ""),

@@ -5,7 +5,7 @@ import pytest
 from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
 from retrieval.models import SearchEvent
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
 
 # Four unrelated paragraphs. The question below paraphrases the bicycle one
 # and shares none of its content words.

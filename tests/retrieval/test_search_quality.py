@@ -16,7 +16,7 @@ from retrieval.search import resolve_scope, search
 from retrieval.search._pipeline import STAGE_ORDER
 from retrieval.search._stages import keyword_retrieve, vector_retrieve
 from retrieval.search._visibility import Visibility
-from tests.fixtures import html_bytes
+from tests.files.documents import html_bytes
 
 SECTIONS = [
     (1, "Office", ""),

@@ -1,0 +1,1 @@
+"""Real files built in tests: documents, office files, records, archives, email and Outlook messages."""
