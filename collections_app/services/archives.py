@@ -222,7 +222,7 @@ def _import_member(
     except _MemberUnreadable as exc:
         _skip(result, info.filename, f"it could not be read from the archive ({exc})")
         return
-    if outcome.created:
+    if outcome.created and outcome.document.file.name:
         stored.append(outcome.document.file.name)
     result.members.append(ArchiveMember(path=info.filename, document=outcome.document, created=outcome.created))
 

@@ -114,7 +114,8 @@ def document_create(
                 parent=parent,
             )
             document.file.save(_stored_name(filename), ContentFile(data), save=False)
-            stored.append(document.file.name)
+            if document.file.name:  # always set by save(); the check is for the type checker
+                stored.append(document.file.name)
             document.save()
             if queue:
                 document_queue_ingest(document=document)
@@ -626,7 +627,7 @@ def document_delete(*, document: Document) -> None:
     """Remove a document, its paragraphs and its attachments; stored originals go once the deletion commits."""
     documents = [document, *_attachments_of(document)]
     storage = Document._meta.get_field("file").storage
-    files = [d.file.name for d in documents if d.file]
+    files = [d.file.name for d in documents if d.file and d.file.name]
 
     def remove_files() -> None:
         for name in files:

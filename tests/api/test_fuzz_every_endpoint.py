@@ -63,7 +63,7 @@ CASES = [
 
 
 @pytest.fixture
-def admin_world(cast, collection):  # type: ignore[no-untyped-def]
+def admin_world(cast, collection):
     admin = cast.admin
     # A document row is enough: every case is refused before anything would read it.
     document = Document.objects.create(
@@ -82,7 +82,7 @@ def test_the_schema_declares_json_operations_to_fuzz() -> None:
 
 
 @pytest.mark.parametrize(("method", "path", "name", "label", "text"), CASES)
-def test_a_hostile_value_in_any_field_is_refused_with_a_4xx(admin_world, method, path, name, label, text) -> None:  # type: ignore[no-untyped-def]
+def test_a_hostile_value_in_any_field_is_refused_with_a_4xx(admin_world, method, path, name, label, text) -> None:
     client, ids = admin_world
     url = re.sub(r"\{(\w+)\}", lambda m: str(ids[m.group(1)]), path)
     body = f'{{"query": "bikes", "name": "n", {json.dumps(name)}: {text}}}'

@@ -77,6 +77,6 @@ def take_screenshot(page, name: str) -> Path:
 
 
 @pytest.fixture
-def screenshot():  # type: ignore[no-untyped-def]
+def screenshot():
     """screenshot(page, name): saves a full-page PNG under var/test-artifacts/ and returns its path."""
     return take_screenshot

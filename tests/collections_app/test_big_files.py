@@ -25,7 +25,7 @@ def handbook_md(sections: int) -> bytes:
 
 
 @pytest.fixture
-def streamed(settings):  # type: ignore[no-untyped-def]
+def streamed(settings):
     """Text files over 1 KB are read as a stream (the default threshold is megabytes)."""
     settings.KB_STREAM_TEXT_ABOVE = 1000
     return settings
@@ -69,7 +69,7 @@ def test_progress_moves_and_is_visible_while_a_large_document_is_embedded(cast, 
     real = documents.get_embedder(collection.embedding_alias)
 
     class Watching:
-        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        def __getattr__(self, name: str):
             return getattr(real, name)  # everything but embedding is the real model's
 
         def embed_passages(self, texts: list[str]) -> list[list[float]]:
@@ -96,7 +96,7 @@ def test_a_failed_rebuild_leaves_the_old_paragraphs_as_they_were(cast, collectio
     calls = []
 
     class FailingHalfWay:
-        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        def __getattr__(self, name: str):
             return getattr(real, name)
 
         def embed_passages(self, texts: list[str]) -> list[list[float]]:

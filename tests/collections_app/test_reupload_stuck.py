@@ -9,7 +9,7 @@ from django.utils import timezone
 from collections_app.models import Document, DocumentStatus
 
 
-def test_uploading_a_stuck_document_again_reads_it_again(cast, collection, upload) -> None:  # type: ignore[no-untyped-def]
+def test_uploading_a_stuck_document_again_reads_it_again(cast, collection, upload) -> None:
     content = b"Cyclists can lock their bikes in the covered rack next to the main entrance."
     first = upload(cast.editor, collection, "bikes.txt", content)
     # As after a kill -9 mid-ingest: still `parsing`, no paragraphs, no task left in the queue.
@@ -24,7 +24,7 @@ def test_uploading_a_stuck_document_again_reads_it_again(cast, collection, uploa
     assert document.status == DocumentStatus.DONE and document.chunks.exists()
 
 
-def test_a_document_being_read_right_now_is_not_read_twice(cast, collection, upload) -> None:  # type: ignore[no-untyped-def]
+def test_a_document_being_read_right_now_is_not_read_twice(cast, collection, upload) -> None:
     content = b"Lunch is served between noon and two o'clock."
     first = upload(cast.editor, collection, "lunch.txt", content)
     # Just uploaded and still parsing: its task may not be written yet, so a second upload leaves it alone.

@@ -20,19 +20,19 @@ from tests.files.archives import zip_bytes
 RETURNS = b"Goods can be sent back within thirty days of purchase if they are unused.\n"
 
 
-def stored_files(settings) -> list[Path]:  # type: ignore[no-untyped-def]
+def stored_files(settings) -> list[Path]:
     root = Path(settings.MEDIA_ROOT)
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
-def post_at_once(cast, collection, filename: str, content: bytes, times: int) -> list[tuple[int, dict]]:  # type: ignore[no-untyped-def,type-arg]
+def post_at_once(cast, collection, filename: str, content: bytes, times: int) -> list[tuple[int, dict]]:
     """The same upload `times` times at the same moment, each on a thread with its own database connection."""
     from collections_app.models import Role
     from collections_app.services.keys import api_key_create
 
     secret = api_key_create(tenant=cast.tenant, role=Role.EDITOR).secret
     barrier = threading.Barrier(times)
-    answers: list[tuple[int, dict]] = []  # type: ignore[type-arg]
+    answers: list[tuple[int, dict]] = []
 
     def upload_once() -> None:
         try:
@@ -75,7 +75,7 @@ def test_identical_zips_at_once_give_one_202_and_200s(transactional_db, cast, co
 
 
 def test_an_upload_failing_after_its_file_is_stored_leaves_no_file(cast, collection, settings, monkeypatch):
-    def refuse(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def refuse(self, *args, **kwargs):
         assert Path(self.file.path).is_file()  # the file is written by now
         raise DatabaseError("the database went away")
 
@@ -89,9 +89,9 @@ def test_an_upload_failing_after_its_file_is_stored_leaves_no_file(cast, collect
 
 def test_a_zip_import_failing_half_way_leaves_no_document_and_no_file(cast, collection, settings, monkeypatch):
     original_save = Document.save
-    saved = []
+    saved: list[str] = []
 
-    def fail_second(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def fail_second(self, *args, **kwargs):
         if len(saved) == 1:
             raise DatabaseError("the database went away")
         saved.append(self.filename)
