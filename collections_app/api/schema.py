@@ -54,3 +54,40 @@ def add_retry_after(result: dict[str, Any], generator, request, public) -> dict[
                     }
                 }
     return result
+
+
+# What each refusal looks like, for the documentation: the messages are the platform's own.
+ERROR_EXAMPLES: dict[str, dict[str, Any]] = {
+    "400": {"name": ["must not contain NUL characters"]},
+    "401": {"detail": "An API key is required: 'Authorization: Bearer <key>'."},
+    "403": {"detail": "This key may only read: creating or changing needs an editor or admin key."},
+    "404": {"detail": "Not found."},
+    "409": {"detail": "a collection named 'handbook' already exists"},
+    "413": {"detail": "report.pdf is larger than the upload limit of 104857600 bytes"},
+    "415": {"detail": 'Unsupported media type "text/plain" in request.'},
+    "429": {"detail": "Request was throttled. Expected available in 42 seconds."},
+    "507": {"detail": "not enough free storage to unpack this archive"},
+}
+
+
+def add_examples_and_descriptions(result: dict[str, Any], generator, request, public) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Postprocessing hook: an example on every error answer, and a description on every operation.
+
+    An operation without a description of its own is described by its summary and the role it needs,
+    so no operation in the docs is a bare line.
+    """
+    for path in result.get("paths", {}).values():
+        for method, operation in path.items():
+            if not isinstance(operation, dict):
+                continue
+            if not operation.get("description"):
+                needs = "any valid key" if method == "get" else "an editor or admin key"
+                if "readers" in str(operation.get("operationId", "")):
+                    needs = "an admin key"
+                operation["description"] = f"{operation.get('summary', '')}. Needs {needs}."
+            for code, answer in operation.get("responses", {}).items():
+                example = ERROR_EXAMPLES.get(code)
+                for content in answer.get("content", {}).values():
+                    if example is not None and "examples" not in content:
+                        content["examples"] = {"refusal": {"value": example}}
+    return result

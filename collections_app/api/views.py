@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -67,6 +67,13 @@ class CollectionListView(TenantScopedView):
     @extend_schema(
         summary="Create a collection",
         request=CollectionInput,
+        examples=[
+            OpenApiExample(
+                "A handbook, chunked by structure",
+                value={"name": "handbook", "description": "Staff handbook", "chunk_size": 1000, "around": 1},
+                request_only=True,
+            )
+        ],
         responses={
             201: CollectionOutput,
             **refusals(400, 401, 403, 409, 413, 415, conflict="a collection of that name"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -46,6 +46,7 @@ class ReaderListView(APIView):
     @extend_schema(
         summary="Register a reader and its labels",
         request=ReaderInput,
+        examples=[OpenApiExample("A reader of HR paragraphs", value={"name": "ada@example.com", "labels": ["hr"]})],
         responses={201: ReaderOutput, **refusals(400, 401, 403, 409, 413, 415, conflict="the name is taken")},
     )
     def post(self, request: Request) -> Response:

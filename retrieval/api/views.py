@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -138,6 +138,24 @@ class SearchView(APIView):
     @extend_schema(
         summary="Search: cited paragraphs that answer a question",
         request=SearchInput,
+        examples=[
+            OpenApiExample(
+                "A question over every collection the key may read",
+                value={"query": "where do I secure my cycle?", "top_n": 5, "around": 1},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Narrowed to one collection, for a registered reader, with a filter",
+                value={
+                    "query": "how many days of annual leave?",
+                    "collections": ["hr"],
+                    "reader": "ada@example.com",
+                    "filters": {"created": {"gte": "2026-01-01"}},
+                    "hybrid_weight": 0.5,
+                },
+                request_only=True,
+            ),
+        ],
         responses={
             200: SearchOutput,
             **refusals(
