@@ -14,10 +14,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-# Playwright's sync API keeps an event loop on the test thread; Django would then refuse the test's own
-# (synchronous) database calls. The live server answers from its own thread, so this is safe here.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 ARTIFACTS = Path(os.environ.get("KB_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "var" / "test-artifacts"))
 CHROMIUM_FLAGS = [
     "--headless=new",
@@ -36,16 +32,27 @@ def chromium_path() -> str | None:
     return os.environ.get("KB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     executable = chromium_path()
     if executable is None:
         pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does it)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in requirements-dev.txt")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
+    # Playwright's sync API keeps an event loop on the test thread while it runs; Django would then refuse
+    # the test's own (synchronous) database calls. Allowed only while a browser is open, and put back after,
+    # so no other test (nor a subprocess one starts, such as the deploy check) inherits it.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
