@@ -13,27 +13,20 @@ from retrieval.search import SearchAnswer, SearchScope
 
 def search_event_record_staff(*, scope: SearchScope, answer: SearchAnswer) -> SearchEvent:
     """Audit a search a staff member tried in the admin: no key and no agent (that is how it is told apart)."""
-    floor = answer.floor if isinstance(answer.floor, float | int) else None
-    return SearchEvent.objects.create(
-        tenant_id=str(scope.tenant_id),  # a UUID (SearchScope types it loosely)
-        reader=scope.reader,
-        collections=[c.name for c in scope.collections],
-        refused=answer.refused,
-        floor=floor,
-        around=answer.around,
-        stages=[s.to_json() for s in answer.stages],
-        results=len(answer.results),
-        latency_ms=round(answer.latency_ms, 2),
-    )
+    return _search_event_create(scope=scope, answer=answer, key=None)
 
 
 def search_event_record(*, key: ApiKey, scope: SearchScope, answer: SearchAnswer) -> SearchEvent:
     """Audit one search. It records what ran and how long, never the question or the paragraphs."""
+    return _search_event_create(scope=scope, answer=answer, key=key)
+
+
+def _search_event_create(*, scope: SearchScope, answer: SearchAnswer, key: ApiKey | None) -> SearchEvent:
     floor = answer.floor if isinstance(answer.floor, float | int) else None
     return SearchEvent.objects.create(
-        tenant_id=key.tenant_id,
+        tenant_id=str(scope.tenant_id),  # a UUID (SearchScope types it loosely)
         api_key=key,
-        agent_id=key.agent_id,
+        agent_id=key.agent_id if key else None,
         reader=scope.reader,
         collections=[c.name for c in scope.collections],
         refused=answer.refused,

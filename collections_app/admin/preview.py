@@ -16,7 +16,8 @@ from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.models import ChunkStrategy, SizeUnit
 from collections_app.services.collections import CHUNK_SIZE_RANGE
-from collections_app.services.preview import ChunkPreview, collection_chunking, document_chunk_preview
+from collections_app.services.documents import collection_chunking
+from collections_app.services.preview import ChunkPreview, document_chunk_preview
 
 # Paragraphs listed per side; the count is always the whole.
 SHOWN = 60

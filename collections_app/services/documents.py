@@ -326,7 +326,7 @@ def document_attachments_create(*, parent: Document, attachments: list[Attachmen
 
 
 def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
-    method = collection_chunking_settings(collection)
+    method = collection_chunking(collection=collection)
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = chunk_blocks(blocks, method, measure)
     if not any(d.kind == "paragraph" for d in drafts):
@@ -338,8 +338,8 @@ def _chunk(document: Document, collection: Collection, blocks: list[Block]) -> l
     return drafts
 
 
-def collection_chunking_settings(collection: Collection) -> ChunkingSettings:
-    """The chunking settings the collection's next build uses."""
+def collection_chunking(*, collection: Collection) -> ChunkingSettings:
+    """The chunking settings a collection's next ingestion (and a preview of it) uses."""
     return ChunkingSettings(
         strategy=collection.chunk_strategy,
         size=collection.chunk_size,
@@ -382,7 +382,7 @@ _LANGUAGE_SAMPLE = 1000
 def _stage_streamed(document: Document, collection: Collection, staging: _Staging) -> None:
     """Read a large text file as a stream: blocks → paragraphs → languages → staging, memory bounded by a window."""
     # A stream is cut by `structure` whatever the collection says: the other strategies need the whole document.
-    method = replace(collection_chunking_settings(collection), strategy="structure")
+    method = replace(collection_chunking(collection=collection), strategy="structure")
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = iter_chunk_blocks(
         iter_text_blocks(Path(document.file.path), extension_of(document.filename)), method, measure

@@ -15,6 +15,7 @@ from collections_app.exceptions import Invalid
 from collections_app.ingestion import ChunkDraft, ChunkingSettings, chunk_blocks
 from collections_app.ingestion.blocks import Block
 from collections_app.models import Collection, Document, SizeUnit
+from collections_app.services.documents import collection_chunking
 from retrieval.embedding import get_embedder
 
 
@@ -30,17 +31,6 @@ class ChunkPreview:
     @property
     def count(self) -> int:
         return len(self.chunks)
-
-
-def collection_chunking(*, collection: Collection) -> ChunkingSettings:
-    """The chunking settings a collection's next ingestion uses."""
-    return ChunkingSettings(
-        strategy=collection.chunk_strategy,
-        size=collection.chunk_size,
-        overlap=collection.chunk_overlap,
-        unit=collection.chunk_size_unit,
-        parent_size=collection.parent_size,
-    )
 
 
 def collection_chunking_with(*, collection: Collection, changes: dict[str, object]) -> ChunkingSettings:
