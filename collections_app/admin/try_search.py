@@ -23,7 +23,7 @@ from collections_app.exceptions import DomainError
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
 from retrieval.models import Reader
-from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, SearchScope, search
+from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, SearchScope, collection_scope, search
 from retrieval.services import search_event_record_staff
 
 
@@ -46,17 +46,7 @@ class TrySearchForm(forms.Form):
         self.fields["reader"].required = collection.per_reader
 
     def scope(self) -> SearchScope:
-        return collection_scope(self.collection, self.cleaned_data.get("reader"))
-
-
-def collection_scope(collection: Collection, reader: Reader | None = None) -> SearchScope:
-    """What a search of this one collection may read: with the labels the server gives `reader`, else none."""
-    return SearchScope(
-        tenant_id=collection.tenant_id,
-        collections=[collection],
-        reader_labels=list(reader.labels) if reader is not None else [],
-        reader=reader,
-    )
+        return collection_scope(collection=self.collection, reader=self.cleaned_data.get("reader"))
 
 
 class TrySearchAdminMixin(admin.ModelAdmin):

@@ -159,18 +159,32 @@ def check_strategy(name: str) -> None:
     raise StrategyNotBuilt(f"chunk strategy {name!r} does not exist; use one of {available}")
 
 
+def _block_pieces(
+    block: Block,
+    settings: ChunkingSettings,
+    measure: Callable[[str], int],
+    *,
+    cut_text: Callable[[str, ChunkingSettings, Callable[[str], int]], list[str]],
+) -> list[str]:
+    """A block that fits is one piece; a longer one is cut by its kind: tables between rows (each piece
+    repeating the header), code between lines, prose by `cut_text`."""
+    if measure(block.text) <= settings.size:
+        return [block.text]
+    if block.kind == "table":
+        return _split_table(block.text, settings, measure)
+    if block.kind == "code":
+        return _split_lines(block.text, settings, measure)
+    return cut_text(block.text, settings, measure)
+
+
 def _fixed(blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[ChunkDraft]:
     """Each parser block is a chunk of its own; only a block longer than `size` is cut."""
     drafts: list[ChunkDraft] = []
     for block in blocks:
-        if block.kind == "record" or measure(block.text) <= settings.size:
+        if block.kind == "record":
             pieces = [block.text]
-        elif block.kind == "table":
-            pieces = _split_table(block.text, settings, measure)
-        elif block.kind == "code":
-            pieces = _split_lines(block.text, settings, measure)
         else:
-            pieces = _cut_fixed(block.text, settings, measure)
+            pieces = _block_pieces(block, settings, measure, cut_text=_cut_fixed)
         metadata = dict(block.metadata) if block.kind == "record" else {}
         for piece in pieces:
             drafts.append(
@@ -325,15 +339,7 @@ def _ipack(
         budget = settings.size
         if current and headings_only and block.kind != "heading":
             budget = max(settings.size - measure("\n\n".join(current)) - 2, settings.size // 2)
-        fitted = replace(settings, size=budget)
-        if measure(block.text) <= budget:
-            pieces = [block.text]
-        elif block.kind == "code":
-            pieces = _split_lines(block.text, fitted, measure)
-        elif block.kind == "table":
-            pieces = _split_table(block.text, fitted, measure)
-        else:
-            pieces = _split_long(block.text, fitted, measure)
+        pieces = _block_pieces(block, replace(settings, size=budget), measure, cut_text=_split_long)
         for piece in pieces:
             if current and measure("\n\n".join([*current, piece])) > settings.size:
                 yield from flush()

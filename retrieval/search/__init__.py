@@ -7,7 +7,14 @@ Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCo
 
 from ._filters import InvalidFilters
 from ._pipeline import SearchAnswer, search
-from ._scope import ReaderRequired, SearchScope, UnknownCollections, UnknownReader, resolve_scope
+from ._scope import (
+    ReaderRequired,
+    SearchScope,
+    UnknownCollections,
+    UnknownReader,
+    collection_scope,
+    resolve_scope,
+)
 from ._stages import EmbeddingWidthMismatch
 
 __all__ = [
@@ -18,6 +25,7 @@ __all__ = [
     "SearchScope",
     "UnknownCollections",
     "UnknownReader",
+    "collection_scope",
     "resolve_scope",
     "search",
 ]

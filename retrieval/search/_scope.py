@@ -63,10 +63,22 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader: str | None = 
     return SearchScope(
         tenant_id=key.tenant_id,
         collections=sorted(collections, key=lambda c: c.name),
-        reader_labels=list(registered.labels) if registered else [],
+        reader_labels=_labels_of(registered),
         why_empty=why_empty if not collections else "",
         reader=registered,
     )
+
+
+def collection_scope(*, collection: Collection, reader: Reader | None = None) -> SearchScope:
+    """One collection, read as a registered reader (with the labels the server gives it) or as nobody."""
+    return SearchScope(
+        tenant_id=collection.tenant_id, collections=[collection], reader_labels=_labels_of(reader), reader=reader
+    )
+
+
+def _labels_of(reader: Reader | None) -> list[str]:
+    # The only place a search gets labels: from the reader the server registered, never from a request.
+    return list(reader.labels) if reader is not None else []
 
 
 def _reader(key: ApiKey, name: str | None) -> Reader | None:
