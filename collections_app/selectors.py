@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import cast
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from collections_app.models import Build, Collection, Document, Tenant
 
 
 def collections_for(tenant: Tenant) -> QuerySet[Collection]:
     return Collection.objects.for_tenant(tenant)
+
+
+def collections_with_stale_counts_for(tenant: Tenant) -> QuerySet[Collection]:
+    """The tenant's collections, each with how many of its documents are stale, in one query."""
+    return collections_for(tenant).annotate(stale_count=Count("documents", filter=Q(documents__stale=True)))
 
 
 def documents_for(collection: Collection) -> QuerySet[Document]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -59,9 +58,7 @@ class CollectionListView(TenantScopedView):
         responses={200: CollectionOutput(many=True), **refusals(401)},
     )
     def get(self, request: Request) -> Response:
-        collections = selectors.collections_for(request_key(request).tenant).annotate(
-            stale_count=Count("documents", filter=Q(documents__stale=True))
-        )
+        collections = selectors.collections_with_stale_counts_for(request_key(request).tenant)
         return Response(CollectionOutput(collections, many=True).data)
 
     @extend_schema(
