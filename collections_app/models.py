@@ -283,6 +283,14 @@ class Document(TenantOwned):
     warnings = models.JSONField(default=list, blank=True)
     language = models.CharField(max_length=10, blank=True, default="")
     ingest_options = models.JSONField(default=dict, blank=True)
+    # Reader labels of a per-reader collection, given to every paragraph; changed without re-parsing
+    # (services/labels.py), kept by rechunks and re-indexes.
+    labels = ArrayField(
+        models.CharField(max_length=100),
+        default=list,
+        blank=True,
+        help_text="Per-reader collections: a reader holding one of these labels may read the document's paragraphs.",
+    )
     # Document-level facts from the parser (email sender, date, subject, ...); copied onto its chunks.
     metadata = models.JSONField(default=dict, blank=True)
     # Parser output, kept so re-chunking never re-parses.
