@@ -274,7 +274,16 @@ KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
 
 # Optional generative model and reranker: absent means their stages are skipped.
-KB_LLM_URL = os.environ.get("LLM_URL", "")
+# KB_LLM_URL: an OpenAI-compatible chat endpoint (its base, e.g. http://host/v1, or the full /chat/completions
+# address); LLM_URL is its older name. The judge, the query planner and translation use it.
+KB_LLM_URL = os.environ.get("KB_LLM_URL", os.environ.get("LLM_URL", ""))
+KB_LLM_MODEL = os.environ.get("KB_LLM_MODEL", "")
+KB_LLM_TIMEOUT = float(os.environ.get("KB_LLM_TIMEOUT", "20"))  # seconds; past it the stage says failed
+KB_LLM_API_KEY = os.environ.get("KB_LLM_API_KEY", "")
+# Split compound questions into sub-questions when KB_LLM_URL is set (one chat call per search).
+KB_PLANNING = env_bool("KB_PLANNING", True)
+# Keep each search's question text in its audit record (visible to the tenant's admins only).
+KB_AUDIT_QUESTIONS = env_bool("KB_AUDIT_QUESTIONS", False)
 KB_RERANK_URL = os.environ.get("KB_RERANK_URL", "")
 KB_RERANK_TIMEOUT = float(os.environ.get("KB_RERANK_TIMEOUT", "10"))  # seconds; past it the stage says failed
 

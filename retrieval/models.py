@@ -1,11 +1,12 @@
-"""Audit of searches. A search event never holds the question's text."""
+"""Readers, the audit of searches, judges and the cost of model calls. A search event holds the question's text
+only when KB_AUDIT_QUESTIONS is on; a model call never holds it."""
 
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from collections_app.models import Agent, ApiKey, TenantOwned
+from collections_app.models import Agent, ApiKey, Collection, TenantOwned
 
 
 class Reader(TenantOwned):
@@ -58,6 +59,14 @@ class SearchEvent(TenantOwned):
     stages = models.JSONField(default=list)
     results = models.PositiveIntegerField(default=0)
     latency_ms = models.FloatField(default=0)
+    # Why results is empty (no_collection, no_readable_paragraph, below_floor, judge_refused); blank when not.
+    reason = models.CharField(max_length=40, blank=True, default="")
+    threshold = models.FloatField(null=True)
+    question_language = models.CharField(max_length=10, blank=True, default="")
+    # Kept only when KB_AUDIT_QUESTIONS is on (default off); shown to the tenant's admins only.
+    question = models.TextField(blank=True, default="")
+    # What a judge's refusal held back (the results as they would have been returned), for the tenant's admins.
+    withheld = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -65,3 +74,60 @@ class SearchEvent(TenantOwned):
 
     def __str__(self) -> str:
         return f"search {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class CollectionJudge(TenantOwned):
+    """A collection's judge: after retrieval a chat model is asked whether the results answer the question,
+    and a search it says no to hands back nothing (`refused: true`). Kept beside the collection, in the
+    retrieval app, so the judge's settings travel with the stage that reads them."""
+
+    collection = models.OneToOneField(Collection, on_delete=models.CASCADE, related_name="judge")
+    enabled = models.BooleanField(default=True, help_text="Ask the judge after retrieval (needs KB_LLM_URL).")
+    model = models.CharField(max_length=200, blank=True, default="", help_text="The chat model. Empty: KB_LLM_MODEL.")
+    timeout = models.FloatField(
+        null=True, blank=True, help_text="Seconds to wait; past it refused is null. Empty: KB_LLM_TIMEOUT."
+    )
+    prompt = models.TextField(blank=True, default="", help_text="The judge's instructions. Empty: the built-in one.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "judge"
+
+    def __str__(self) -> str:
+        return f"judge of {self.collection}"
+
+
+class ModelCallKind(models.TextChoices):
+    JUDGE = "judge"
+    PLANNER = "planner"
+    TRANSLATOR = "translator"
+    RERANK = "rerank"
+    EMBEDDING = "embedding"
+
+
+class ModelCall(TenantOwned):
+    """The cost of one model call made for a search, charged to the agent the search was on behalf of.
+
+    Never holds the question, a paragraph or a label: what was asked is the search event's business."""
+
+    agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="model_calls")
+    # The agent's name when charged: the cost history outlives a renamed or deleted agent.
+    agent_name = models.CharField(max_length=200)
+    search = models.ForeignKey(SearchEvent, null=True, on_delete=models.SET_NULL, related_name="model_calls")
+    kind = models.CharField(max_length=20, choices=ModelCallKind.choices)
+    model = models.CharField(max_length=200, blank=True, default="")
+    collection = models.ForeignKey(
+        Collection, null=True, blank=True, on_delete=models.SET_NULL, related_name="model_calls"
+    )
+    tokens_in = models.PositiveIntegerField(null=True, help_text="Empty: the endpoint reported no usage.")
+    tokens_out = models.PositiveIntegerField(null=True)
+    duration_ms = models.FloatField(default=0)
+    ok = models.BooleanField(default=True, help_text="False: the call failed or timed out.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tenant", "agent", "created_at"], name="modelcall_agent_day")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.agent_name}"
