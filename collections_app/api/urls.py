@@ -1,6 +1,7 @@
 from django.urls import path
 
 from collections_app.api import views
+from collections_app.api.corpus_map import CollectionMapView
 
 urlpatterns = [
     path("collections", views.CollectionListView.as_view(), name="collection-list"),
@@ -39,6 +40,7 @@ urlpatterns = [
         views.CollectionReindexView.as_view(),
         name="collection-reindex",
     ),
+    path("collections/<uuid:collection_id>/map", CollectionMapView.as_view(), name="collection-map"),
     path(
         "collections/<uuid:collection_id>/builds",
         views.BuildListView.as_view(),
