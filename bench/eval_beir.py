@@ -25,7 +25,10 @@ collection default depth (rerank_top_k 40, hybrid_weight null).
 - nDCG@10 and recall@k as BEIR computes them with pytrec_eval (see ndcg_at_k; checked against pytrec_eval).
 - Fusion variants, computed here from the keyword-only and vector-only lists (first 100 abstracts each, an
   abstract scored by its best paragraph): weighted RRF (k=60) and a convex combination of min-max or z-score
-  normalised scores (an abstract missing from a list gets that list's lowest normalised score). Weights are
+  normalised scores (an abstract missing from a list gets that list's lowest normalised score). Weighted RRF and
+  the z-score combination are the pipeline's own functions (retrieval/search/_fusion.py: rrf_combine,
+  zscore_combine), so the offline variant measures what ships; the pipeline applies them to paragraphs
+  (rerank_top_k per list), this script to abstracts (100 per list). Min-max exists only here. Weights are
   tuned on the TRAIN judgements only (qrels/train.tsv) and the chosen one is reported on test. For train
   questions both lists are read off one w=0.5 search (each fused hit keeps its rank per list; the floor is
   off, so nothing is dropped); on test the script checks that this gives the w=0 and w=1 searches' lists.
@@ -300,29 +303,29 @@ def plain_bm25(corpus: dict[str, dict], docs: set[str], questions: dict[str, str
 
 
 def rrf(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], weight: float) -> list[str]:
-    """Weighted RRF: (1 - w) / (k + keyword rank) + w / (k + vector rank), k = 60."""
-    score: dict[str, float] = defaultdict(float)
-    for rank, (doc, _) in enumerate(keyword, start=1):
-        score[doc] += (1 - weight) / (RRF_K + rank)
-    for rank, (doc, _) in enumerate(vector, start=1):
-        score[doc] += weight / (RRF_K + rank)
-    return sorted(score, key=lambda d: (-score[d], d))
+    """Weighted RRF: (1 - w) / (k + keyword rank) + w / (k + vector rank), k = 60 (the pipeline's rrf_combine)."""
+    from retrieval.search._fusion import ranked, rrf_combine
+
+    lists = {"keyword": [d for d, _ in keyword], "vector": [d for d, _ in vector]}
+    return ranked(rrf_combine(lists, {"keyword": 1 - weight, "vector": weight}, k=RRF_K))
 
 
-def normalised(items: list[tuple[str, float]], how: str) -> dict[str, float]:
+def minmax(items: list[tuple[str, float]]) -> dict[str, float]:
     if not items:
         return {}
-    values = [s for _, s in items]
-    if how == "minmax":
-        low, high = min(values), max(values)
-        return {d: (s - low) / (high - low) if high > low else 1.0 for d, s in items}
-    mean, spread = statistics.fmean(values), statistics.pstdev(values)
-    return {d: (s - mean) / spread if spread > 0 else 0.0 for d, s in items}
+    low, high = min(s for _, s in items), max(s for _, s in items)
+    return {d: (s - low) / (high - low) if high > low else 1.0 for d, s in items}
 
 
 def convex(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], alpha: float, how: str) -> list[str]:
-    """alpha * vector + (1 - alpha) * keyword on normalised scores; missing from a list = that list's lowest."""
-    kw, vec = normalised(keyword, how), normalised(vector, how)
+    """alpha * vector + (1 - alpha) * keyword on normalised scores; missing from a list = that list's lowest.
+
+    z-score: the pipeline's own zscore_combine (what KB_FUSION=zscore ships); min-max: computed here."""
+    if how == "zscore":
+        from retrieval.search._fusion import ranked, zscore_combine
+
+        return ranked(zscore_combine({"keyword": keyword, "vector": vector}, {"keyword": 1 - alpha, "vector": alpha}))
+    kw, vec = minmax(keyword), minmax(vector)
     kw_floor, vec_floor = min(kw.values(), default=0.0), min(vec.values(), default=0.0)
     docs = set(kw) | set(vec)
     score = {d: alpha * vec.get(d, vec_floor) + (1 - alpha) * kw.get(d, kw_floor) for d in docs}
@@ -437,7 +440,9 @@ def evaluate(args: argparse.Namespace, corpus: dict, test_qrels: dict, train_qre
         print(f"  {name:<36} {s['nDCG@10']:8.4f} {s['R@10']:7.4f} {s['R@100']:7.4f}")
     chosen_test = scores_of(test_variants[chosen], test_qrels)["nDCG@10"]
     delta = chosen_test - platform["nDCG@10"]
-    winner = chosen if delta > 0 else "the platform's hybrid (RRF w=0.5 over paragraphs)"
+    from django.conf import settings
+
+    winner = chosen if delta > 0 else f"the platform's hybrid ({settings.KB_FUSION} w=0.5 over paragraphs)"
     print(f"  winner on test: {winner}, by {abs(delta):.4f} nDCG@10 ({chosen} vs platform hybrid w=0.5)")
 
     print("\nLATENCY per stage (ms, from each answer's trace), p50 / p95")

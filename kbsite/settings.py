@@ -286,6 +286,10 @@ KB_PLANNING = env_bool("KB_PLANNING", True)
 KB_AUDIT_QUESTIONS = env_bool("KB_AUDIT_QUESTIONS", False)
 KB_RERANK_URL = os.environ.get("KB_RERANK_URL", "")
 KB_RERANK_TIMEOUT = float(os.environ.get("KB_RERANK_TIMEOUT", "10"))  # seconds; past it the stage says failed
+# Fusion of the keyword and vector lists: zscore (measured best, docs/DECISIONS.md) or rrf (the k=60 baseline).
+KB_FUSION = os.environ.get("KB_FUSION", "zscore")
+if KB_FUSION not in {"zscore", "rrf"}:
+    raise ValueError(f"KB_FUSION must be zscore or rrf, got {KB_FUSION!r}")
 
 # OCR: MinerU would be the primary OCR for the language groups it serves. No client is built
 # yet, so documents that ask for it are read by Tesseract and their warnings say so.

@@ -12,6 +12,7 @@ from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
 from ._filters import Filters, compile_filters, count_matching
+from ._fusion import fuse, fusion_counts, switched_off
 from ._parents import sections
 from ._render import render_results
 from ._rerank import RerankFailed, rerank_scores
@@ -22,7 +23,6 @@ from ._stages import (
     chunk_texts,
     keyword_retrieve,
     passes_floor,
-    reciprocal_rank_fusion,
     semantic_scores,
     vector_retrieve,
 )
@@ -149,6 +149,9 @@ def search_plan(
 
 
 def _keyword_stage(trace: Trace, plan: SearchPlan, query: str) -> list[Hit]:
+    if off := switched_off(plan.weights, "keyword"):
+        trace.skipped("keyword retrieval", off)
+        return []
     language = detect_language(query, default="")
     with trace.timed("keyword retrieval") as counts:
         hits = keyword_retrieve(
@@ -170,6 +173,12 @@ def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit
             vectors[alias] = get_embedder(alias).embed_query(query)
             check_embedding_width(collections=members, dims=len(vectors[alias]))
             counts["model"] = alias
+            if switched_off(plan.weights, "vector"):
+                # The floor, the badges and each result's score are cosine similarities: still embedded.
+                counts["used_for"] = "floor, badges and scores (no vector retrieval)"
+        if off := switched_off(plan.weights, "vector"):
+            trace.skipped("vector retrieval", off)
+            continue
         visible = replace(plan.visible, collection_ids=[str(c.pk) for c in members])
         with trace.timed("vector retrieval") as counts, transaction.atomic():
             found = vector_retrieve(
@@ -192,10 +201,10 @@ def _fusion_stage(
 ) -> list[Hit]:
     with trace.timed("fusion") as counts:
         lists = {"keyword": keyword_hits, "vector": vector_hits}
-        fused = reciprocal_rank_fusion(lists, k=60, weights=plan.weights)
+        fused = fuse(settings.KB_FUSION, lists, plan.weights)
         _fill_semantic(fused, plan.collections, query_vectors)
         counts.update(
-            method="rrf", k=60, weights=plan.weights, candidates=len(fused),
+            **fusion_counts(settings.KB_FUSION, plan.weights), candidates=len(fused),
             per_list={name: len(hits) for name, hits in lists.items()},
         )  # fmt: skip
     return fused

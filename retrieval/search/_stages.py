@@ -197,26 +197,6 @@ def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, f
         return {str(r[0]): float(r[1]) for r in cursor.fetchall()}
 
 
-def reciprocal_rank_fusion(
-    ranked: dict[str, list[Hit]], k: int = 60, weights: dict[str, float] | None = None
-) -> list[Hit]:
-    """RRF: score = Σ weight / (k + rank). Rank-based, so cosine and ts_rank need no common scale."""
-    fused: dict[str, Hit] = {}
-    for source, hits in ranked.items():
-        weight = (weights or {}).get(source, 1.0)
-        if weight <= 0:
-            continue  # a list weighted 0 is switched off: its hits do not even enter the fused list
-        for rank, hit in enumerate(hits, start=1):
-            current = fused.setdefault(hit.chunk_id, hit)
-            if hit.semantic is not None:
-                current.semantic = hit.semantic
-            if hit.keyword is not None:
-                current.keyword = hit.keyword
-            current.ranks[source] = rank
-            current.fused += weight / (k + rank)
-    return sorted(fused.values(), key=lambda h: (-h.fused, h.chunk_id))
-
-
 def chunk_texts(chunk_ids: list[str]) -> dict[str, str]:
     """The text of each candidate, for the reranker."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.search._stages import Hit, passes_floor, reciprocal_rank_fusion
+from retrieval.search._fusion import reciprocal_rank_fusion
+from retrieval.search._stages import Hit, passes_floor
 from retrieval.search._trace import Trace
 from retrieval.search._window import build_windows
 

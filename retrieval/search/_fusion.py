@@ -1,0 +1,151 @@
+"""Fusion: one ranked list out of the keyword and vector lists.
+
+Two methods, both weighted by `hybrid_weight` (the vector list's share a, the keyword list's 1 - a):
+
+- `zscore` (the default, KB_FUSION): each list's scores become z-scores over that list's own candidates,
+  (s - mean) / std, and a candidate's fused score is Σ weight * z. A candidate missing from a list gets that
+  list's lowest z (it scored below every candidate the list kept, or matched nothing). Measured best on
+  SciFact's train judgements (docs/DECISIONS.md); bench/eval_beir.py scores its offline variant with these
+  same functions.
+- `rrf` (the baseline): Σ weight / (k + rank), k = 60. Rank-based, so scores need no common scale.
+
+A list weighted 0 is switched off: its candidates do not enter the fused list. The plain functions
+(`zscores`, `zscore_combine`, `rrf_combine`, `ranked`) take ids and scores, so the bench and the tests can
+use them without a database.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._stages import Hit
+
+FUSION_METHODS = ("zscore", "rrf")
+RRF_K = 60
+# Which score of a hit each list ranks by: BM25 for the keyword list, cosine similarity for the vector list.
+LIST_SCORE = {"keyword": "keyword", "vector": "semantic"}
+
+
+def zscores(scores: Mapping[str, float]) -> dict[str, float]:
+    """(s - mean) / population std over the given candidates; all 0 when every score is the same."""
+    if not scores:
+        return {}
+    mean = statistics.fmean(scores.values())
+    spread = statistics.pstdev(scores.values(), mu=mean)
+    return {key: (value - mean) / spread if spread > 0 else 0.0 for key, value in scores.items()}
+
+
+def zscore_combine(lists: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float]) -> dict[str, float]:
+    """Σ weight * z over the lists; a candidate missing from a list gets that list's lowest z.
+
+    `lists` maps a list's name to its (id, score) pairs (an id listed twice keeps its first score);
+    a list whose weight is missing or ≤ 0 is left out entirely.
+    """
+    used = {name: pairs for name, pairs in lists.items() if weights.get(name, 0.0) > 0}
+    normalised: dict[str, dict[str, float]] = {}
+    for name, pairs in used.items():
+        first: dict[str, float] = {}
+        for key, score in pairs:
+            first.setdefault(key, score)
+        normalised[name] = zscores(first)
+    candidates = {key for z in normalised.values() for key in z}
+    fused = dict.fromkeys(candidates, 0.0)
+    for name, z in normalised.items():
+        if not z:
+            continue  # an empty list scores every candidate alike: it cannot reorder them
+        lowest = min(z.values())
+        for key in candidates:
+            fused[key] += weights[name] * z.get(key, lowest)
+    return fused
+
+
+def rrf_combine(lists: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = RRF_K) -> dict[str, float]:
+    """Σ weight / (k + rank) over the lists (rank from 1, an id's first place counts); weight ≤ 0: left out."""
+    fused: dict[str, float] = {}
+    for name, keys in lists.items():
+        weight = weights.get(name, 0.0)
+        if weight <= 0:
+            continue
+        seen: set[str] = set()
+        for rank, key in enumerate(keys, start=1):
+            if key in seen:
+                continue
+            seen.add(key)
+            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
+    return fused
+
+
+def ranked(fused: Mapping[str, float]) -> list[str]:
+    """Ids by fused score, highest first; ties by id, so the order never depends on dict order."""
+    return sorted(fused, key=lambda key: (-fused[key], key))
+
+
+def fuse(method: str, lists: dict[str, list[Hit]], weights: dict[str, float]) -> list[Hit]:
+    """The pipeline's fusion: `method` is zscore or rrf (KB_FUSION)."""
+    if method == "zscore":
+        return zscore_fusion(lists, weights)
+    if method == "rrf":
+        return reciprocal_rank_fusion(lists, k=RRF_K, weights=weights)
+    raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(FUSION_METHODS)}")
+
+
+def zscore_fusion(lists: dict[str, list[Hit]], weights: dict[str, float]) -> list[Hit]:
+    """Hits fused by `zscore_combine` over each list's own score (LIST_SCORE); each keeps its rank per list."""
+    merged = _merge(lists, weights)
+    pairs = {
+        name: [(hit.chunk_id, float(getattr(hit, LIST_SCORE[name]))) for hit in hits]
+        for name, hits in lists.items()
+        if weights.get(name, 0.0) > 0
+    }
+    for key, score in zscore_combine(pairs, weights).items():
+        merged[key].fused = score
+    return sorted(merged.values(), key=lambda h: (-h.fused, h.chunk_id))
+
+
+def reciprocal_rank_fusion(
+    ranked: dict[str, list[Hit]], k: int = RRF_K, weights: dict[str, float] | None = None
+) -> list[Hit]:
+    """RRF: score = Σ weight / (k + rank). Rank-based, so cosine and BM25 need no common scale.
+
+    A list `weights` does not name weighs 1.
+    """
+    weights = {name: (weights or {}).get(name, 1.0) for name in ranked}
+    merged = _merge(ranked, weights)
+    for key, score in rrf_combine({n: [h.chunk_id for h in hits] for n, hits in ranked.items()}, weights, k).items():
+        merged[key].fused = score
+    return sorted(merged.values(), key=lambda h: (-h.fused, h.chunk_id))
+
+
+def _merge(lists: dict[str, list[Hit]], weights: Mapping[str, float]) -> dict[str, Hit]:
+    """One Hit per paragraph from the lists that count, carrying each list's score and its rank there."""
+    merged: dict[str, Hit] = {}
+    for name, hits in lists.items():
+        if weights.get(name, 0.0) <= 0:
+            continue  # a list weighted 0 is switched off: its hits do not even enter the fused list
+        for rank, hit in enumerate(hits, start=1):
+            current = merged.setdefault(hit.chunk_id, hit)
+            if hit.semantic is not None:
+                current.semantic = hit.semantic
+            if hit.keyword is not None:
+                current.keyword = hit.keyword
+            current.ranks.setdefault(name, rank)
+            current.fused = 0.0
+    return merged
+
+
+def fusion_counts(method: str, weights: Mapping[str, float]) -> dict[str, object]:
+    """What the trace's fusion stage says about the method: its name, the weights and its constants."""
+    if method == "rrf":
+        return {"method": "rrf", "k": RRF_K, "weights": dict(weights)}
+    return {"method": "zscore", "weights": dict(weights), "missing": "the list's lowest z"}
+
+
+def switched_off(weights: Mapping[str, float], name: str) -> str:
+    """Why a retrieval list is not run (empty when it runs): hybrid_weight gives it no weight."""
+    if weights.get(name, 0.0) > 0:
+        return ""
+    only = "vector" if name == "keyword" else "keyword"
+    return f"hybrid_weight {weights.get('vector', 0.0):g}: the {only} list only"
