@@ -15,6 +15,7 @@ from django.utils.html import format_html, format_html_join
 
 from collections_app.admin.base import TenantScopedAdmin
 from collections_app.admin.display import shown_value, table
+from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.roles import tenants_where
 from collections_app.admin.sources import FolderSourceAdminMixin
 from collections_app.admin.try_search import TrySearchAdminMixin
@@ -99,7 +100,7 @@ RETRIEVAL = ["embedding_alias", "rerank_top_k", "rerank_top_n", "hybrid_weight",
 
 
 @admin.register(Collection)
-class CollectionAdmin(FolderSourceAdminMixin, TrySearchAdminMixin, TenantScopedAdmin):
+class CollectionAdmin(CollectionReadersAdminMixin, FolderSourceAdminMixin, TrySearchAdminMixin, TenantScopedAdmin):
     form = CollectionForm
     list_display = ["name", "tenant", "chunk_strategy", "embedding_alias", "document_count", "per_reader"]
     list_filter = ["tenant", "chunk_strategy", "per_reader"]

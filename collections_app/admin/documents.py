@@ -23,6 +23,7 @@ from collections_app.admin.column_roles import ColumnRolesAdminMixin
 from collections_app.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
 from collections_app.admin.preview import PreviewAdminMixin
+from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
 from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
@@ -95,6 +96,7 @@ OCR_FAMILIES = {"image", "pdf"}
 
 @admin.register(Document)
 class DocumentAdmin(
+    DocumentLabelsAdminMixin,
     ArchiveUploadAdminMixin,
     AttachmentsAdminMixin,
     OcrAdminMixin,

@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from collections_app.models import Build, ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services import collections as collections_service
-from collections_app.services.ingest_options import MAX_LABEL_CHARS
+from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
 from collections_app.services.reindex import reindex_progress
 from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
@@ -153,6 +153,11 @@ class UploadFileField(serializers.FileField):
         return file
 
 
+@extend_schema_field({"type": "string", "example": '["hr", "finance"]'})
+class LabelsFormField(SafeJSONField):
+    """A JSON list sent as one form field of a multipart upload (the service checks each label)."""
+
+
 class DocumentUploadInput(serializers.Serializer):
     # An empty file is accepted and ends in `error` ("no text could be read"), like any unreadable one.
     file = UploadFileField(allow_empty_file=True)
@@ -167,6 +172,19 @@ class DocumentUploadInput(serializers.Serializer):
     ingest_options = SafeJSONField(
         required=False, help_text='JSON object, e.g. {"tesseract_langs": ["mkd", "eng"]} or {"table_mode": "sheet"}'
     )
+    labels = LabelsFormField(
+        required=False,
+        help_text='Per-reader collections: the reader labels of the document, a JSON list, e.g. ["hr", "finance"] '
+        f"(at most {MAX_LABELS}, each 1-{MAX_LABEL_CHARS} characters). Refused on a collection that is not per-reader.",
+    )
+
+
+class DocumentLabelsInput(serializers.Serializer):
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_LABEL_CHARS),
+        max_length=MAX_LABELS,
+        help_text="The document's reader labels, replacing the ones it has; [] leaves it readable by every reader.",
+    )
 
 
 class IngestOptionsInput(serializers.Serializer):
@@ -177,7 +195,10 @@ class IngestOptionsInput(serializers.Serializer):
     column_roles = SafeDictField(child=serializers.CharField(max_length=50), required=False)
     records_path = serializers.CharField(required=False, allow_blank=True, max_length=500)
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=MAX_LABEL_CHARS), required=False, max_length=1000
+        child=serializers.CharField(max_length=MAX_LABEL_CHARS),
+        required=False,
+        max_length=1000,
+        help_text="Not accepted: labels are not an ingest option; PATCH .../labels changes them without re-parsing.",
     )
 
 
@@ -214,6 +235,7 @@ class DocumentOutput(serializers.ModelSerializer):
             "error",
             "warnings",
             "ingest_options",
+            "labels",
             "metadata",
             "progress",
             "stale",

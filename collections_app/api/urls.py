@@ -26,6 +26,11 @@ urlpatterns = [
         name="document-ingest-options",
     ),
     path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/labels",
+        views.DocumentLabelsView.as_view(),
+        name="document-labels",
+    ),
+    path(
         "collections/<uuid:collection_id>/documents/<uuid:document_id>/chunk-preview",
         views.DocumentChunkPreviewView.as_view(),
         name="document-chunk-preview",

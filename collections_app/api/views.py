@@ -24,6 +24,7 @@ from collections_app.api.serializers import (
     ChunkPreviewOutput,
     CollectionInput,
     CollectionOutput,
+    DocumentLabelsInput,
     DocumentListInput,
     DocumentOutput,
     DocumentPageOutput,
@@ -38,6 +39,7 @@ from collections_app.services.archives import archive_import
 from collections_app.services.collections import collection_create, collection_delete, collection_update
 from collections_app.services.documents import document_create
 from collections_app.services.ingest_options import document_options_update, ingest_options_validate
+from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, collection_chunking_with, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
 
@@ -147,7 +149,9 @@ class DocumentListView(TenantScopedView):
         responses={
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
-            **refusals(400, 401, 403, 404, 413, 415, 429, 507),
+            **refusals(
+                400, 401, 403, 404, 409, 413, 415, 429, 507, conflict="the same content is held with other labels"
+            ),
         },
         description="A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
@@ -165,6 +169,7 @@ class DocumentListView(TenantScopedView):
             source_uri=data.validated_data.get("source_uri", ""),
             uploaded_by=request_key(request).name or request_key(request).prefix,
             ingest_options=ingest_options_validate(data.validated_data.get("ingest_options")),
+            labels=data.validated_data.get("labels"),
         )
         body = DocumentUploadOutput({"document_id": result.document.pk, "status": result.document.status}).data
         return Response(
@@ -174,6 +179,10 @@ class DocumentListView(TenantScopedView):
 
 
 def _archive_upload(request: Request, collection: Collection, validated: dict[str, Any]) -> Response:
+    if validated.get("labels") is not None:
+        raise ValidationError(
+            {"labels": ["a .zip import takes no labels; label its documents afterwards (PATCH .../labels)"]}
+        )
     if validated.get("ingest_options") not in (None, "", {}):
         raise ValidationError(
             {"ingest_options": ["a .zip import takes no ingest options; upload a file on its own to set them"]}
@@ -220,6 +229,26 @@ class DocumentIngestOptionsView(TenantScopedView):
         )
         document = selectors.documents_for(collection).get(pk=document.pk)
         return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
+
+
+class DocumentLabelsView(TenantScopedView):
+    @extend_schema(
+        summary="Change a document's reader labels (its paragraphs at once; no re-parse, no re-embedding)",
+        request=DocumentLabelsInput,
+        examples=[OpenApiExample("Readable by HR only", value={"labels": ["hr"]}, request_only=True)],
+        responses={200: DocumentOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        description="Per-reader collections: a reader holding one of the labels may read the document's paragraphs; "
+        "[] makes them readable by every reader. Labels on a collection that is not per-reader are a 400. "
+        "Needs an editor or admin key.",
+    )
+    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        data = DocumentLabelsInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        document_labels_set(document=document, labels=data.validated_data["labels"])
+        document = selectors.documents_for(collection).get(pk=document.pk)
+        return Response(DocumentOutput(document).data)
 
 
 class BuildListView(TenantScopedView):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections_app.models import Build, Collection, Document
+from collections_app.models import Build, Chunk, Collection, Document
+from collections_app.services.labels import unlabelled_paragraphs, unlabelled_warning
 from retrieval.embedding import EmbeddingUnavailable, get_embedder
 
 
@@ -13,7 +14,7 @@ def build_record(
     passages: int,
     refused: list[str] | None,
     built_from: str,
-    unlabelled: int = 0,
+    unlabelled: int | None = None,
     warnings: list[str] | None = None,
     alias: str = "",
 ) -> Build:
@@ -23,6 +24,10 @@ def build_record(
     A caller that passes only an alias as `model` (zip imports, folder syncs) gets the identity looked up.
     The "model changed" warning compares identities: a remote server swapping models under one alias is
     noticed; two aliases of one model are not a change.
+
+    `unlabelled`: paragraphs this build left without a reader label; None = counted here from the rows (the
+    document's, or for a collection build the generation searches read). In a per-reader collection any
+    such paragraph is readable by every reader, and the build says so with the count.
     """
     warnings = list(warnings or [])
     if not alias:
@@ -32,8 +37,11 @@ def build_record(
     before = (previous.model if previous.alias else _identity(previous.model)) if previous is not None else None
     if before is not None and before != model:
         warnings.append(f"embedding model changed from {before} to {model}")
-    if collection.per_reader and unlabelled:
-        warnings.append(f"{unlabelled} paragraph(s) carry no reader label: anybody may read them")
+    if collection.per_reader:
+        if unlabelled is None:
+            unlabelled = _unlabelled(collection, document)
+        if unlabelled:
+            warnings.append(unlabelled_warning(unlabelled))
     return Build.objects.create(
         tenant_id=collection.tenant_id,
         collection=collection,
@@ -53,6 +61,14 @@ def build_record(
         refused=refused,
         warnings=warnings,
     )
+
+
+def _unlabelled(collection: Collection, document: Document | None) -> int:
+    if document is not None:
+        return unlabelled_paragraphs(Chunk.objects.filter(document=document))
+    # Read again: a re-index records its build just after switching generations.
+    live = Collection.objects.values_list("active_generation", flat=True).get(pk=collection.pk)
+    return unlabelled_paragraphs(Chunk.objects.filter(collection=collection, generation=live))
 
 
 def _identity(alias: str) -> str:

@@ -38,6 +38,12 @@ from collections_app.ingestion.formats import family_of
 from collections_app.ingestion.parsing import ParserUnavailable
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
+from collections_app.services.labels import (
+    LabelsDiffer,
+    collection_labels_check,
+    document_labels_for_publish,
+    labels_clean,
+)
 from collections_app.services.metadata_schema import document_records_declare
 from collections_app.services.recovery import document_recover
 from retrieval.embedding import get_embedder, get_model
@@ -72,8 +78,12 @@ def document_create(
     ingest_options: dict[str, Any] | None = None,
     parent: Document | None = None,
     queue: bool = True,
+    labels: list[str] | None = None,
 ) -> UploadResult:
     """Store an upload and queue its ingestion; the same content again returns the document already held.
+
+    `labels`: reader labels of a per-reader collection (None: none given). The same content already held with
+    other labels is a conflict: an upload never changes who may read a document (`document_labels_set` does).
 
     `queue=False` leaves ingestion to the caller (a folder sync ingests in its own run).
 
@@ -94,6 +104,9 @@ def document_create(
     if len(data) > settings.KB_MAX_UPLOAD_BYTES:
         raise FileTooLarge(f"{filename} is larger than the upload limit of {settings.KB_MAX_UPLOAD_BYTES} bytes")
     check_upload(filename, data)
+    if labels is not None:
+        labels = labels_clean(labels)
+        collection_labels_check(collection=collection, labels=labels)
     content_hash = hashlib.sha256(data).hexdigest()
     stored: list[str] = []
     try:
@@ -101,6 +114,11 @@ def document_create(
             _lock_content(collection, content_hash)
             existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
             if existing is not None:
+                if labels is not None and labels != existing.labels:
+                    raise LabelsDiffer(
+                        f"this content is already held as {existing.filename} (document {existing.pk}) with labels "
+                        f"{existing.labels}; change them with PATCH .../documents/{existing.pk}/labels"
+                    )
                 return _upload_again(existing, queue=queue)
             document = Document(
                 tenant_id=collection.tenant_id,
@@ -112,6 +130,7 @@ def document_create(
                 uploaded_by=uploaded_by,
                 ingest_options=ingest_options or {},
                 parent=parent,
+                labels=labels or [],
             )
             document.file.save(_stored_name(filename), ContentFile(data), save=False)
             if document.file.name:  # always set by save(); the check is for the type checker
@@ -507,7 +526,6 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
     bulk_create sends none either.
     """
     model = get_model(collection.embedding_alias)
-    labels = list(document.ingest_options.get("labels", []))
     # One transaction: readers see the old paragraphs until the whole new set replaces them (ARCHITECTURE,
     # contract 1), however long writing them takes.
     with transaction.atomic():
@@ -515,6 +533,7 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
         # generations between this read and the commit. A re-index carries these rows over at its cutover.
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         generation = locked.active_generation
+        labels = document_labels_for_publish(document)  # as they stand now, not when the task started
         waiting = locked.served_alias != collection.embedding_alias
         if waiting:
             # A model change waits for its re-index: these vectors are the new model's and must not join the

@@ -3,7 +3,8 @@
 Options by owner; each owner's module validates its own keys:
 - OCR (ingestion/ocr.py): mineru_lang, tesseract_langs
 - records (ingestion/records.py): table_mode, column_roles, records_path
-- common: labels (reader labels given to every paragraph of the document)
+Reader labels are not an ingest option (they change who reads, not how the file is read): they live on the
+document (`Document.labels`, services/labels.py) and change without re-parsing. `labels` here is refused, saying so.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from collections_app.exceptions import Conflict, InvalidIngestOptions
 from collections_app.ingestion import ocr, records
-from collections_app.models import Chunk, Document, DocumentStatus
+from collections_app.models import Document, DocumentStatus
 from collections_app.validation import json_problem
 
 OptionsValidator = Callable[[dict[str, Any]], dict[str, Any]]
@@ -25,10 +26,6 @@ REPARSE_WARNING = (
     "changing these options re-parses the document from its stored original: manual chunk edits and "
     'per-block decisions on it will be lost. Send the same request with "confirm_reparse": true to go ahead.'
 )
-
-
-# Labels are stored on every paragraph, in a column this wide.
-MAX_LABEL_CHARS = Chunk._meta.get_field("labels").base_field.max_length or 100
 
 
 class ReparseNeedsConfirmation(Conflict):
@@ -56,12 +53,10 @@ def ingest_options_validate(options: Any) -> dict[str, Any]:
 
 
 def labels_validate(options: dict[str, Any]) -> dict[str, Any]:
-    labels = options.get("labels", [])
-    if not isinstance(labels, list) or not all(isinstance(x, str) and x.strip() for x in labels):
-        raise InvalidIngestOptions("labels must be a list of label names")
-    if any(len(x.strip()) > MAX_LABEL_CHARS for x in labels):
-        raise InvalidIngestOptions(f"labels: a label has at most {MAX_LABEL_CHARS} characters")
-    return {"labels": sorted({x.strip() for x in labels})}
+    raise InvalidIngestOptions(
+        "labels are no longer an ingest option: send them as the upload's own `labels` field (a JSON list), "
+        "or change them with PATCH .../documents/{id}/labels, which re-labels the paragraphs without re-parsing"
+    )
 
 
 # Each option → the function of the module that owns it, which cleans its options or says what to send.

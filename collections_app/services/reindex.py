@@ -26,6 +26,7 @@ from collections_app.ingestion.blocks import Block
 from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus
 from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
+from collections_app.services.labels import document_labels_for_publish
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ def document_stage(*, document: Document, generation: int) -> int:
                 document=document,
                 staging=staging,
                 generation=generation,
-                labels=list(document.ingest_options.get("labels", [])),
+                labels=document_labels_for_publish(document),
             )
             Document.objects.filter(pk=document.pk).update(progress=100)
     return written

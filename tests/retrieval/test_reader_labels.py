@@ -27,11 +27,11 @@ def per_reader(cast, collection):
 def test_a_build_with_unlabelled_paragraphs_says_how_many(cast, per_reader, upload):
     upload(cast.editor, per_reader, "office.html", html_bytes(SECTIONS))
     (build,) = Build.objects.filter(collection=per_reader)
-    assert any("3 paragraph(s) carry no reader label" in w for w in build.warnings)
+    assert "3 paragraphs readable by every reader (they carry no reader label)" in build.warnings
 
     labelled = upload(
         cast.editor, per_reader, "hr.txt", b"Payroll runs on the 25th of every month.",
-        ingest_options=json.dumps({"labels": ["hr"]}),
+        labels=json.dumps(["hr"]),
     )  # fmt: skip
     build = Build.objects.get(document_id=labelled.json()["document_id"])
     assert build.warnings == []
