@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from kbsite import views
+from retrieval.mcp import mcp_http
 
 # The header and tab title name the platform, not the framework.
 admin.site.site_header = "kbsite administration"
@@ -15,6 +16,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/manage/", include("collections_app.api.urls")),
     path("api/", include("retrieval.api.urls")),
+    path("mcp", mcp_http, name="mcp"),  # the MCP server, streamable HTTP (retrieval/mcp)
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),

@@ -1,0 +1,102 @@
+"""Streamable HTTP at /mcp, served by Django under WSGI.
+
+The SDK's transport is an ASGI application. Each POST is one self-contained exchange in stateless
+JSON-response mode (no session to keep between requests, no open stream), so this view hands the request to
+a fresh `StreamableHTTPSessionManager` inside `async_to_sync`, collects the ASGI answer and returns it as an
+ordinary Django response. The tools' database work runs back on the request's own thread
+(`sync_to_async(thread_sensitive=True)` under `async_to_sync`), with the request's connection.
+
+The key is checked here first: no key or a wrong one is a 401 before any MCP message is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+import anyio
+from asgiref.sync import async_to_sync
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from collections_app.services.keys import api_key_resolve
+
+from ._server import mcp_server
+from ._tools import caller_host, caller_secret
+
+# The largest JSON-RPC message read (the API's own JSON limit is of the same order).
+MAX_BODY_BYTES = 1_000_000
+
+
+@csrf_exempt
+def mcp_http(request: HttpRequest) -> HttpResponse:
+    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
+        return _unauthorized("An API key is required: 'Authorization: Bearer <key>'.")
+    if api_key_resolve(secret=secret) is None:
+        return _unauthorized("This API key is not valid (unknown or revoked).")
+    if int(request.headers.get("Content-Length") or 0) > MAX_BODY_BYTES:
+        return JsonResponse({"detail": f"An MCP message is at most {MAX_BODY_BYTES} bytes."}, status=413)
+    status, headers, body = async_to_sync(_exchange)(_asgi_scope(request), request.body, secret, request.get_host())
+    response = HttpResponse(body, status=status)
+    for name, value in headers:
+        if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+            response[name] = value
+    return response
+
+
+def _unauthorized(message: str) -> JsonResponse:
+    response = JsonResponse({"detail": message}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="kbsite"'
+    return response
+
+
+def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "root_path": "",
+        "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+        "headers": headers,
+        "client": (request.META.get("REMOTE_ADDR", ""), 0),
+        "server": (request.get_host(), int(request.get_port() or 80)),
+    }
+
+
+async def _exchange(scope: dict[str, Any], body: bytes, secret: str, host: str) -> tuple[int, list, bytes]:
+    caller_secret.set(secret)
+    caller_host.set(host)
+    sent: dict[str, Any] = {"status": 500, "headers": [], "body": b""}
+    delivered = False
+    answered = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await answered.wait()  # the client stays connected until the whole answer is written
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            sent["status"] = message["status"]
+            sent["headers"] = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])]
+        elif message["type"] == "http.response.body":
+            sent["body"] += message.get("body", b"")
+            if not message.get("more_body", False):
+                answered.set()
+
+    # Host and origin are Django's to check (ALLOWED_HOSTS); the SDK's own check is off (security_settings None).
+    manager = StreamableHTTPSessionManager(app=mcp_server(), json_response=True, stateless=True)
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return sent["status"], sent["headers"], sent["body"]

@@ -1,0 +1,228 @@
+"""The MCP tools: `search` (the API's POST /api/search, in-process) and `collections` (what the key may search).
+
+The caller is an API key's secret: from the Authorization header over HTTP, from KB_MCP_KEY over stdio. It
+is held in a context variable for the one exchange, so a tool never takes it as an argument (an agent
+could otherwise name someone else's).
+
+`search` is the API operation itself, dispatched in-process with the caller's key: authentication,
+throttling, validation, the audit record and the answer's shape are the API's own code, so the two cannot
+drift. Its input schema is the API's request schema, read from the OpenAPI description.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from contextvars import ContextVar
+from functools import cache
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.core.handlers.wsgi import WSGIRequest
+from django.urls import resolve
+
+from collections_app.exceptions import DomainError
+from collections_app.models import ApiKey, Collection
+from collections_app.services.corpus_map import collection_map_for_reader
+from collections_app.services.keys import api_key_resolve
+
+SEARCH_PATH = "/api/search"
+# The secret of the API key this exchange acts for (never logged, never returned).
+caller_secret: ContextVar[str | None] = ContextVar("kb_mcp_caller_secret", default=None)
+# The Host the HTTP request came with; the in-process API call answers as if asked there.
+caller_host: ContextVar[str] = ContextVar("kb_mcp_caller_host", default="localhost")
+
+SEARCH_DESCRIPTION = (
+    "Search the knowledge base: cited paragraphs that answer a question, from the collections this key may "
+    "read. The same contract as POST /api/search: `query` is required; `collections` narrows (never widens) "
+    "the key's set; per-reader collections need the registered `reader`. The answer carries `results` "
+    "(text, score, collection, document, page, section, chunk_id), `refused` (null: could not refuse, false: "
+    "the judge approved, true: nothing here answers), the `floor` used, `reason` when results are empty, "
+    "the stage-by-stage `trace` and `search_id` (the audit record)."
+)
+COLLECTIONS_DESCRIPTION = (
+    "The collections this key may search: name, description, languages, whether paragraphs are filtered per "
+    "reader, the metadata fields `filters` may use, and a corpus map (each document's headings with paragraph "
+    "counts). A per-reader collection is mapped only for a registered `reader`."
+)
+
+
+def tool_list() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name="search",
+            title="Search the knowledge base",
+            description=SEARCH_DESCRIPTION,
+            input_schema=search_input_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="collections",
+            title="What this key may search",
+            description=COLLECTIONS_DESCRIPTION,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "reader": {
+                        "type": "string",
+                        "description": "the registered reader per-reader collections are mapped for",
+                    }
+                },
+                "additionalProperties": False,
+            },
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+    ]
+
+
+async def tool_call(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """Run one tool for the exchange's caller. A refusal is a tool error the agent can read and act on."""
+    secret = caller_secret.get()
+    if not secret:
+        return _error({"detail": "An API key is required: 'Authorization: Bearer <key>' (stdio: KB_MCP_KEY)."}, 401)
+    if name == "search":
+        status, body = await sync_to_async(api_search, thread_sensitive=True)(
+            secret, arguments or {}, caller_host.get()
+        )
+    elif name == "collections":
+        status, body = await sync_to_async(key_collections, thread_sensitive=True)(secret, arguments or {})
+    else:
+        return _error({"detail": f"no tool named {name!r}: the tools are search and collections"}, 400)
+    if status >= 400:
+        return _error(body, status)
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))], structured_content=body
+    )
+
+
+def _error(body: Any, status: int) -> types.CallToolResult:
+    answer = {"status": status, "error": body}
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(answer, ensure_ascii=False))],
+        structured_content=answer,
+        is_error=True,
+    )
+
+
+# --- search: the API operation, in-process ---------------------------------------------------------------
+
+
+def api_search(secret: str, arguments: dict[str, Any], host: str = "localhost") -> tuple[int, Any]:
+    """POST /api/search with this key and these arguments as the body: (status, the JSON answer)."""
+    raw = json.dumps(arguments).encode()
+    name, _, port = host.partition(":")
+    request = WSGIRequest(
+        {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": SEARCH_PATH,
+            "SCRIPT_NAME": "",
+            "QUERY_STRING": "",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(raw)),
+            "HTTP_AUTHORIZATION": f"Bearer {secret}",
+            "HTTP_HOST": host,
+            "SERVER_NAME": name,
+            "SERVER_PORT": port or "80",
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(raw),
+            "wsgi.url_scheme": "http",
+        }
+    )
+    match = resolve(SEARCH_PATH)
+    response = match.func(request, *match.args, **match.kwargs)
+    response.render()
+    return response.status_code, json.loads(response.content or b"null")
+
+
+@cache
+def search_input_schema() -> dict[str, Any]:
+    """The API's request schema of POST /api/search, as a self-contained JSON Schema."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    body = schema["paths"][SEARCH_PATH]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return _json_schema(_inline(body, schema.get("components", {}).get("schemas", {})))
+
+
+def _inline(node: Any, components: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            return _inline(copy.deepcopy(components[ref.rsplit("/", 1)[1]]), components)
+        return {k: _inline(v, components) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, components) for v in node]
+    return node
+
+
+def _json_schema(node: Any) -> Any:
+    # OpenAPI 3.0's `nullable: true` is not JSON Schema: say it the JSON Schema way, so a client validating
+    # arguments accepts the nulls the API accepts.
+    if isinstance(node, dict):
+        out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
+        if node.get("nullable") and isinstance(node.get("type"), str):
+            out["type"] = [node["type"], "null"]
+        return out
+    if isinstance(node, list):
+        return [_json_schema(v) for v in node]
+    return node
+
+
+# --- collections ------------------------------------------------------------------------------------------
+
+
+def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
+    key = api_key_resolve(secret=secret)
+    if key is None:
+        return 401, {"detail": "This API key is not valid (unknown or revoked)."}
+    reader = arguments.get("reader")
+    if reader is not None and not isinstance(reader, str):
+        return 400, {"reader": ["must be the name of a registered reader"]}
+    unexpected = sorted(set(arguments) - {"reader"})
+    if unexpected:
+        return 400, {"detail": f"unknown arguments: {', '.join(unexpected)}; this tool takes only `reader`"}
+    listed = []
+    for collection in searchable_by(key):
+        try:
+            corpus_map: dict[str, Any] | None = collection_map_for_reader(collection=collection, reader=reader)
+            why_no_map = None
+        except DomainError as exc:
+            if exc.meaning == "forbidden":  # an unknown reader reads nothing anywhere: say so once
+                return 403, {"reader": [str(exc)]}
+            corpus_map, why_no_map = None, str(exc)
+        listed.append(
+            {
+                "name": collection.name,
+                "description": collection.description,
+                "languages": collection.languages or _languages_found(collection),
+                "languages_pinned": bool(collection.languages),
+                "per_reader": collection.per_reader,
+                "metadata_schema": collection.metadata_schema,
+                "map": corpus_map,
+                "map_refused": why_no_map,
+            }
+        )
+    return 200, {"collections": listed}
+
+
+def searchable_by(key: ApiKey) -> list[Collection]:
+    """The collections a search with this key may read when it names none (retrieval/search/_scope.py's rule):
+    an agent's key its agent's collections, any other key every collection of its tenant."""
+    allowed = Collection.objects.for_tenant(key.tenant_id)
+    if key.agent_id is not None:
+        allowed = allowed.filter(agents=key.agent_id)
+    return list(allowed.order_by("name"))
+
+
+def _languages_found(collection: Collection) -> list[str]:
+    languages = (
+        collection.chunks.filter(generation=collection.active_generation)
+        .exclude(language__isnull=True)
+        .exclude(language="")
+        .values_list("language", flat=True)
+        .distinct()
+        .order_by("language")
+    )
+    return list(languages)

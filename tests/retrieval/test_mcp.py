@@ -1,0 +1,146 @@
+"""The MCP server, driven by the official SDK's own client: over stdio (`manage.py mcp` as a subprocess) and
+over streamable HTTP (/mcp on a live server). It lists the tools and answers a question with the same
+paragraphs, in the same order, as POST /api/search with the same key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx2
+import pytest
+from django.conf import settings
+from django.db import connection
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from collections_app.models import Role
+from collections_app.services.collections import collection_create
+from collections_app.services.keys import api_key_create
+from retrieval.models import SearchEvent
+from tests.conftest import client_for
+from tests.files.documents import HANDBOOK, docx_bytes
+from tests.files.sections import SECTIONS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUESTION = {"query": "when is my money paid back", "collections": ["handbook"], "top_n": 5}
+
+
+@pytest.fixture
+def corpus(db, upload) -> dict[str, Any]:
+    from collections_app.models import Tenant
+
+    tenant = Tenant.objects.create(name="acme")
+    collection = collection_create(tenant=tenant, name="handbook")
+    other = collection_create(tenant=tenant, name="policies")
+    secret = api_key_create(tenant=tenant, role=Role.VIEWER).secret
+    editor = client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret)
+    assert upload(editor, collection, "handbook.docx", docx_bytes(HANDBOOK)).status_code == 202
+    assert upload(editor, other, "policies.docx", docx_bytes(SECTIONS)).status_code == 202
+    return {"tenant": tenant, "collection": collection, "secret": secret, "api": client_for(secret)}
+
+
+def _api_answer(corpus: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    answer = corpus["api"].post("/api/search", body, format="json")
+    assert answer.status_code == 200, answer.content
+    return answer.json()
+
+
+async def _drive(session: ClientSession) -> dict[str, Any]:
+    await session.initialize()
+    tools = await session.list_tools()
+    search = await session.call_tool("search", QUESTION)
+    collections = await session.call_tool("collections", {})
+    refused = await session.call_tool("search", {"query": "", "collections": ["handbook"]})
+    return {
+        "tools": {t.name: t for t in tools.tools},
+        "search": search,
+        "collections": collections,
+        "refused": refused,
+    }
+
+
+def _check(outcome: dict[str, Any], corpus: dict[str, Any]) -> None:
+    assert set(outcome["tools"]) == {"search", "collections"}
+    schema = outcome["tools"]["search"].input_schema
+    assert schema["required"] == ["query"] and "reader" in schema["properties"]  # the API's request schema
+
+    search = outcome["search"]
+    assert not search.is_error, search.content
+    via_mcp = json.loads(search.content[0].text)
+    assert via_mcp == search.structured_content
+    via_api = _api_answer(corpus, QUESTION)
+    ids = [r["chunk_id"] for r in via_mcp["results"]]
+    scores = (
+        [(r["score"], r["chunk_id"][:8]) for r in via_mcp["results"]],
+        [(r["score"], r["chunk_id"][:8]) for r in via_api["results"]],
+    )
+    assert ids and ids == [r["chunk_id"] for r in via_api["results"]], scores
+    assert "original card" in via_mcp["results"][0]["text"]
+    # Both were audited as searches of this key.
+    assert SearchEvent.objects.filter(pk__in=[via_mcp["search_id"], via_api["search_id"]]).count() == 2
+
+    listed = outcome["collections"].structured_content["collections"]
+    assert [c["name"] for c in listed] == ["handbook", "policies"]
+    handbook = listed[0]
+    assert handbook["languages"] == ["en"] and handbook["per_reader"] is False
+    expected_map = corpus["api"].get(f"/api/manage/collections/{corpus['collection'].pk}/map").json()
+    assert handbook["map"] == expected_map
+
+    refused = outcome["refused"]
+    assert refused.is_error
+    error = refused.structured_content
+    api_error = corpus["api"].post("/api/search", {"query": "", "collections": ["handbook"]}, format="json")
+    assert error == {"status": 400, "error": api_error.json()}  # the API's own refusal, word for word
+
+
+def test_an_agent_over_stdio_gets_the_apis_paragraphs_in_the_apis_order(corpus) -> None:
+    db = connection.settings_dict
+    host = quote(str(db["HOST"]), safe="")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kbsite.settings",
+        "DATABASE_URL": f"postgres://{db['USER']}@{host}:{db['PORT']}/{db['NAME']}",
+        "KB_STORAGE_ROOT": str(settings.MEDIA_ROOT),
+        "KB_MCP_KEY": corpus["secret"],
+    }
+    server = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp"], env=env, cwd=settings.BASE_DIR)
+
+    async def run() -> dict[str, Any]:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            return await _drive(session)
+
+    _check(anyio.run(run), corpus)
+
+
+def test_an_agent_over_streamable_http_gets_the_apis_paragraphs_in_the_apis_order(corpus, live_server) -> None:
+    url = f"{live_server.url}/mcp"
+
+    async def run(headers: dict[str, str]) -> dict[str, Any]:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=120) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            return await _drive(session)
+
+    _check(anyio.run(run, {"Authorization": f"Bearer {corpus['secret']}"}), corpus)
+
+
+def test_mcp_over_http_without_a_valid_key_is_a_401(corpus, live_server) -> None:
+    import requests
+
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    none = requests.post(f"{live_server.url}/mcp", json=message, headers=headers, timeout=30)
+    wrong = requests.post(
+        f"{live_server.url}/mcp", json=message, headers={**headers, "Authorization": "Bearer kb_wrong"}, timeout=30
+    )
+    assert none.status_code == wrong.status_code == 401
+    assert none.headers["WWW-Authenticate"].startswith("Bearer")
