@@ -170,7 +170,11 @@ class DocumentUploadInput(serializers.Serializer):
         help_text="Where the file came from: upload://, http://, https:// or mailto: (default upload://<name>)",
     )
     ingest_options = SafeJSONField(
-        required=False, help_text='JSON object, e.g. {"tesseract_langs": ["mkd", "eng"]} or {"table_mode": "sheet"}'
+        required=False,
+        help_text='JSON object, e.g. {"tesseract_langs": ["mkd", "eng"]} or {"table_mode": "sheet"}. '
+        'A .zip takes only {"keep_navigation_readmes": true}: its README.md files that are navigation hubs '
+        "(mostly links and headings) are skipped by default and named in the answer's warnings and the "
+        "import's build; true indexes them too. A README with prose is always indexed.",
     )
     labels = LabelsFormField(
         required=False,

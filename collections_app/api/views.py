@@ -33,6 +33,7 @@ from collections_app.api.serializers import (
     IngestOptionsInput,
 )
 from collections_app.api.throttles import UploadsOnly
+from collections_app.exceptions import InvalidIngestOptions
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Collection
 from collections_app.services.archives import archive_import
@@ -183,10 +184,10 @@ def _archive_upload(request: Request, collection: Collection, validated: dict[st
         raise ValidationError(
             {"labels": ["a .zip import takes no labels; label its documents afterwards (PATCH .../labels)"]}
         )
-    if validated.get("ingest_options") not in (None, "", {}):
-        raise ValidationError(
-            {"ingest_options": ["a .zip import takes no ingest options; upload a file on its own to set them"]}
-        )
+    try:  # a zip takes only the options of a whole import (keep_navigation_readmes)
+        options = ingest_options_validate(validated.get("ingest_options"), scope="import")
+    except InvalidIngestOptions as exc:
+        raise ValidationError({"ingest_options": [str(exc)]}) from exc
     upload = validated["file"]
     result = archive_import(
         collection=collection,
@@ -194,6 +195,7 @@ def _archive_upload(request: Request, collection: Collection, validated: dict[st
         content=upload,
         uploaded_by=request_key(request).name or request_key(request).prefix,
         source_uri=validated.get("source_uri", ""),
+        options=options,
     )
     return Response(
         ArchiveImportOutput(result).data,

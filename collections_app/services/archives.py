@@ -10,7 +10,9 @@ lying directory cannot make us write more than we checked.
 Members we do not import are named in the answer's warnings: over the upload
 limit, encrypted, of a type kbsite does not read, nested archives, links, and those
 matching the collection's exclude patterns. Folders, dotfiles and macOS `__MACOSX`
-forks are skipped without a word: nobody meant them as documents.
+forks are skipped without a word: nobody meant them as documents. A README.md that is a
+navigation hub (mostly links and headings, ingestion/navigation_hubs.py) is skipped unless
+the import's option `keep_navigation_readmes` is set; the answer and the Build name it and why.
 
 An import writes one Build that sums it up (see docs/DECISIONS.md): `built_from`
 "upload by <who>", the paragraphs of the members it created, and `refused` = the
@@ -28,7 +30,7 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.db import transaction
@@ -36,6 +38,13 @@ from django.utils import timezone
 
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import extension_of, family_of
+from collections_app.ingestion.navigation_hubs import (
+    JUDGED_BYTES,
+    OPTION,
+    is_readme,
+    navigation_hub_reason,
+    skipped_line,
+)
 from collections_app.ingestion.paths import is_excluded, is_junk
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
@@ -71,6 +80,7 @@ class ArchiveImport:
     members: list[ArchiveMember] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    hubs: list[str] = field(default_factory=list)  # README navigation hubs skipped, with why (also in warnings)
 
     @property
     def created(self) -> bool:
@@ -84,8 +94,13 @@ def archive_import(
     content: BinaryIO,
     uploaded_by: str = "",
     source_uri: str = "",
+    options: dict[str, Any] | None = None,
 ) -> ArchiveImport:
-    """Import each member of a .zip as a document; refuse the zip whole if it looks like a bomb."""
+    """Import each member of a .zip as a document; refuse the zip whole if it looks like a bomb.
+
+    `options`: the import's cleaned options (ingest_options_validate(..., scope="import")).
+    """
+    keep_hubs = bool((options or {}).get(OPTION))
     zipname = PurePosixPath(filename.replace("\\", "/")).name
     content.seek(0)
     check_upload(zipname, content.read(8))  # a file named .zip that is not one: UnsupportedFile, what it is
@@ -111,6 +126,8 @@ def archive_import(
         try:
             with transaction.atomic():
                 for info in planned:
+                    if not keep_hubs and _skip_navigation_hub(archive, info, result):
+                        continue
                     _import_member(archive, info, collection, base, uploaded_by, result, stored)
                 if not result.members:
                     raise _nothing_imported(zipname, result)
@@ -227,6 +244,24 @@ def _import_member(
     result.members.append(ArchiveMember(path=info.filename, document=outcome.document, created=outcome.created))
 
 
+def _skip_navigation_hub(archive: zipfile.ZipFile, info: zipfile.ZipInfo, result: ArchiveImport) -> bool:
+    """Skip a README.md that is mostly links and headings; say so in the answer and the Build."""
+    if not is_readme(info.filename):
+        return False
+    try:
+        with _open_member(archive, info) as raw:
+            head = _CappedReader(raw, info.file_size).read(min(info.file_size, JUDGED_BYTES))
+    except _MemberUnreadable:
+        return False  # importing it reads it again and says what is wrong
+    reason = navigation_hub_reason(info.filename, head)
+    if reason is None:
+        return False
+    line = skipped_line(info.filename, reason)
+    result.hubs.append(line)
+    result.warnings.append(line)
+    return True
+
+
 class _MemberUnreadable(Exception):
     """One member cannot be extracted (corrupt data, bad CRC, a compression method zipfile lacks)."""
 
@@ -297,7 +332,7 @@ def _remove_stored(names: list[str]) -> None:
 def _record_build(collection: Collection, result: ArchiveImport, built_from: str) -> None:
     created = [str(m.document.pk) for m in result.members if m.created]
     held = len(result.members) - len(created)
-    warnings = [f"{held} member(s) already held, not imported again"] if held else []
+    warnings = [*result.hubs, *([f"{held} member(s) already held, not imported again"] if held else [])]
     if not created:
         archive_build_record(
             collection_id=str(collection.pk), document_ids=[], refused=result.refused,

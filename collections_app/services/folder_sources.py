@@ -15,11 +15,17 @@ Ingestion runs in the sync itself, file after file, rather than through the queu
 sync's Build can then say exactly how many paragraphs it built and which files could not
 be read, and a changed file's old version is deleted only after its successor is done.
 A scheduled sync is one django-q2 task, so it still runs off the web process.
+
+`KB_COLLECTION_<NAME>_FOLDER_OPTIONS` (a JSON object, set by the deployment too) holds the options of
+the import, as a .zip upload takes them: `{"keep_navigation_readmes": true}` indexes README.md files
+that are navigation hubs (mostly links and headings), which a sync otherwise skips, naming each one
+and why in its Build (ingestion/navigation_hubs.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -27,16 +33,26 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
 
+from collections_app.exceptions import InvalidIngestOptions
 from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.formats import family_of
+from collections_app.ingestion.navigation_hubs import (
+    JUDGED_BYTES,
+    OPTION,
+    is_readme,
+    navigation_hub_reason,
+    skipped_line,
+)
 from collections_app.ingestion.paths import is_excluded, is_junk
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents import FileTooLarge, document_create, document_delete, document_ingest
+from collections_app.services.ingest_options import ingest_options_validate
 from retrieval.embedding import get_model
 
 logger = logging.getLogger(__name__)
@@ -69,6 +85,7 @@ class FolderSync:
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)  # file names, as in the Build
     warnings: list[str] = field(default_factory=list)
+    hubs: list[str] = field(default_factory=list)  # README navigation hubs skipped (their reasons are in warnings)
     passages: int = 0
     build: Build | None = None
 
@@ -94,15 +111,30 @@ def folder_source_root(collection: Collection) -> Path:
     return root
 
 
+def folder_source_options(collection: Collection) -> dict[str, Any]:
+    """The import options the deployment set for the folder source (KB_COLLECTION_<NAME>_FOLDER_OPTIONS)."""
+    env = folder_env_name(collection.name) + "_OPTIONS"
+    value = os.environ.get(env, "").strip()
+    if not value:
+        return {}
+    try:
+        return ingest_options_validate(json.loads(value), scope="import")
+    except json.JSONDecodeError as exc:
+        raise FolderSourceError(f'{env} is not JSON; set it to an object, e.g. {{"{OPTION}": true}}') from exc
+    except InvalidIngestOptions as exc:
+        raise FolderSourceError(f"{env}: {exc}") from exc
+
+
 def folder_sync(*, collection: Collection, progress: Progress | None = None) -> FolderSync:
     """Bring the collection in line with its folder source and record one Build for the run."""
     root = folder_source_root(collection)
+    options = folder_source_options(collection)
     with _sync_lock(collection):
-        return _sync(collection, root, progress or (lambda items: items))
+        return _sync(collection, root, progress or (lambda items: items), options)
 
 
-def _sync(collection: Collection, root: Path, progress: Progress) -> FolderSync:
-    run = _Run(collection, root)
+def _sync(collection: Collection, root: Path, progress: Progress, options: dict[str, Any]) -> FolderSync:
+    run = _Run(collection, root, keep_hubs=bool(options.get(OPTION)))
     files, unaccepted, unnamed = _scan(root, collection.exclude_patterns)
     if not files and (run.held or run.strays):
         # An empty folder is far more often a missing mount than a deliberate wipe, and a build
@@ -121,7 +153,7 @@ def _sync(collection: Collection, root: Path, progress: Progress) -> FolderSync:
         run.refuse(PurePosixPath(relative).name, f"{relative}: its name is not valid UTF-8 or is too long")
     for relative in progress(files):
         run.sync_file(relative)
-    run.remove_gone(set(files))
+    run.remove_gone(set(files) - set(result.hubs))  # a README held from before that is now a hub goes
 
     model = get_model(collection.embedding_alias)
     result.build = build_record(
@@ -141,8 +173,8 @@ def _sync(collection: Collection, root: Path, progress: Progress) -> FolderSync:
 class _Run:
     """One sync: what the collection holds from its folder, and what this run did."""
 
-    def __init__(self, collection: Collection, root: Path) -> None:
-        self.collection, self.root = collection, root
+    def __init__(self, collection: Collection, root: Path, *, keep_hubs: bool = False) -> None:
+        self.collection, self.root, self.keep_hubs = collection, root, keep_hubs
         self.prefix = f"folder://{collection.name}/"
         self.result = FolderSync()
         # Versions held per relative path (more than one while a changed file's new version cannot be read).
@@ -162,6 +194,8 @@ class _Run:
         result, versions = self.result, self.held.get(relative, [])
         name = PurePosixPath(relative).name
         path = self.root / relative
+        if not self.keep_hubs and self._navigation_hub(relative, path):
+            return
         try:
             content_hash = _hash(path)
         except FileTooLarge:
@@ -201,6 +235,22 @@ class _Run:
         result.passages += Chunk.objects.filter(document=document).count()
         (result.replaced if versions else result.imported).append(relative)
         self._drop(versions)
+
+    def _navigation_hub(self, relative: str, path: Path) -> bool:
+        """Skip a README.md that is mostly links and headings; the Build names it and why."""
+        if not is_readme(relative):
+            return False
+        try:
+            with path.open("rb") as f:
+                head = f.read(JUDGED_BYTES)
+        except OSError:
+            return False  # importing it opens it again and says what went wrong
+        reason = navigation_hub_reason(relative, head)
+        if reason is None:
+            return False
+        self.result.hubs.append(relative)
+        self.result.warnings.append(skipped_line(relative, reason))
+        return True
 
     def _already_held(self, relative: str, document: Document, versions: list[Document]) -> None:
         if self.strays.pop(str(document.pk), None) is not None:

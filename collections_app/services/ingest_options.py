@@ -3,6 +3,8 @@
 Options by owner; each owner's module validates its own keys:
 - OCR (ingestion/ocr.py): mineru_lang, tesseract_langs
 - records (ingestion/records.py): table_mode, column_roles, records_path
+- navigation hubs (ingestion/navigation_hubs.py): keep_navigation_readmes, an option of a whole import
+  (a .zip upload, a folder source), not of one document: IMPORT_OPTIONS
 Reader labels are not an ingest option (they change who reads, not how the file is read): they live on the
 document (`Document.labels`, services/labels.py) and change without re-parsing. `labels` here is refused, saying so.
 """
@@ -16,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from collections_app.exceptions import Conflict, InvalidIngestOptions
-from collections_app.ingestion import ocr, records
+from collections_app.ingestion import navigation_hubs, ocr, records
 from collections_app.models import Document, DocumentStatus
 from collections_app.validation import json_problem
 
@@ -32,8 +34,11 @@ class ReparseNeedsConfirmation(Conflict):
     pass
 
 
-def ingest_options_validate(options: Any) -> dict[str, Any]:
-    """Return the cleaned options or raise InvalidIngestOptions naming what is wrong."""
+def ingest_options_validate(options: Any, *, scope: str = "document") -> dict[str, Any]:
+    """Return the cleaned options or raise InvalidIngestOptions naming what is wrong.
+
+    `scope` "document": options of one file; "import": options of a .zip upload or a folder source.
+    """
     if options in (None, ""):
         return {}
     if not isinstance(options, dict):
@@ -46,10 +51,24 @@ def ingest_options_validate(options: Any) -> dict[str, Any]:
         raise InvalidIngestOptions(
             f"unknown ingest option(s): {', '.join(unknown)}; known: {', '.join(sorted(OPTION_OWNERS))}"
         )
+    _check_scope(set(options), scope)
     cleaned: dict[str, Any] = {}
     for validate in {OPTION_OWNERS[key] for key in options}:
         cleaned.update(validate({key: value for key, value in options.items() if OPTION_OWNERS[key] is validate}))
     return cleaned
+
+
+def _check_scope(keys: set[str], scope: str) -> None:
+    if scope == "import" and keys - IMPORT_OPTIONS:
+        raise InvalidIngestOptions(
+            f"a .zip import or a folder source takes only {', '.join(sorted(IMPORT_OPTIONS))}; upload a file "
+            f"on its own to set {', '.join(sorted(keys - IMPORT_OPTIONS))}"
+        )
+    if scope == "document" and keys & IMPORT_OPTIONS:
+        raise InvalidIngestOptions(
+            f"{', '.join(sorted(keys & IMPORT_OPTIONS))} applies to .zip imports and folder sources: "
+            "a file uploaded on its own is always indexed"
+        )
 
 
 def labels_validate(options: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +86,11 @@ OPTION_OWNERS: dict[str, OptionsValidator] = {
     "column_roles": records.validate_options,
     "records_path": records.validate_options,
     "labels": labels_validate,
+    navigation_hubs.OPTION: navigation_hubs.validate_options,
 }
+
+# Options of a whole import (a .zip upload, a folder source): they decide which files become documents.
+IMPORT_OPTIONS = frozenset({navigation_hubs.OPTION})
 
 
 def document_options_update(*, document: Document, changes: dict[str, Any], confirm_reparse: bool) -> Document:
