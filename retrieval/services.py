@@ -1,41 +1,110 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from collections_app.exceptions import Conflict, Invalid
-from collections_app.models import ApiKey, Tenant
+from collections_app.ingestion import detect_language
+from collections_app.models import Agent, ApiKey, Tenant
 from collections_app.validation import name_problem
-from retrieval.models import Reader, SearchEvent
+from retrieval.models import ModelCall, Reader, SearchEvent
 from retrieval.search import SearchAnswer, SearchScope
 
 
-def search_event_record_staff(*, scope: SearchScope, answer: SearchAnswer) -> SearchEvent:
+class UnknownAgent(Invalid):
+    field = "on_behalf_of"
+
+
+def on_behalf_of_agent(*, tenant_id: uuid.UUID | str, name: str | None) -> Agent | None:
+    """The agent a search is made for (its model calls are charged to it); None when the search names none."""
+    if name is None:
+        return None
+    agent = Agent.objects.filter(tenant_id=tenant_id, name=name).first()
+    if agent is None:
+        raise UnknownAgent(f"no agent named {name[:80]!r} in this tenant: name one of its agents, or leave it out")
+    return agent
+
+
+def search_event_record_staff(*, scope: SearchScope, answer: SearchAnswer, query: str = "") -> SearchEvent:
     """Audit a search a staff member tried in the admin: no key and no agent (that is how it is told apart)."""
-    return _search_event_create(scope=scope, answer=answer, key=None)
+    return _search_event_create(scope=scope, answer=answer, key=None, query=query, on_behalf_of=None)
 
 
-def search_event_record(*, key: ApiKey, scope: SearchScope, answer: SearchAnswer) -> SearchEvent:
-    """Audit one search. It records what ran and how long, never the question or the paragraphs."""
-    return _search_event_create(scope=scope, answer=answer, key=key)
+def search_event_record(
+    *, key: ApiKey, scope: SearchScope, answer: SearchAnswer, query: str = "", on_behalf_of: Agent | None = None
+) -> SearchEvent:
+    """Audit one search: what ran and how long; the question's text only when KB_AUDIT_QUESTIONS is on.
+
+    With `on_behalf_of`, each model call the search made is charged to that agent (ModelCall); without it
+    nothing is charged, not to the key, not to a placeholder."""
+    return _search_event_create(scope=scope, answer=answer, key=key, query=query, on_behalf_of=on_behalf_of)
 
 
-def _search_event_create(*, scope: SearchScope, answer: SearchAnswer, key: ApiKey | None) -> SearchEvent:
+def _search_event_create(
+    *, scope: SearchScope, answer: SearchAnswer, key: ApiKey | None, query: str, on_behalf_of: Agent | None
+) -> SearchEvent:
+    if on_behalf_of is not None and answer.calls:
+        with transaction.atomic():  # the event and its charges together, or neither
+            event = _search_event_write(scope=scope, answer=answer, key=key, query=query, on_behalf_of=on_behalf_of)
+            model_calls_charge(event=event, agent=on_behalf_of, answer=answer)
+        return event
+    return _search_event_write(scope=scope, answer=answer, key=key, query=query, on_behalf_of=on_behalf_of)
+
+
+def _search_event_write(
+    *, scope: SearchScope, answer: SearchAnswer, key: ApiKey | None, query: str, on_behalf_of: Agent | None
+) -> SearchEvent:
     floor = answer.floor if isinstance(answer.floor, float | int) else None
     return SearchEvent.objects.create(
         tenant_id=str(scope.tenant_id),  # a UUID (SearchScope types it loosely)
         api_key=key,
         agent_id=key.agent_id if key else None,
+        on_behalf_of=on_behalf_of,
         reader=scope.reader,
         collections=[c.name for c in scope.collections],
         refused=answer.refused,
+        reason=answer.reason or "",
         floor=floor,
         around=answer.around,
+        threshold=_threshold_of(answer),
+        question_language=detect_language(query, default="") if query else "",
+        question=query if settings.KB_AUDIT_QUESTIONS else "",
         stages=[s.to_json() for s in answer.stages],
         results=len(answer.results),
+        withheld=answer.withheld,
         latency_ms=round(answer.latency_ms, 2),
     )
+
+
+def model_calls_charge(*, event: SearchEvent, agent: Agent, answer: SearchAnswer) -> list[ModelCall]:
+    """Charge the search's model calls to `agent`: kind, model, collection, tokens, duration — nothing said."""
+    return ModelCall.objects.bulk_create(
+        ModelCall(
+            tenant_id=event.tenant_id,
+            agent=agent,
+            agent_name=agent.name,
+            search=event,
+            kind=call.kind,
+            model=call.model[:200],
+            collection_id=call.collection_id,
+            tokens_in=call.tokens_in,
+            tokens_out=call.tokens_out,
+            duration_ms=round(call.ms, 2),
+            ok=call.ok,
+        )
+        for call in answer.calls
+    )
+
+
+def _threshold_of(answer: SearchAnswer) -> float | None:
+    # The threshold stage reports the score_threshold it applied (the strictest across collections).
+    for stage in answer.stages:
+        if stage.name == "threshold" and isinstance(stage.counts.get("threshold"), float | int):
+            return float(stage.counts["threshold"])
+    return None
 
 
 # --- readers --------------------------------------------------------------------------------------------

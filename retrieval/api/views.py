@@ -12,7 +12,7 @@ from collections_app.api.throttles import SearchThrottle
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
 from collections_app.validation import SafeJSONField
 from retrieval.search import resolve_scope, search
-from retrieval.services import search_event_record
+from retrieval.services import on_behalf_of_agent, search_event_record
 
 
 @extend_schema_field(
@@ -48,6 +48,13 @@ class SearchInput(serializers.Serializer):
         max_length=MAX_NAME_CHARS,
         help_text="The registered reader this search is for (needed for per-reader collections); "
         "the server decides its labels.",
+    )
+    on_behalf_of = serializers.CharField(
+        required=False,
+        max_length=MAX_NAME_CHARS,
+        help_text="The agent (by name, in this tenant) this search is made for: every model call it makes (judge, "
+        "planner, remote embedding or rerank) is recorded and charged to it. Unknown: 400. Absent: nothing is "
+        "charged.",
     )
     reader_labels = serializers.JSONField(
         required=False,
@@ -115,16 +122,20 @@ class SearchStage(serializers.Serializer):
 class SearchOutput(serializers.Serializer):
     results = SearchResult(many=True)
     refused = serializers.BooleanField(
-        allow_null=True, help_text="null: no judge configured; false: the judge approved; true: nothing answers"
+        allow_null=True,
+        help_text="null: this search could not refuse (no collection with a judge, no KB_LLM_URL, or the judge "
+        "failed or timed out; the judge stage in `trace` says which); false: the judge approved the results; "
+        "true: the judge said nothing here answers, so `results` is empty and `reason` is judge_refused",
     )
     floor = FloorField()
     around = serializers.IntegerField()
     trace = SearchStage(many=True, help_text="every pipeline stage in order, ran, skipped or failed with a reason")
     reason = serializers.ChoiceField(
-        choices=["no_collection", "no_readable_paragraph", "below_floor"],
+        choices=["no_collection", "no_readable_paragraph", "below_floor", "judge_refused"],
         allow_null=True,
         help_text="why results is empty (null when it is not): no collection was searched, nothing readable "
-        "matched, or every match scored under the floor",
+        "matched, every match scored under the floor, or the judge refused (what it withheld is kept in the "
+        "search's audit record for the tenant's admins)",
     )
     retried = serializers.BooleanField(help_text="no result reached the threshold, so one broader pass ran")
     search_id = serializers.UUIDField(help_text="the audit record of this search (SearchEvent)")
@@ -145,13 +156,14 @@ class SearchView(APIView):
                 request_only=True,
             ),
             OpenApiExample(
-                "Narrowed to one collection, for a registered reader, with a filter",
+                "Narrowed to one collection, for a registered reader, with a filter, charged to an agent",
                 value={
                     "query": "how many days of annual leave?",
                     "collections": ["hr"],
                     "reader": "ada@example.com",
                     "filters": {"created": {"gte": "2026-01-01"}},
                     "hybrid_weight": 0.5,
+                    "on_behalf_of": "support-bot",
                 },
                 request_only=True,
             ),
@@ -167,17 +179,15 @@ class SearchView(APIView):
         data = SearchInput(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
-        scope = resolve_scope(
-            key=request_key(request),
-            names=params.get("collections"),
-            reader=params.get("reader"),
-        )
+        key = request_key(request)
+        agent = on_behalf_of_agent(tenant_id=key.tenant_id, name=params.get("on_behalf_of"))
+        scope = resolve_scope(key=key, names=params.get("collections"), reader=params.get("reader"))
         answer = search(
             scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
             filters=params.get("filters"), hybrid_weight=params.get("hybrid_weight"),
             expand=params.get("expand", False),
         )  # fmt: skip
-        event = search_event_record(key=request_key(request), scope=scope, answer=answer)
+        event = search_event_record(key=key, scope=scope, answer=answer, query=params["query"], on_behalf_of=agent)
         return Response(
             {
                 "results": answer.results,

@@ -11,9 +11,12 @@ from collections_app.ingestion import detect_language
 from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
+from ._costs import CallRecord
 from ._filters import Filters, compile_filters, count_matching
 from ._fusion import fuse, fusion_counts, switched_off
+from ._judge import judge_stage
 from ._parents import sections
+from ._planning import merge_planned, planning_stage
 from ._render import render_results
 from ._rerank import RerankFailed, rerank_scores
 from ._scope import SearchScope
@@ -54,9 +57,12 @@ class SearchAnswer:
     around: int
     stages: list[Stage] = field(default_factory=list)
     latency_ms: float = 0.0
-    # Why there are no results: no_collection, no_readable_paragraph or below_floor (None when there are).
+    # Why there are no results: no_collection, no_readable_paragraph, below_floor or judge_refused (None when
+    # there are).
     reason: str | None = None
     retried: bool = False
+    calls: list[CallRecord] = field(default_factory=list)  # the model calls made (charged only on behalf of)
+    withheld: list[dict[str, Any]] = field(default_factory=list)  # what a judge's refusal held back
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,8 @@ class SearchPlan:
     filter_counts: dict[str, Any]
     exact: bool  # the filter leaves few rows: rank them exactly instead of walking the HNSW graph
     weights: dict[str, float]
+    questions: tuple[str, ...] = ()  # the planner's sub-questions (empty: the question as asked)
+    calls: list[CallRecord] = field(default_factory=list)  # every model call of the search, shared by its passes
 
 
 @dataclass
@@ -99,25 +107,38 @@ def search(
             trace.skipped(name, scope.why_empty or "no collection to search")
         return SearchAnswer([], None, None, around, trace.stages, trace.elapsed_ms(), reason="no_collection")
     plan = search_plan(scope=scope, top_n=top_n, filters=filters, hybrid_weight=hybrid_weight)
-    trace.skipped("planning", "no LLM_URL configured: the question is searched as asked")
+    single = str(plan.collections[0].pk) if len(plan.collections) == 1 else None
+    plan = replace(plan, questions=tuple(planning_stage(trace, query, plan.calls, single)))
     found = _retrieve(trace, plan, query)
     found, retried, supported = _confidence_stage(trace, plan, query, found)
     hits = found.kept[: plan.top_n]
     results = _window_stage(trace, plan, hits, around, supported, expand)
-    trace.skipped("judge", "no LLM_URL configured: this search cannot refuse (refused is null)")
-    reason = None
-    if not results:
+    refused = judge_stage(trace, plan.collections, query, results, plan.calls)
+    withheld, results = (results, []) if refused else ([], results)
+    reason = "judge_refused" if refused else None
+    if not results and not refused:
         reason = "below_floor" if found.candidates else "no_readable_paragraph"
     return SearchAnswer(
-        results, None, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms(), reason, retried
-    )
+        results, refused, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms(), reason, retried,
+        calls=plan.calls, withheld=withheld,
+    )  # fmt: skip
 
 
 def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
-    """Keyword and vector retrieval, fusion, rerank and the floor: one pass, each stage in the trace."""
-    keyword_hits = _keyword_stage(trace, plan, query)
-    vector_hits, query_vectors = _vector_stages(trace, plan, query)
-    fused = _fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors)
+    """Keyword and vector retrieval, fusion, rerank and the floor: one pass, each stage in the trace.
+
+    A planned question runs retrieval and fusion once per sub-question (its stages say which, by number);
+    the fused lists are merged by rank before the rerank, which reads the question as asked."""
+    fused_lists: list[list[Hit]] = []
+    for number, question in enumerate(plan.questions or (query,), start=1):
+        first = len(trace.stages)
+        keyword_hits = _keyword_stage(trace, plan, question)
+        vector_hits, query_vectors = _vector_stages(trace, plan, question)
+        fused_lists.append(_fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors))
+        if len(plan.questions) > 1:
+            for stage in trace.stages[first:]:
+                stage.counts["sub_question"] = number
+    fused = merge_planned(fused_lists)
     ranked, reranked = _rerank_stage(trace, plan, query, fused)
     return Retrieval(_floor_stage(trace, plan, ranked), len(fused), reranked)
 

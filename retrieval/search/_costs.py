@@ -1,0 +1,31 @@
+"""What a search's model calls cost, gathered while it runs; written only when it is on behalf of an agent.
+
+A record names the kind of call, the model, the collection it served, tokens and duration: never the
+question, a paragraph or a label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from retrieval.llm import ChatReply
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    kind: str  # judge, planner, translator, rerank, embedding (ModelCallKind)
+    model: str
+    collection_id: str | None  # None: the call served several collections
+    tokens_in: int | None
+    tokens_out: int | None
+    ms: float
+    ok: bool = True
+
+
+def chat_call(kind: str, reply: ChatReply, collection_id: str | None) -> CallRecord:
+    return CallRecord(kind, reply.model, collection_id, reply.tokens_in, reply.tokens_out, reply.ms)
+
+
+def failed_call(kind: str, model: str, collection_id: str | None, ms: float) -> CallRecord:
+    # A call that timed out or failed may still be billed by the endpoint: it is recorded, tokens unknown.
+    return CallRecord(kind, model, collection_id, None, None, ms, ok=False)
