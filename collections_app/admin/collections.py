@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from collections_app.admin.base import TenantScopedAdmin
 from collections_app.admin.display import shown_value, table
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
+from collections_app.admin.reindex import ReindexAdminMixin
 from collections_app.admin.roles import tenants_where
 from collections_app.admin.sources import FolderSourceAdminMixin
 from collections_app.admin.try_search import TrySearchAdminMixin
@@ -100,20 +101,28 @@ RETRIEVAL = ["embedding_alias", "rerank_top_k", "rerank_top_n", "hybrid_weight",
 
 
 @admin.register(Collection)
-class CollectionAdmin(CollectionReadersAdminMixin, FolderSourceAdminMixin, TrySearchAdminMixin, TenantScopedAdmin):
+class CollectionAdmin(
+    CollectionReadersAdminMixin,
+    FolderSourceAdminMixin,
+    TrySearchAdminMixin,
+    ReindexAdminMixin,
+    TenantScopedAdmin,
+):
     form = CollectionForm
-    list_display = ["name", "tenant", "chunk_strategy", "embedding_alias", "document_count", "per_reader"]
+    list_display = ["name", "tenant", "chunk_strategy", "embedding_alias", "document_count", "reindex_shown",
+                    "per_reader"]  # fmt: skip
     list_filter = ["tenant", "chunk_strategy", "per_reader"]
     list_select_related = ["tenant"]
     search_fields = ["name"]
-    readonly_fields = ["documents_by_status", "metadata_schema_shown", "folder_source", "created_at", "updated_at"]
-    actions = ["sync_folder_source"]
+    readonly_fields = ["documents_by_status", "reindex_shown", "metadata_schema_shown", "folder_source", "created_at",
+                       "updated_at"]  # fmt: skip
+    actions = ["sync_folder_source", "reindex"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).annotate(document_count=Count("documents"))
 
     def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
-        basics = BASICS if obj is None else [*BASICS, "documents_by_status", "folder_source"]
+        basics = BASICS if obj is None else [*BASICS, "documents_by_status", "reindex_shown", "folder_source"]
         advanced = ["exclude_patterns"] if obj is None else ["metadata_schema_shown", "exclude_patterns",
                                                                "created_at", "updated_at"]  # fmt: skip
         return [

@@ -24,6 +24,7 @@ from collections_app.admin.display import IN_FLIGHT, key_value_rows, readable_si
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
 from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
+from collections_app.admin.reindex import StaleAdminMixin
 from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
@@ -102,18 +103,19 @@ class DocumentAdmin(
     OcrAdminMixin,
     ColumnRolesAdminMixin,
     PreviewAdminMixin,
+    StaleAdminMixin,
     TenantScopedAdmin,
 ):
     list_display = [
         "filename", "collection", "status_shown", "progress_shown", "error_shown", "language_shown", "chunk_count",
-        "size_shown", "updated_at",
+        "stale_shown", "size_shown", "updated_at",
     ]  # fmt: skip
-    list_filter = ["status", "collection__tenant", "collection"]
+    list_filter = ["status", "stale", "collection__tenant", "collection"]
     list_select_related = ["collection"]
     search_fields = ["filename", "source_uri"]
     actions = ["reingest"]
     readonly_fields = [
-        "collection", "filename", "status_shown", "progress_shown", "error", "size_shown", "language",
+        "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown", "language",
         "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs", "ocr_languages",
         "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown", "content_hash",
     ]  # fmt: skip
@@ -131,8 +133,8 @@ class DocumentAdmin(
             *(["column_roles"] if obj.ingest_options.get("columns") else []),
         ]
         return [
-            (None, {"fields": ["filename", "collection", "status_shown", "progress_shown", "error", "size_shown",
-                               "language", "uploaded_by", "source_uri", "created_at", "updated_at"]}),
+            (None, {"fields": ["filename", "collection", "status_shown", "progress_shown", "stale_shown", "error",
+                               "size_shown", "language", "uploaded_by", "source_uri", "created_at", "updated_at"]}),
             ("Paragraphs", {"fields": ["paragraphs", "first_paragraphs"]}),
             *([("Reading options", {"fields": options})] if options else []),
             ("Details", {"classes": ["collapse"], "fields": ["attached_to", "attachment_links", "warnings_shown",

@@ -1,26 +1,49 @@
-"""Admin: a document's chunk preview — its stored parser output cut with the collection's settings and
-with settings the editor types, side by side. It writes nothing (services/preview.py)."""
+"""Admin: chunk preview — a document's stored parser output cut with the collection's settings and with settings
+the editor types, side by side with their numbers (services/preview.py: it writes nothing). "Apply to the
+collection" saves the typed settings through collection_update, the API's own service (its checks, its stale
+marking), and the page then offers the re-index.
+
+Reached from a document's page (<document>/preview/) and from its collection's (<collection>/preview/, with a
+choice of the collection's documents: admin/reindex.py).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db.models import Model, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import ChunkStrategy, SizeUnit
-from collections_app.services.collections import CHUNK_SIZE_RANGE
+from collections_app.models import ChunkStrategy, Collection, Document, SizeUnit
+from collections_app.services.collections import CHUNK_SIZE_RANGE, MAX_PARENT_SIZE, collection_update
 from collections_app.services.documents import collection_chunking
-from collections_app.services.preview import ChunkPreview, document_chunk_preview
+from collections_app.services.preview import (
+    chunk_preview_numbers,
+    collection_chunking_with,
+    document_chunk_preview,
+)
 
-# Paragraphs listed per side; the count is always the whole.
+# Paragraphs listed per side; the numbers are always of the whole.
 SHOWN = 60
+
+# The form's fields and the collection's (and the API's) names for them.
+API_NAMES = {
+    "strategy": "chunk_strategy",
+    "size": "chunk_size",
+    "unit": "chunk_size_unit",
+    "overlap": "chunk_overlap",
+    "parent_size": "parent_size",
+}
+FORM_NAMES = {api: name for name, api in API_NAMES.items()}
 
 
 class ChunkPreviewForm(forms.Form):
@@ -28,16 +51,142 @@ class ChunkPreviewForm(forms.Form):
     size = forms.IntegerField(min_value=CHUNK_SIZE_RANGE[0], max_value=CHUNK_SIZE_RANGE[1])
     unit = forms.ChoiceField(choices=SizeUnit.choices)
     overlap = forms.IntegerField(min_value=0)
+    parent_size = forms.IntegerField(
+        required=False,
+        min_value=CHUNK_SIZE_RANGE[0],
+        max_value=MAX_PARENT_SIZE,
+        help_text="Hierarchical only: the largest parent section, in the same unit. Empty: 4 × size.",
+    )
 
-    def chunking(self) -> ChunkingSettings:
-        data = self.cleaned_data
-        return ChunkingSettings(
-            strategy=data["strategy"], size=data["size"], overlap=data["overlap"], unit=data["unit"]
+    def changes(self) -> dict[str, Any]:
+        """The typed settings under the collection's names, as collection_update and the API take them."""
+        return {API_NAMES[name]: self.cleaned_data[name] for name in API_NAMES}
+
+    def add_service_error(self, exc: Exception) -> None:
+        """A refusal of the service beside the field it names (its API name mapped to this form's)."""
+        field = FORM_NAMES.get(getattr(exc, "field", None) or "", getattr(exc, "field", None))
+        if isinstance(exc, StrategyNotBuilt):
+            field = "strategy"
+        self.add_error(field if field in self.fields else None, str(exc))
+
+
+def _initial(collection: Collection) -> dict[str, Any]:
+    current = collection_chunking(collection=collection)
+    return {
+        "strategy": current.strategy,
+        "size": current.size,
+        "unit": current.unit,
+        "overlap": current.overlap,
+        "parent_size": collection.parent_size,  # stored as given: empty stays empty (4 × size)
+    }
+
+
+def _side(title: str, document: Document, settings: ChunkingSettings) -> dict[str, Any]:
+    numbers = chunk_preview_numbers(
+        document=document, preview=document_chunk_preview(document=document, settings=settings)
+    )
+    paragraphs = [c for c in numbers.chunks if c.kind == "paragraph"]
+    return {
+        "title": title,
+        "settings": settings,
+        "numbers": numbers,
+        "share_under_50_percent": round(numbers.share_under_50_tokens * 100, 1),
+        "chunks": paragraphs[:SHOWN],
+        "more": max(len(paragraphs) - SHOWN, 0),
+    }
+
+
+def preview_page(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    *,
+    collection: Collection,
+    document: Document | None,
+    may_apply: bool,
+    documents: QuerySet[Document] | None = None,
+    original: Model | None = None,
+) -> HttpResponse:
+    """The preview of `document` (None: the collection has no document read yet); a POST applies the settings.
+
+    `documents`: offered as a choice (the collection's page); `original`: the row the page hangs under.
+    """
+    if request.method == "POST":
+        if not may_apply:
+            raise PermissionDenied
+        form = ChunkPreviewForm(request.POST, initial=_initial(collection))
+        if form.is_valid():
+            applied = _apply(model_admin, request, collection=collection, form=form)
+            if applied:
+                query = f"?document={document.pk}" if documents is not None and document is not None else ""
+                return HttpResponseRedirect(request.path + query)
+    else:
+        form = ChunkPreviewForm(request.GET if "size" in request.GET else None, initial=_initial(collection))
+
+    problem = ""
+    sides: list[dict[str, Any]] = []
+    if document is not None:
+        try:
+            sides.append(_side("The collection's settings", document, collection_chunking(collection=collection)))
+        except (DomainError, StrategyNotBuilt) as exc:
+            problem = str(exc)
+        if not problem and form.is_bound and form.is_valid():
+            try:
+                typed = collection_chunking_with(collection=collection, changes=form.changes())
+                sides.append(_side("Your settings", document, typed))
+            except (DomainError, StrategyNotBuilt) as exc:
+                form.add_service_error(exc)
+    site = model_admin.admin_site.name
+    stale = collection.documents.filter(stale=True).count()
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Preview chunking of {document.filename if document else collection.name}",
+        "opts": model_admin.opts,
+        "original": original or document or collection,
+        "collection": collection,
+        "document": document,
+        "documents": documents,
+        "form": form,
+        "problem": problem,
+        "sides": sides,
+        "may_apply": may_apply,
+        # What "Apply to the collection" sends: exactly the settings of the side shown as yours.
+        "apply_values": [(n, "" if form.cleaned_data[n] is None else form.cleaned_data[n]) for n in API_NAMES]
+        if len(sides) == 2
+        else None,
+        "stale": stale,
+        "total": collection.documents.count(),
+        "reindex_url": reverse(f"{site}:collections_app_collection_reindex", args=[collection.pk]),
+        "collection_url": reverse(f"{site}:collections_app_collection_change", args=[collection.pk]),
+    }
+    return TemplateResponse(request, "admin/collections_app/document/preview.html", context)
+
+
+def _apply(
+    model_admin: admin.ModelAdmin, request: HttpRequest, *, collection: Collection, form: ChunkPreviewForm
+) -> bool:
+    """Save the typed settings through the API's service; its refusals go beside their field. Saved: True."""
+    before = collection.documents.filter(stale=True).count()
+    try:
+        # A fresh row: the service changes the instance it is given, and a refusal must leave this page's intact.
+        collection_update(collection=Collection.objects.get(pk=collection.pk), **form.changes())
+    except (DomainError, StrategyNotBuilt) as exc:
+        form.add_service_error(exc)
+        return False
+    newly = collection.documents.filter(stale=True).count() - before
+    if newly:
+        said = (
+            f"{newly} document(s) are now stale: their paragraphs were built with the old settings. Re-index the "
+            "collection to rebuild them; searches answer from the current build until then."
         )
+    else:
+        said = "No document became stale: nothing a build stores changed."
+    model_admin.message_user(request, f"Chunking settings of {collection.name} saved. {said}", messages.SUCCESS)
+    return True
 
 
 class PreviewAdminMixin(admin.ModelAdmin):
-    """Mixed into DocumentAdmin: <document>/preview/, read by anybody who may read the document."""
+    """Mixed into DocumentAdmin: <document>/preview/, read by anybody who may read the document; applying its
+    settings to the collection needs an editor of the collection's tenant."""
 
     def get_urls(self):  # type: ignore[no-untyped-def]
         preview = path(
@@ -53,32 +202,10 @@ class PreviewAdminMixin(admin.ModelAdmin):
             raise Http404("no such document")
         if not self.has_view_permission(request, document):
             raise PermissionDenied
-        current = collection_chunking(collection=document.collection)
-        initial = {"strategy": current.strategy, "size": current.size, "unit": current.unit, "overlap": current.overlap}
-        form = ChunkPreviewForm(request.GET if "size" in request.GET else None, initial=initial)
-        problem = ""
-        sides: list[tuple[str, ChunkPreview]] = []
-        try:
-            sides.append(("The collection's settings", document_chunk_preview(document=document, settings=current)))
-        except (DomainError, StrategyNotBuilt) as exc:
-            problem = str(exc)
-        if not problem and form.is_bound and form.is_valid():
-            try:
-                sides.append(("Your settings", document_chunk_preview(document=document, settings=form.chunking())))
-            except (DomainError, StrategyNotBuilt) as exc:
-                form.add_error(
-                    getattr(exc, "field", None) if getattr(exc, "field", None) in form.fields else None, str(exc)
-                )
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Preview chunking of {document.filename}",
-            "opts": self.opts,
-            "original": document,
-            "form": form,
-            "problem": problem,
-            "sides": [
-                {"title": title, "preview": preview, "chunks": preview.chunks[:SHOWN], "more": preview.count > SHOWN}
-                for title, preview in sides
-            ],
-        }
-        return TemplateResponse(request, "admin/collections_app/document/preview.html", context)
+        return preview_page(
+            self,
+            request,
+            collection=document.collection,
+            document=document,
+            may_apply=self.has_change_permission(request, document),
+        )
