@@ -79,6 +79,8 @@ READ_TOOL_PAGES: set[str] = {
     "collections_app_document_download",  # the stored original
     "collections_app_document_preview",  # chunking preview: writes nothing
     "collections_app_collection_search",  # try a search: reads, and records the audit event
+    "collections_app_collection_preview",  # chunking preview of one of its documents (applying is a POST, editors)
+    "collections_app_collection_reindex_status",  # the page's live re-index progress
 }
 
 STAFF_ROLES = [Role.VIEWER, Role.EDITOR, Role.ADMIN]
