@@ -14,8 +14,13 @@ def collections_for(tenant: Tenant) -> QuerySet[Collection]:
 
 
 def collections_with_stale_counts_for(tenant: Tenant) -> QuerySet[Collection]:
-    """The tenant's collections, each with how many of its documents are stale, in one query."""
-    return collections_for(tenant).annotate(stale_count=Count("documents", filter=Q(documents__stale=True)))
+    """The tenant's collections, each with how many of its documents are stale (and its paragraphs per
+    language), in one query."""
+    from collections_app.services.languages import language_counts
+
+    return collections_for(tenant).annotate(
+        stale_count=Count("documents", filter=Q(documents__stale=True)), language_counts=language_counts()
+    )
 
 
 def documents_for(collection: Collection) -> QuerySet[Document]:

@@ -384,6 +384,7 @@ def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
         ("document-list", "post"): {"file": SimpleUploadedFile("note.txt", b"A short note about lockers.")},
         ("document-ingest-options", "patch"): {"tesseract_langs": ["eng"]},
         ("document-labels", "patch"): {"labels": []},
+        ("document-language", "patch"): {"language": "en"},
         ("search", "post"): {"query": "text", "collections": [collection]},
     }
     body = bodies.get((endpoint.name, endpoint.method), {})

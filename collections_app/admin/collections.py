@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from collections_app.admin.base import TenantScopedAdmin
+from collections_app.admin.collection_languages import CollectionLanguagesAdminMixin, languages_fieldset
 from collections_app.admin.display import shown_value, table
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.reindex import ReindexAdminMixin
@@ -97,11 +98,12 @@ BASICS = ["tenant", "name", "description"]
 CHUNKING = ["chunk_strategy", "chunk_size", "chunk_size_unit", "chunk_overlap", "parent_size", "parent_return",
             "merge_threshold"]  # fmt: skip
 RETRIEVAL = ["embedding_alias", "rerank_top_k", "rerank_top_n", "hybrid_weight", "score_threshold", "min_score",
-             "around", "languages", "per_reader"]  # fmt: skip
+             "around", "per_reader"]  # fmt: skip
 
 
 @admin.register(Collection)
 class CollectionAdmin(
+    CollectionLanguagesAdminMixin,
     CollectionReadersAdminMixin,
     FolderSourceAdminMixin,
     TrySearchAdminMixin,
@@ -131,6 +133,7 @@ class CollectionAdmin(
                           "description": "How documents are cut into paragraphs; applies to the next ingestion."}),
             ("Retrieval", {"classes": ["collapse"], "fields": RETRIEVAL,
                            "description": "How searches of this collection find, rank and return paragraphs."}),
+            ("Languages", languages_fieldset(obj)),
             ("Advanced", {"classes": ["collapse"], "fields": advanced}),
         ]  # fmt: skip
 

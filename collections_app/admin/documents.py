@@ -21,6 +21,7 @@ from django_q.models import Task
 from collections_app.admin.base import TenantScopedAdmin
 from collections_app.admin.column_roles import ColumnRolesAdminMixin
 from collections_app.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
+from collections_app.admin.document_language import DocumentLanguageAdminMixin
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
 from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
@@ -97,6 +98,7 @@ OCR_FAMILIES = {"image", "pdf"}
 
 @admin.register(Document)
 class DocumentAdmin(
+    DocumentLanguageAdminMixin,
     DocumentLabelsAdminMixin,
     ArchiveUploadAdminMixin,
     AttachmentsAdminMixin,

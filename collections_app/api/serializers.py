@@ -5,6 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from collections_app.api.language_fields import CollectionLanguagesOutput
 from collections_app.models import Build, ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
@@ -96,7 +97,7 @@ class ReindexProgressOutput(serializers.Serializer):
     error = serializers.CharField(allow_null=True, help_text="why the last run stopped; ask again to resume")
 
 
-class CollectionOutput(serializers.ModelSerializer):
+class CollectionOutput(CollectionLanguagesOutput, serializers.ModelSerializer):
     embedding_model = serializers.SerializerMethodField(
         help_text="the model searches use: the one the readable paragraphs were built with, until a re-index's cutover"
     )
@@ -111,6 +112,8 @@ class CollectionOutput(serializers.ModelSerializer):
             "name",
             "description",
             *COLLECTION_SETTINGS,
+            "languages_pinned",
+            "language_shares",
             "embedding_model",
             "embedding_dims",
             "stale_documents",

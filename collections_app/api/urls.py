@@ -2,6 +2,7 @@ from django.urls import path
 
 from collections_app.api import views
 from collections_app.api.corpus_map import CollectionMapView
+from collections_app.api.languages import DocumentLanguageView
 
 urlpatterns = [
     path("collections", views.CollectionListView.as_view(), name="collection-list"),
@@ -50,5 +51,10 @@ urlpatterns = [
         "collections/<uuid:collection_id>/builds",
         views.BuildListView.as_view(),
         name="build-list",
+    ),
+    path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/language",
+        DocumentLanguageView.as_view(),
+        name="document-language",
     ),
 ]

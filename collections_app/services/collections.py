@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import check_strategy
 from collections_app.models import Chunk, Collection, ParentReturn, SizeUnit, Tenant
+from collections_app.services.languages import language_codes
 from collections_app.validation import name_problem, text_problem
 from retrieval.embedding import EmbeddingUnavailable, get_model
 
@@ -100,6 +101,8 @@ def _validate(values: dict[str, Any]) -> None:
                 problem = "must be a language code of 1 to 10 characters"
             if problem:
                 raise InvalidSettings(f"languages: {code!r} {problem}", field="languages")
+        # Pinned languages: supported codes only, stored as labels are (sr, hr, bs → sh), [] → automatic.
+        values["languages"] = language_codes(languages) or None
 
 
 def validate_settings(values: dict[str, Any]) -> None:

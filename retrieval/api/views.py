@@ -102,7 +102,9 @@ class SearchResult(serializers.Serializer):
     page = serializers.IntegerField(allow_null=True)
     section = serializers.ListField(child=serializers.CharField(), help_text="the heading trail")
     chunk_id = serializers.UUIDField()
-    language = serializers.CharField(allow_blank=True)
+    language = serializers.CharField(
+        allow_null=True, help_text="the paragraph's language (sh: Serbian, Croatian, Bosnian); null: undetected"
+    )
     passages = serializers.IntegerField(help_text="how many paragraphs were stitched into `text`")
     badge = serializers.ChoiceField(
         choices=["supported", "weak"],

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import connection
 
 from collections_app.exceptions import Invalid
+from collections_app.ingestion.languages import language_label_variants
 from collections_app.models import Collection
 
 from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
@@ -139,6 +140,10 @@ def _clause(key: str, entry: dict[str, Any], op: str, value: Any, name: str, par
     placeholder = f"%({name})s"
     field_text = f"c.metadata->>%({name}_key)s"
 
+    if key == "language":
+        # Labels as stored: "sh" (and sr, hr, bs, one label) also matches paragraphs labelled before they merged.
+        params[name] = [old for code in values for old in language_label_variants(code)]
+        return f"c.language = ANY({placeholder}::text[])"
     if key in COLUMN_KEYS:
         column, cast = ("c.language", "text") if key == "language" else ("c.document_id", "uuid")
         if op == "in":

@@ -43,7 +43,7 @@ def render_results(windows: list[Window], collections: dict[str, Collection]) ->
                 "page": best.page,
                 "section": best.section,
                 "chunk_id": str(best.id),
-                "language": best.language,
+                "language": best.language or None,  # null: undetected (mostly numbers)
                 "passages": len(pieces),
                 # A record's fields, an email's subject/author/date: the agent reads the row it found.
                 "metadata": best.metadata,

@@ -1,0 +1,96 @@
+"""Admin: correct a document's language — a page of its own under the document, like the OCR page.
+
+Saving calls document_language_set: the document and its paragraphs take the language at once and their
+keyword index follows; nothing is parsed or embedded again.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from collections_app.exceptions import DomainError
+from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
+from collections_app.models import Chunk, ChunkKind
+from collections_app.services.languages import document_language_set
+
+
+def language_choices() -> list[tuple[str, str]]:
+    return sorted(((code, f"{language_name(code)} ({code})") for code in SUPPORTED_LANGUAGES), key=lambda c: c[1])
+
+
+class DocumentLanguageForm(forms.Form):
+    language = forms.ChoiceField(
+        choices=language_choices,
+        help_text="Every paragraph of the document takes this language; its keywords are then matched with "
+        "this language's word forms. Nothing is read or embedded again.",
+    )
+
+
+class DocumentLanguageAdminMixin(admin.ModelAdmin):
+    """Mixed into DocumentAdmin: a "Change language" button above the document, and its page."""
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        page = path(
+            "<path:object_id>/language/",
+            self.admin_site.admin_view(self.language_view),
+            name="collections_app_document_language",
+        )
+        return [page, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        context = dict(extra_context or {})
+        if "kb_tools" in context and request.method != "POST":
+            document = self.get_object(request, unquote(object_id))
+            if document is not None and self.has_change_permission(request, document):
+                url = reverse(f"{self.admin_site.name}:collections_app_document_language", args=[document.pk])
+                context["kb_tools"] = [*context["kb_tools"], ("Change language", url)]
+        return super().change_view(request, object_id, form_url, context)
+
+    def language_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
+        if document is None:
+            raise Http404("no such document")
+        if not self.has_change_permission(request, document):
+            raise PermissionDenied
+        form = DocumentLanguageForm(request.POST or None, initial={"language": document.language})
+        if request.method == "POST" and form.is_valid():
+            try:
+                document_language_set(document=document, language=form.cleaned_data["language"])
+            except DomainError as exc:
+                form.add_error(None, str(exc))
+            else:
+                self.message_user(
+                    request,
+                    f"{document.filename} and its paragraphs are now labelled {language_name(document.language)}.",
+                )
+                return HttpResponseRedirect(
+                    reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
+                )
+        counts = (
+            Chunk.objects.filter(
+                document=document, kind=ChunkKind.PARAGRAPH, generation=document.collection.active_generation
+            )
+            .values_list("language")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        paragraphs = sorted(
+            ((language_name(code) if code else "undetected", n) for code, n in counts if n), key=lambda r: -r[1]
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Language of {document.filename}",
+            "opts": self.opts,
+            "original": document,
+            "form": form,
+            "paragraph_languages": paragraphs,
+            "current": language_name(document.language) if document.language else "undetected",
+        }
+        return TemplateResponse(request, "admin/collections_app/document/language.html", context)
