@@ -27,6 +27,7 @@ from collections_app.exceptions import DomainError
 from collections_app.models import ApiKey, Collection
 from collections_app.services.corpus_map import collection_map_for_reader
 from collections_app.services.keys import api_key_resolve
+from collections_app.services.languages import collection_languages
 
 SEARCH_PATH = "/api/search"
 # The secret of the API key this exchange acts for (never logged, never returned).
@@ -196,8 +197,8 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
             {
                 "name": collection.name,
                 "description": collection.description,
-                "languages": collection.languages or _languages_found(collection),
-                "languages_pinned": bool(collection.languages),
+                "languages": collection_languages(collection),
+                "languages_pinned": collection.languages,
                 "per_reader": collection.per_reader,
                 "metadata_schema": collection.metadata_schema,
                 "map": corpus_map,
@@ -214,15 +215,3 @@ def searchable_by(key: ApiKey) -> list[Collection]:
     if key.agent_id is not None:
         allowed = allowed.filter(agents=key.agent_id)
     return list(allowed.order_by("name"))
-
-
-def _languages_found(collection: Collection) -> list[str]:
-    languages = (
-        collection.chunks.filter(generation=collection.active_generation)
-        .exclude(language__isnull=True)
-        .exclude(language="")
-        .values_list("language", flat=True)
-        .distinct()
-        .order_by("language")
-    )
-    return list(languages)

@@ -89,7 +89,9 @@ def _check(outcome: dict[str, Any], corpus: dict[str, Any]) -> None:
     listed = outcome["collections"].structured_content["collections"]
     assert [c["name"] for c in listed] == ["handbook", "policies"]
     handbook = listed[0]
-    assert handbook["languages"] == ["en"] and handbook["per_reader"] is False
+    as_api = corpus["api"].get(f"/api/manage/collections/{corpus['collection'].pk}").json()
+    assert handbook["languages"] == as_api["languages"] == ["en"] and handbook["per_reader"] is False
+    assert handbook["metadata_schema"] == as_api["metadata_schema"]
     expected_map = corpus["api"].get(f"/api/manage/collections/{corpus['collection'].pk}/map").json()
     assert handbook["map"] == expected_map
 
