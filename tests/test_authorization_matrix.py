@@ -46,7 +46,7 @@ from collections_app.models import (
     Tenant,
 )
 from collections_app.services.keys import api_key_create
-from retrieval.models import Reader, SearchEvent
+from retrieval.models import CollectionJudge, ModelCall, Reader, SearchEvent
 
 OTHER = "quokka"  # in every name of the other tenant
 OWN = "wombat"
@@ -72,6 +72,8 @@ RULES: dict[str, Any] = {
     "collections_app.Chunk": AUDIT,
     "collections_app.Build": AUDIT,
     "retrieval.SearchEvent": AUDIT,
+    "retrieval.ModelCall": (Role.ADMIN, None),  # what agents cost: the tenant's admins read it, nobody writes
+    "retrieval.CollectionJudge": (Role.VIEWER, Role.EDITOR),
 }
 # Tool pages of an object (get_urls) need the role that writes the model, unless listed here as reading.
 READ_TOOL_PAGES: set[str] = {
@@ -125,6 +127,10 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
     membership = Membership.objects.create(user=member, tenant=tenant, role=Role.VIEWER)
     label = ReaderLabel.objects.create(tenant=tenant, name=f"{tag}-label")
     reader = Reader.objects.create(tenant=tenant, name=f"{tag}-reader", labels=[f"{tag}-label"])
+    judge = CollectionJudge.objects.create(tenant=tenant, collection=collection, model=f"{tag}-judge")
+    call = ModelCall.objects.create(
+        tenant=tenant, agent=agent, agent_name=agent.name, kind="judge", collection=collection
+    )
     return {
         "collections_app.Tenant": tenant,
         "collections_app.Collection": collection,
@@ -137,6 +143,8 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         "collections_app.Membership": membership,
         "collections_app.ReaderLabel": label,
         "retrieval.Reader": reader,
+        "retrieval.CollectionJudge": judge,
+        "retrieval.ModelCall": call,
         "auth.User": member,
     }
 
@@ -327,7 +335,7 @@ def test_admin_index_lists_no_other_tenant_and_no_superuser_page(world: World, c
     assert OTHER not in html
     for label, rule in RULES.items():
         app, model = label.lower().split(".")
-        assert (f"/admin/{app}/{model}/" in html) == (rule != SUPERUSER), label
+        assert (f"/admin/{app}/{model}/" in html) == (rule != SUPERUSER and _allowed(role, rule[0])), label
     assert client.get(reverse("admin:app_list", args=["auth"])).status_code == 404
 
 
