@@ -145,6 +145,7 @@ class ReindexAdminMixin(TenantScopedAdmin):
             request,
             f"Re-index of {collection.name} started ({started.reindex_done} / {started.reindex_total} documents "
             "already rebuilt). Searches answer from the previous build until the cutover.",
+            messages.SUCCESS,
         )
 
     def _collection_or_404(self, request: HttpRequest, object_id: str) -> Collection:
