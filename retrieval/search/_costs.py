@@ -6,6 +6,7 @@ question, a paragraph or a label.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from retrieval.llm import ChatReply
@@ -29,3 +30,9 @@ def chat_call(kind: str, reply: ChatReply, collection_id: str | None) -> CallRec
 def failed_call(kind: str, model: str, collection_id: str | None, ms: float) -> CallRecord:
     # A call that timed out or failed may still be billed by the endpoint: it is recorded, tokens unknown.
     return CallRecord(kind, model, collection_id, None, None, ms, ok=False)
+
+
+def rerank_call(collection_ids: list[str], started: float, ok: bool = True) -> CallRecord:
+    """A call to KB_RERANK_URL: the /rerank protocol reports no model and no usage, so neither is recorded."""
+    collection_id = collection_ids[0] if len(collection_ids) == 1 else None
+    return CallRecord("rerank", "reranker", collection_id, None, None, (time.perf_counter() - started) * 1000, ok)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -11,7 +12,7 @@ from collections_app.ingestion import detect_language
 from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
-from ._costs import CallRecord
+from ._costs import CallRecord, rerank_call
 from ._filters import Filters, compile_filters, count_matching
 from ._fusion import fuse, fusion_counts, switched_off
 from ._judge import judge_stage
@@ -243,13 +244,16 @@ def _rerank_stage(trace: Trace, plan: SearchPlan, query: str, fused: list[Hit]) 
     try:
         with trace.timed("rerank") as counts:
             texts = chunk_texts([h.chunk_id for h in candidates])
+            started, collection_ids = time.perf_counter(), [str(c.pk) for c in plan.collections]
             try:
                 scores = rerank_scores(
                     url=settings.KB_RERANK_URL, query=query, texts=[texts[h.chunk_id] for h in candidates],
                     top_n=plan.top_n, timeout=settings.KB_RERANK_TIMEOUT,
                 )  # fmt: skip
             except RerankFailed as exc:
+                plan.calls.append(rerank_call(collection_ids, started, ok=False))
                 raise StageFailed(f"{exc}; the fused order stands") from exc
+            plan.calls.append(rerank_call(collection_ids, started))
             for index, hit in enumerate(candidates):
                 hit.rerank = scores.get(index)
             ranked = sorted(

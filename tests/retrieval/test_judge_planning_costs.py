@@ -52,6 +52,9 @@ class ChatStandIn:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stand_in.requests.append(body)
                 stand_in.authorizations.append(self.headers.get("Authorization"))
+                if self.path == "/rerank":  # a reranker beside the chat model: every text scores alike
+                    self._answer([{"index": i, "score": 0.9} for i in range(len(body["texts"]))])
+                    return
                 if self.path != "/v1/chat/completions":
                     self.send_response(404)
                     self.end_headers()
@@ -74,6 +77,9 @@ class ChatStandIn:
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
                     "usage": {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT},
                 }
+                self._answer(answer)
+
+            def _answer(self, answer: Any) -> None:
                 payload = json.dumps(answer).encode()
                 try:
                     self.send_response(200)
@@ -281,6 +287,20 @@ def test_model_calls_are_charged_to_the_agent_the_search_is_on_behalf_of(cast, j
         assert call.model == "judge-7b" and call.collection == judged.collection and call.ok
         assert call.duration_ms > 0
     assert SearchEvent.objects.get(pk=answer["search_id"]).on_behalf_of == cast.agent
+
+
+def test_a_remote_rerank_call_is_charged_too(cast, office, chat, settings) -> None:
+    settings.KB_RERANK_URL = chat_base(settings) + "/rerank"
+    answer = ask(cast.viewer, query=QUESTION, on_behalf_of=cast.agent.name, around=0)
+
+    assert stage(answer, "rerank")["status"] == "ran"
+    rerank = ModelCall.objects.get(search_id=answer["search_id"], kind="rerank")
+    assert rerank.agent == cast.agent and rerank.collection == office and rerank.ok
+    assert rerank.tokens_in is None  # the /rerank protocol reports no usage: unknown, not zero
+
+
+def chat_base(settings) -> str:
+    return settings.KB_LLM_URL.removesuffix("/v1")
 
 
 def test_nothing_is_charged_without_on_behalf_of(cast, judged, chat) -> None:
