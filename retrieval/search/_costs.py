@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from retrieval.embedding import get_model
 from retrieval.llm import ChatReply
 
 
@@ -36,3 +37,12 @@ def rerank_call(collection_ids: list[str], started: float, ok: bool = True) -> C
     """A call to KB_RERANK_URL: the /rerank protocol reports no model and no usage, so neither is recorded."""
     collection_id = collection_ids[0] if len(collection_ids) == 1 else None
     return CallRecord("rerank", "reranker", collection_id, None, None, (time.perf_counter() - started) * 1000, ok)
+
+
+def embedding_calls(alias: str, collection_ids: list[str], started: float) -> list[CallRecord]:
+    """A question embedded by a remote endpoint (KB_EMBED_URL) is a model call; one embedded here is not."""
+    model = get_model(alias)
+    if model.provider != "openai":
+        return []
+    collection_id = collection_ids[0] if len(collection_ids) == 1 else None
+    return [CallRecord("embedding", model.model_id, collection_id, None, None, (time.perf_counter() - started) * 1000)]

@@ -12,7 +12,7 @@ from collections_app.ingestion import detect_language
 from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
-from ._costs import CallRecord, rerank_call
+from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching
 from ._fusion import fuse, fusion_counts, switched_off
 from ._judge import judge_stage
@@ -192,7 +192,9 @@ def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit
     vectors: dict[str, list[float]] = {}
     for alias, members in by_alias.items():
         with trace.timed("query embedding") as counts:
+            started = time.perf_counter()
             vectors[alias] = get_embedder(alias).embed_query(query)
+            plan.calls.extend(embedding_calls(alias, [str(c.pk) for c in members], started))
             check_embedding_width(collections=members, dims=len(vectors[alias]))
             counts["model"] = alias
             if switched_off(plan.weights, "vector"):

@@ -55,6 +55,9 @@ class ChatStandIn:
                 if self.path == "/rerank":  # a reranker beside the chat model: every text scores alike
                     self._answer([{"index": i, "score": 0.9} for i in range(len(body["texts"]))])
                     return
+                if self.path == "/v1/embeddings":  # a remote embedding model, 3 wide
+                    self._answer({"data": [{"index": 0, "embedding": [1.0, 0.0, 0.0]}], "model": body["model"]})
+                    return
                 if self.path != "/v1/chat/completions":
                     self.send_response(404)
                     self.end_headers()
@@ -297,6 +300,23 @@ def test_a_remote_rerank_call_is_charged_too(cast, office, chat, settings) -> No
     rerank = ModelCall.objects.get(search_id=answer["search_id"], kind="rerank")
     assert rerank.agent == cast.agent and rerank.collection == office and rerank.ok
     assert rerank.tokens_in is None  # the /rerank protocol reports no usage: unknown, not zero
+
+
+def test_a_question_embedded_by_a_remote_model_is_charged(cast, collection, chat, settings) -> None:
+    from collections_app.services.collections import collection_create
+
+    settings.KB_EMBED_URL, settings.KB_EMBED_MODEL, settings.KB_EMBED_DIMS = chat_base(settings), "bge-m3", 3
+    remote = collection_create(tenant=cast.tenant, name="remote", embedding_alias="remote")
+    answer = ask(cast.viewer, query=QUESTION, collections=["remote"], on_behalf_of=cast.agent.name)
+
+    assert stage(answer, "query embedding")["counts"]["model"] == "remote"
+    # Embedded twice: nothing was supported, so the broader retry embedded the question again.
+    calls = ModelCall.objects.filter(search_id=answer["search_id"], kind="embedding")
+    assert stage(answer, "threshold")["counts"]["retried"] and len(calls) == 2
+    assert {(c.model, c.collection, c.agent) for c in calls} == {("bge-m3", remote, cast.agent)}
+    # The default model embeds questions here: no call, no charge.
+    local = ask(cast.viewer, query=QUESTION, collections=["handbook"], on_behalf_of=cast.agent.name)
+    assert not ModelCall.objects.filter(search_id=local["search_id"], kind="embedding").exists()
 
 
 def chat_base(settings) -> str:
