@@ -443,3 +443,22 @@ class KeywordTerm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lexeme} ({self.paragraphs})"
+
+
+class KeywordPosting(models.Model):
+    """One indexed word of one paragraph: how often it occurs there, and the paragraph's length.
+
+    Written only by the database triggers that keep KeywordStats/KeywordTerm (migration 0013), in the same
+    transaction as the paragraph's keyword index; the keyword stage reads the (question word, paragraph)
+    pairs from the primary key alone.
+    """
+
+    pk = models.CompositePrimaryKey("collection_id", "lexeme", "chunk_id")
+    collection_id = models.UUIDField()
+    lexeme = models.TextField()
+    chunk_id = models.UUIDField()
+    tf = models.SmallIntegerField()
+    length = models.IntegerField(help_text="Word positions of the paragraph (its BM25 length).")
+
+    def __str__(self) -> str:
+        return f"{self.lexeme} in {self.chunk_id} ({self.tf})"

@@ -35,13 +35,67 @@ class Hit:
 BM25_K1 = 0.9
 BM25_B = 0.4
 # A word in more than half of the paragraphs, and in more than this many, scores but does not make a
-# paragraph a candidate by itself: scoring every paragraph holding "the" would scan a whole large collection
-# for a word that barely moves the ranking. Below this size the ranking is exact BM25.
+# paragraph a candidate by itself: scoring every paragraph holding "the" would read a whole large collection's
+# postings for a word that barely moves the ranking. Below this size the ranking is exact BM25.
 COMMON_WORD_PARAGRAPHS = 5000
+# Candidates ranked by their score from the candidate-making words before the common words are added: the
+# first KEYWORD_WINDOW_MIN (or 4 * the limit) are scored in full, and the window widens until the result
+# provably equals ranking every candidate in full (see keyword_retrieve).
+KEYWORD_WINDOW_MIN = 200
+KEYWORD_WINDOW_GROWTH = 8
 
-# One question word as tsquery text: quoted, with backslashes and quotes escaped, so a lexeme such as
-# o'clock is matched as it was indexed (a cast to tsquery does not stem or split it again).
-_LEXEME_AS_QUERY = r"""'''' || replace(replace(lexeme, E'\\', E'\\\\'), '''', '''''') || ''''"""
+# One BM25 term weight of posting `p` (tf, length) for word `k` (idf) under `stats` (avgdl).
+_TERM_SCORE = "k.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / stats.avgdl))"
+
+_KEYWORD_SQL = f"""
+    WITH terms AS (
+        SELECT DISTINCT u.lexeme
+        FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s) || to_tsvector('simple', %(query)s)) u
+    ), stats AS MATERIALIZED (
+        SELECT coalesce(sum(paragraphs), 0)::float8 AS n,
+               coalesce(sum(total_length)::float8 / nullif(sum(paragraphs), 0), 1) AS avgdl
+        FROM collections_app_keywordstats WHERE collection_id = ANY(%(collections)s::uuid[])
+    ), idf AS MATERIALIZED (
+        SELECT t.lexeme, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+               t.df <= greatest(s.n / 2, %(common)s) AS rare
+        FROM (
+            SELECT k.lexeme, sum(k.paragraphs)::float8 AS df
+            FROM collections_app_keywordterm k JOIN terms ON terms.lexeme = k.lexeme
+            WHERE k.collection_id = ANY(%(collections)s::uuid[]) AND k.paragraphs > 0
+            GROUP BY k.lexeme
+        ) t, stats s
+    ), words AS MATERIALIZED (
+        -- Candidate-making words: the rare ones, or every word when the question has only common ones.
+        SELECT lexeme, idf, rare OR NOT EXISTS (SELECT 1 FROM idf WHERE rare) AS making FROM idf
+    ), partial AS (
+        SELECT p.collection_id, p.chunk_id, sum({_TERM_SCORE}) AS score
+        FROM words k
+        JOIN collections_app_keywordposting p
+          ON p.collection_id = ANY(%(collections)s::uuid[]) AND p.lexeme = k.lexeme
+        CROSS JOIN stats
+        WHERE k.making
+        GROUP BY p.collection_id, p.chunk_id
+    ), window_ AS MATERIALIZED (
+        SELECT * FROM partial ORDER BY score DESC, chunk_id LIMIT %(window)s
+    ), scored AS (
+        SELECT w.chunk_id, w.score + coalesce((
+            SELECT sum({_TERM_SCORE})
+            FROM words k JOIN collections_app_keywordposting p
+              ON p.collection_id = w.collection_id AND p.lexeme = k.lexeme AND p.chunk_id = w.chunk_id
+            WHERE NOT k.making
+        ), 0) AS score
+        FROM window_ w CROSS JOIN stats
+    )
+    SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
+           (SELECT count(*) FROM window_), (SELECT min(score) FROM window_),
+           (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making)
+    FROM scored s
+    JOIN collections_app_chunk c ON c.id = s.chunk_id
+    JOIN collections_app_collection col ON col.id = c.collection_id
+    WHERE {VISIBLE_SQL} AND {{filters}}
+    ORDER BY s.score DESC, c.id
+    LIMIT %(limit)s
+"""
 
 
 def keyword_retrieve(
@@ -55,51 +109,18 @@ def keyword_retrieve(
     """BM25 over PostgreSQL full text: any question word matches, rarer words weigh more, long paragraphs less.
 
     Question words are taken under the question's language stemmer and under 'simple', as paragraphs are
-    indexed. Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, which
-    database triggers keep current with every build. In a large collection, a word found in more than half
-    of the paragraphs (a stop word 'simple' keeps) still scores, but does not make a candidate on its own.
+    indexed. Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, and each
+    (word, paragraph) pair from KeywordPosting, all of which database triggers keep current with every build.
+    In a large collection, a word found in more than half of the paragraphs (a stop word 'simple' keeps)
+    still scores, but does not make a candidate on its own.
+
+    How it stays fast and exact: the postings of the candidate-making words give every candidate its
+    partial score; only a window of the best partial scores gets the common words' share added (read by
+    primary key per paragraph) and the visibility check. A common word adds less than idf * (k1 + 1), so
+    when the last kept hit scores at least the window's lowest partial score plus that bound (or the window
+    held every candidate), no paragraph outside the window could have ranked: otherwise the window widens.
     """
-    sql = f"""
-        WITH terms AS (
-            SELECT DISTINCT u.lexeme
-            FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s) || to_tsvector('simple', %(query)s)) u
-        ), stats AS (
-            SELECT coalesce(sum(paragraphs), 0) AS n,
-                   coalesce(sum(total_length)::float8 / nullif(sum(paragraphs), 0), 1) AS avgdl
-            FROM collections_app_keywordstats WHERE collection_id = ANY(%(collections)s::uuid[])
-        ), idf AS (
-            SELECT t.lexeme, t.df, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-            FROM (
-                SELECT k.lexeme, sum(k.paragraphs)::float8 AS df
-                FROM collections_app_keywordterm k JOIN terms ON terms.lexeme = k.lexeme
-                WHERE k.collection_id = ANY(%(collections)s::uuid[]) AND k.paragraphs > 0
-                GROUP BY k.lexeme
-            ) t, stats s
-        ), matching AS (
-            SELECT coalesce(
-                (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf, stats
-                 WHERE idf.df <= greatest(stats.n / 2, %(common)s)),
-                (SELECT string_agg({_LEXEME_AS_QUERY}, ' | ') FROM idf)
-            )::tsquery AS tsq
-        ), candidates AS (
-            SELECT c.id, c.document_id, c.collection_id, c.ordinal, c.search_vector,
-                   kb_tsvector_length(c.search_vector) AS dl
-            FROM {FROM_VISIBLE}, matching
-            WHERE {VISIBLE_SQL} AND {filters.sql} AND c.search_vector @@ matching.tsq
-        )
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal,
-               sum(idf.idf * tf.n * (%(k1)s + 1)
-                   / (tf.n + %(k1)s * (1 - %(b)s + %(b)s * c.dl / stats.avgdl))) AS score
-        FROM candidates c
-        CROSS JOIN LATERAL (
-            SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS n FROM unnest(c.search_vector) u
-        ) tf
-        JOIN idf ON idf.lexeme = tf.lexeme
-        CROSS JOIN stats
-        GROUP BY c.id, c.document_id, c.collection_id, c.ordinal
-        ORDER BY score DESC, c.id
-        LIMIT %(limit)s
-    """
+    window: int | None = max(KEYWORD_WINDOW_MIN, 4 * limit)
     params = {
         "config": text_search_config(language),
         "query": query,
@@ -110,9 +131,20 @@ def keyword_retrieve(
         "limit": limit,
         **filters.params,
     }
+    sql = _KEYWORD_SQL.replace("{filters}", filters.sql)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        while True:
+            cursor.execute(sql, {**params, "window": window})
+            rows = cursor.fetchall()
+            if window is None or (rows and rows[0][5] < window):
+                break  # the window held every candidate
+            if not rows:  # nothing visible in a full window, or nothing matched: ask for every candidate
+                window = None
+                continue
+            lowest_partial, common_bound = rows[0][6], rows[0][7]
+            if len(rows) == limit and rows[-1][4] >= lowest_partial + common_bound:
+                break  # nothing outside the window can reach the last kept hit
+            window = window * KEYWORD_WINDOW_GROWTH if window < 100_000 else None
     return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4])) for r in rows]
 
 
