@@ -13,6 +13,8 @@ from collections_app.validation import name_problem
 from retrieval.models import ModelCall, Reader, SearchEvent
 from retrieval.search import SearchAnswer, SearchScope
 
+AGENT_NAME_CHARS = Agent._meta.get_field("name").max_length or 200
+
 
 class UnknownAgent(Invalid):
     field = "on_behalf_of"
@@ -22,6 +24,9 @@ def on_behalf_of_agent(*, tenant_id: uuid.UUID | str, name: str | None) -> Agent
     """The agent a search is made for (its model calls are charged to it); None when the search names none."""
     if name is None:
         return None
+    problem = name_problem(name, max_chars=AGENT_NAME_CHARS)
+    if problem:
+        raise UnknownAgent(f"on_behalf_of {problem}")
     agent = Agent.objects.filter(tenant_id=tenant_id, name=name).first()
     if agent is None:
         raise UnknownAgent(f"no agent named {name[:80]!r} in this tenant: name one of its agents, or leave it out")
