@@ -272,6 +272,9 @@ KB_EMBED_API_KEY = os.environ.get("KB_EMBED_API_KEY", "")
 KB_ST_MODEL_PATH = os.environ.get("KB_ST_MODEL_PATH", "")
 KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
+# Threads for one question's embedding (a search): 1, because on a busy machine a parallel region waits
+# for its slowest thread and a single question is too small to gain from more (docs/DECISIONS.md).
+KB_QUERY_THREADS = env_int("KB_QUERY_THREADS", 1)
 
 # Optional generative model and reranker: absent means their stages are skipped.
 # KB_LLM_URL: an OpenAI-compatible chat endpoint (its base, e.g. http://host/v1, or the full /chat/completions

