@@ -80,7 +80,7 @@ class TrySearchAdminMixin(admin.ModelAdmin):
             except (DomainError, EmbeddingWidthMismatch, InvalidFilters) as exc:
                 form.add_error(None, str(exc))
             else:
-                event = search_event_record_staff(scope=scope, answer=found)
+                event = search_event_record_staff(scope=scope, answer=found, query=form.cleaned_data["q"])
                 answer = {
                     "results": [_result(r) for r in found.results],
                     "refused": found.refused,

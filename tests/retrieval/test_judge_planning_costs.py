@@ -403,3 +403,16 @@ def test_the_audit_records_why_a_search_found_nothing(cast, office, settings) ->
 
     event = SearchEvent.objects.get(pk=answer["search_id"])
     assert answer["reason"] == "below_floor" and event.reason == "below_floor" and event.floor == 0.99
+
+
+def test_a_staff_search_in_the_admin_is_audited_with_its_language_and_no_question_by_default(
+    cast, office, staff, settings
+) -> None:
+    from django.urls import reverse
+
+    settings.KB_LLM_URL = ""
+    response = staff.get(reverse("admin:collections_app_collection_search", args=[office.pk]), {"q": QUESTION})
+
+    assert response.status_code == 200
+    event = SearchEvent.objects.get()
+    assert event.api_key is None and event.question_language == "en" and event.question == ""
