@@ -58,7 +58,7 @@ def _build(name: str) -> Callable[[str], str]:
                 return next(iter(candidates))
             labels = tuple(sorted(candidates or kb.LINGUA_LANGUAGES))
             if labels not in low:
-                langs = [lang for label in labels for lang in kb.LINGUA_LANGUAGES[label]]
+                langs = [lang for label in labels for lang in kb.LINGUA_LANGUAGES.get(label, ())]
                 low[labels] = LanguageDetectorBuilder.from_languages(*langs).with_low_accuracy_mode().build()
             found = low[labels].detect_language_of(text)  # type: ignore[attr-defined]
             return kb.normalise(found.iso_code_639_1.name) if found else ""
@@ -161,9 +161,9 @@ def main() -> None:
     print(f"fixtures: {FIXTURES.relative_to(ROOT)}; cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}")
     results = []
     for name in [args.only] if args.only else DETECTORS:
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", name], capture_output=True, text=True, check=True, cwd=ROOT
-        )
+        out = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, cwd=ROOT)
+        if out.returncode:
+            raise SystemExit(f"{name} failed:\n{out.stderr[-2000:]}")
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     langs = list(results[0]["by_lang"])
     print(f"\n{'detector':<16}" + "".join(f"{lang:>8}" for lang in langs) + f"{'frag':>7}{'sent':>7}{'all':>7}")
