@@ -8,9 +8,9 @@ from django.db import IntegrityError, transaction
 
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion import detect_language
-from collections_app.models import Agent, ApiKey, Tenant
-from collections_app.validation import name_problem
-from retrieval.models import ModelCall, Reader, SearchEvent
+from collections_app.models import Agent, ApiKey, Collection, Tenant
+from collections_app.validation import name_problem, text_problem
+from retrieval.models import CollectionJudge, ModelCall, Reader, SearchEvent
 from retrieval.search import SearchAnswer, SearchScope
 
 AGENT_NAME_CHARS = Agent._meta.get_field("name").max_length or 200
@@ -172,3 +172,35 @@ def _reader_save(reader: Reader, update_fields: list[str] | None = None) -> None
         if "reader_name_unique_per_tenant" in str(exc):
             raise ReaderNameTaken(f"a reader named {reader.name!r} already exists") from exc
         raise
+
+
+# --- judges ---------------------------------------------------------------------------------------------
+
+JUDGE_MAX_TIMEOUT = 120.0  # seconds: a search waits for its judge, so the wait stays bounded
+
+
+class InvalidJudge(Invalid):
+    pass
+
+
+def collection_judge_set(
+    *, collection: Collection, enabled: bool = True, model: str = "", timeout: float | None = None, prompt: str = ""
+) -> CollectionJudge:
+    """Give a collection its judge (or replace its settings): with KB_LLM_URL set, its searches may be refused."""
+    for field, value in (("model", model), ("prompt", prompt)):
+        problem = text_problem(value)
+        if problem:
+            raise InvalidJudge(f"{field} {problem}", field=field)
+    if timeout is not None and not 0 < timeout <= JUDGE_MAX_TIMEOUT:
+        raise InvalidJudge(f"timeout must be above 0 and at most {JUDGE_MAX_TIMEOUT:g} seconds", field="timeout")
+    judge, _ = CollectionJudge.objects.update_or_create(
+        collection=collection,
+        defaults={"tenant_id": collection.tenant_id, "enabled": enabled, "model": model.strip(), "timeout": timeout,
+                  "prompt": prompt.strip()},
+    )  # fmt: skip
+    return judge
+
+
+def collection_judge_remove(*, collection: Collection) -> None:
+    """The collection's searches can no longer be refused (refused is null)."""
+    CollectionJudge.objects.filter(collection=collection).delete()

@@ -394,6 +394,7 @@ def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
         ("document-labels", "patch"): {"labels": []},
         ("document-language", "patch"): {"language": "en"},
         ("search", "post"): {"query": "text", "collections": [collection]},
+        ("collection-judge", "put"): {"enabled": True, "timeout": 5},
     }
     body = bodies.get((endpoint.name, endpoint.method), {})
     return body, "multipart" if any(isinstance(v, SimpleUploadedFile) for v in body.values()) else "json"

@@ -416,3 +416,40 @@ def test_a_staff_search_in_the_admin_is_audited_with_its_language_and_no_questio
     assert response.status_code == 200
     event = SearchEvent.objects.get()
     assert event.api_key is None and event.question_language == "en" and event.question == ""
+
+
+# --- the judge through the management API ---------------------------------------------------------------
+
+
+def test_an_editor_gives_a_collection_a_judge_through_the_api_and_its_searches_are_judged(cast, office, chat) -> None:
+    url = f"/api/manage/collections/{office.pk}/judge"
+    assert cast.viewer.get(url).json()["judge"] is False
+    assert cast.viewer.put(url, {"enabled": True}, format="json").status_code == 403
+
+    response = cast.editor.put(url, {"enabled": True, "timeout": 4}, format="json")
+
+    assert response.status_code == 200
+    assert response.json() == {"collection": "handbook", "judge": True, "model": "", "timeout": 4.0, "prompt": "",
+                               "endpoint_configured": True}  # fmt: skip
+    chat.judge = "refuse"
+    assert ask(cast.viewer, query=QUESTION, around=0)["refused"] is True
+    assert cast.editor.delete(url).status_code == 204
+    assert ask(cast.viewer, query=QUESTION, around=0)["refused"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"timeout": 0}, "timeout"), ({"timeout": 1000}, "timeout"), ({"prompt": "a\x00b"}, "prompt"),
+     ({"model": "x" * 201}, "model")],
+)  # fmt: skip
+def test_a_judge_setting_out_of_bounds_is_a_400_naming_the_field(cast, collection, body, field) -> None:
+    response = cast.editor.put(f"/api/manage/collections/{collection.pk}/judge", body, format="json")
+
+    assert response.status_code == 400 and field in response.json()
+    assert not CollectionJudge.objects.exists()
+
+
+def test_another_tenants_collection_has_no_judge_to_read_or_set(cast, collection) -> None:
+    url = f"/api/manage/collections/{collection.pk}/judge"
+    assert cast.outsider.get(url).status_code == 404
+    assert cast.outsider.put(url, {"enabled": True}, format="json").status_code == 404
