@@ -48,3 +48,16 @@ class CollectionLanguagesOutput(serializers.Serializer):
         if obj.pk not in cache:
             cache[obj.pk] = collection_language_shares(obj)
         return cache[obj.pk]
+
+
+class LanguageLabelField(serializers.CharField):
+    """A stored language label, with "" (undetected: mostly numbers) answered as null."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault("read_only", True)
+        kwargs.setdefault("help_text", "its language (sh: Serbian, Croatian, Bosnian); null: undetected")
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]
+        return str(value) if value else None

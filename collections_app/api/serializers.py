@@ -5,7 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from collections_app.api.language_fields import CollectionLanguagesOutput
+from collections_app.api.language_fields import CollectionLanguagesOutput, LanguageLabelField
 from collections_app.models import Build, ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
@@ -230,6 +230,7 @@ class ArchiveImportOutput(serializers.Serializer):
 
 class DocumentOutput(serializers.ModelSerializer):
     document_id = serializers.UUIDField(source="id")
+    language = LanguageLabelField()
     chunk_count = serializers.IntegerField()
 
     class Meta:

@@ -95,6 +95,15 @@ def test_ingestion_labels_the_document_and_each_paragraph_in_its_own_language(ca
     assert api["language"] == "mk"
 
 
+def test_a_document_of_numbers_has_no_language(cast, collection, upload):
+    document = ingest(cast, collection, upload, "totals.md", "1.250,00 | 3.400,00 | 12 %\n\n2024 | 2025 | 2026\n")
+
+    assert document.language == ""
+    assert set(Chunk.objects.filter(document=document).values_list("language", flat=True)) == {""}
+    api = cast.viewer.get(f"/api/manage/collections/{collection.pk}/documents/{document.pk}").json()
+    assert api["language"] is None
+
+
 def test_serbian_in_either_script_is_labelled_sh(cast, collection, upload):
     cyrillic = ingest(cast, collection, upload, "odmor.md", SERBIAN)
     latin = ingest(
