@@ -128,9 +128,14 @@ def collection_reindex_run(*, collection_id: str) -> None:
     generation = collection.reindex_generation
     staged = set(_staged_documents(collection).values_list("pk", flat=True))
     try:
-        for document in _rebuilt(collection).select_related("collection"):
-            if document.pk in staged:
+        # Ids first, each document read when its turn comes: a document's parser output (`blocks`) is held in
+        # memory while it is staged, not every document's for the whole run (a queryset keeps all it fetched).
+        for document_id in _rebuilt(collection).values_list("pk", flat=True):
+            if document_id in staged:
                 continue
+            document = Document.objects.select_related("collection").filter(pk=document_id).first()
+            if document is None:
+                continue  # deleted since the run started: nothing to rebuild
             document_stage(document=document, generation=generation)
             Collection.objects.filter(pk=collection.pk).update(reindex_done=F("reindex_done") + 1)
         collection_cutover(collection=collection, generation=generation)
