@@ -338,9 +338,16 @@ def document_attachments_create(*, parent: Document, attachments: list[Attachmen
                 source_uri=f"{parent.source_uri}#attachment={attachment.filename}",
                 uploaded_by=parent.uploaded_by,
                 parent=parent,
+                # Whoever may not read the message may not read what came with it.
+                labels=list(parent.labels) or None,
             )
         except (UnsupportedFile, FileTooLarge) as exc:
             warnings.append(f"attachment {attachment.filename} skipped: {exc}")
+        except LabelsDiffer:
+            warnings.append(
+                f"attachment {attachment.filename} is already held with other reader labels; "
+                "they were left as they are (change them on that document)"
+            )
     return warnings
 
 

@@ -11,6 +11,7 @@ so builds count them (`unlabelled_paragraphs`) and record a warning, and the adm
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.db import transaction
@@ -65,7 +66,8 @@ def collection_labels_check(*, collection: Collection, labels: list[str]) -> Non
 
 
 def document_labels_set(*, document: Document, labels: Any) -> Document:
-    """Give the document (and at once every paragraph it has, in every generation) these reader labels.
+    """Give the document, its attachments (an email's), and at once every paragraph they have, in every
+    generation, these reader labels.
 
     One transaction; nothing is parsed or embedded again. The document row is locked, as ingestion's
     publish locks it before reading the labels it writes, so a build finishing meanwhile either publishes
@@ -74,11 +76,22 @@ def document_labels_set(*, document: Document, labels: Any) -> Document:
     cleaned = labels_clean(labels)
     collection_labels_check(collection=document.collection, labels=cleaned)
     with transaction.atomic():
-        locked = Document.objects.select_for_update().get(pk=document.pk)
-        Document.objects.filter(pk=locked.pk).update(labels=cleaned, updated_at=timezone.now())
-        Chunk.objects.filter(document=locked).exclude(labels=cleaned).update(labels=cleaned)
+        # An email's attachments are read with the message: they follow its labels.
+        family = _with_attachments(document)
+        list(Document.objects.select_for_update().filter(pk__in=family).order_by("pk").values_list("pk", flat=True))
+        Document.objects.filter(pk__in=family).update(labels=cleaned, updated_at=timezone.now())
+        Chunk.objects.filter(document__in=family).exclude(labels=cleaned).update(labels=cleaned)
     document.refresh_from_db()
     return document
+
+
+def _with_attachments(document: Document) -> list[uuid.UUID]:
+    family: list[uuid.UUID] = [document.pk]
+    level = [document.pk]
+    while level:
+        level = list(Document.objects.filter(parent__in=level).values_list("pk", flat=True))
+        family += level
+    return family
 
 
 def document_labels_for_publish(document: Document) -> list[str]:

@@ -339,3 +339,21 @@ def test_the_labels_page_is_for_editors_of_the_documents_tenant_only(cast, clien
     client.force_login(outsider)
     assert client.post(url, {"labels": "hr"}).status_code == 404
     assert Document.objects.get(pk=office.pk).labels == []
+
+
+def test_an_emails_attachments_carry_its_labels_and_follow_a_relabel(cast, per_reader, upload):
+    from tests.files.documents import pdf_bytes
+    from tests.files.email import eml_bytes
+
+    pdf = pdf_bytes([[("Claims", "Damaged parcels are photographed before the refund is approved.")]])
+    content = eml_bytes(attachments=[("claims.pdf", pdf, "application/pdf")])
+    message = Document.objects.get(
+        pk=upload(cast.editor, per_reader, "refunds.eml", content, labels='["hr"]').json()["document_id"]
+    )
+    attachment = Document.objects.get(parent=message)
+    assert attachment.status == "done", attachment.error
+    assert attachment.labels == ["hr"] and set(map(tuple, chunk_labels(attachment))) == {("hr",)}
+
+    cast.editor.patch(labels_url(message), {"labels": ["legal"]}, format="json")
+    attachment.refresh_from_db()
+    assert attachment.labels == ["legal"] and set(map(tuple, chunk_labels(attachment))) == {("legal",)}
