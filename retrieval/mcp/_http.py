@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import split_domain_port
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -27,6 +28,8 @@ from ._tools import caller_host, caller_secret
 
 # The largest JSON-RPC message read (the API's own JSON limit is of the same order).
 MAX_BODY_BYTES = 1_000_000
+# The longest one exchange may take (a search with a judge and a planner is well under it).
+EXCHANGE_SECONDS = 300
 
 
 @csrf_exempt
@@ -37,7 +40,13 @@ def mcp_http(request: HttpRequest) -> HttpResponse:
         return _unauthorized("An API key is required: 'Authorization: Bearer <key>'.")
     if api_key_resolve(secret=secret) is None:
         return _unauthorized("This API key is not valid (unknown or revoked).")
-    if int(request.headers.get("Content-Length") or 0) > MAX_BODY_BYTES:
+    if request.method != "POST":
+        # Every exchange is one POST (stateless, JSON answers): no server-sent stream to open (GET) and no
+        # session to end (DELETE). 405 is the answer the protocol names for a server without them.
+        refusal = JsonResponse({"detail": "MCP here is one POST per message (stateless)."}, status=405)
+        refusal["Allow"] = "POST"
+        return refusal
+    if _declared_length(request) > MAX_BODY_BYTES:
         return JsonResponse({"detail": f"An MCP message is at most {MAX_BODY_BYTES} bytes."}, status=413)
     status, headers, body = async_to_sync(_exchange)(_asgi_scope(request), request.body, secret, request.get_host())
     response = HttpResponse(body, status=status)
@@ -45,6 +54,11 @@ def mcp_http(request: HttpRequest) -> HttpResponse:
         if name.lower() not in ("content-length", "transfer-encoding", "connection"):
             response[name] = value
     return response
+
+
+def _declared_length(request: HttpRequest) -> int:
+    value = request.headers.get("Content-Length") or "0"
+    return int(value) if value.isdigit() else 0  # Django itself refuses a body it cannot bound
 
 
 def _unauthorized(message: str) -> JsonResponse:
@@ -67,7 +81,7 @@ def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
         "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
         "headers": headers,
         "client": (request.META.get("REMOTE_ADDR", ""), 0),
-        "server": (request.get_host(), int(request.get_port() or 80)),
+        "server": (split_domain_port(request.get_host())[0], int(request.get_port() or 80)),
     }
 
 
@@ -98,5 +112,9 @@ async def _exchange(scope: dict[str, Any], body: bytes, secret: str, host: str) 
     # Host and origin are Django's to check (ALLOWED_HOSTS); the SDK's own check is off (security_settings None).
     manager = StreamableHTTPSessionManager(app=mcp_server(), json_response=True, stateless=True)
     async with manager.run():
-        await manager.handle_request(scope, receive, send)
+        # A bound, so a worker is never held by an answer that does not end (JSON mode always ends).
+        with anyio.move_on_after(EXCHANGE_SECONDS) as bound:
+            await manager.handle_request(scope, receive, send)
+    if bound.cancelled_caught and not answered.is_set():
+        return 504, [("Content-Type", "application/json")], b'{"detail": "the MCP exchange did not finish in time"}'
     return sent["status"], sent["headers"], sent["body"]

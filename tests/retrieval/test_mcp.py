@@ -23,6 +23,7 @@ from collections_app.models import Role
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
+from retrieval.services import reader_create
 from tests.conftest import client_for
 from tests.files.documents import HANDBOOK, docx_bytes
 from tests.files.sections import SECTIONS
@@ -39,6 +40,9 @@ def corpus(db, upload) -> dict[str, Any]:
     tenant = Tenant.objects.create(name="acme")
     collection = collection_create(tenant=tenant, name="handbook")
     other = collection_create(tenant=tenant, name="policies")
+    collection_create(tenant=tenant, name="hr", per_reader=True)
+    reader_create(tenant=tenant, name="ada@example.com", labels=["hr"])
+    collection_create(tenant=Tenant.objects.create(name="globex"), name="globex-secrets")
     secret = api_key_create(tenant=tenant, role=Role.VIEWER).secret
     editor = client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret)
     assert upload(editor, collection, "handbook.docx", docx_bytes(HANDBOOK)).status_code == 202
@@ -57,11 +61,15 @@ async def _drive(session: ClientSession) -> dict[str, Any]:
     tools = await session.list_tools()
     search = await session.call_tool("search", QUESTION)
     collections = await session.call_tool("collections", {})
+    as_reader = await session.call_tool("collections", {"reader": "ada@example.com"})
+    theirs = await session.call_tool("search", {"query": "secrets", "collections": ["globex-secrets"]})
     refused = await session.call_tool("search", {"query": "", "collections": ["handbook"]})
     return {
         "tools": {t.name: t for t in tools.tools},
         "search": search,
         "collections": collections,
+        "as_reader": as_reader,
+        "theirs": theirs,
         "refused": refused,
     }
 
@@ -87,8 +95,14 @@ def _check(outcome: dict[str, Any], corpus: dict[str, Any]) -> None:
     assert SearchEvent.objects.filter(pk__in=[via_mcp["search_id"], via_api["search_id"]]).count() == 2
 
     listed = outcome["collections"].structured_content["collections"]
-    assert [c["name"] for c in listed] == ["handbook", "policies"]
-    handbook = listed[0]
+    assert [c["name"] for c in listed] == ["handbook", "hr", "policies"]  # nothing of another tenant
+    handbook, hr = listed[0], listed[1]
+    assert hr["map"] is None and "reader" in hr["map_refused"]  # per-reader: mapped for a named reader only
+    as_ada = outcome["as_reader"].structured_content["collections"]
+    assert as_ada[1]["map"]["reader"] == "ada@example.com" and as_ada[1]["map_refused"] is None
+    theirs = corpus["api"].post("/api/search", {"query": "secrets", "collections": ["globex-secrets"]}, format="json")
+    assert outcome["theirs"].structured_content == {"status": theirs.status_code, "error": theirs.json()}
+    assert theirs.status_code == 400
     as_api = corpus["api"].get(f"/api/manage/collections/{corpus['collection'].pk}").json()
     assert handbook["languages"] == as_api["languages"] == ["en"] and handbook["per_reader"] is False
     assert handbook["metadata_schema"] == as_api["metadata_schema"]
@@ -146,3 +160,25 @@ def test_mcp_over_http_without_a_valid_key_is_a_401(corpus, live_server) -> None
     )
     assert none.status_code == wrong.status_code == 401
     assert none.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_mcp_over_http_answers_what_it_cannot_serve_with_a_4xx(client) -> None:
+    from collections_app.models import Tenant
+
+    secret = api_key_create(tenant=Tenant.objects.create(name="acme"), role=Role.VIEWER).secret
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {secret}", "HTTP_ACCEPT": "application/json, text/event-stream"}
+
+    stream = client.get("/mcp", **auth)  # no server-sent stream: each POST stands alone
+    garbage = client.post("/mcp", data=b"{not json", content_type="application/json", **auth)
+    listed = client.post(
+        "/mcp",
+        data={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        content_type="application/json",
+        HTTP_MCP_PROTOCOL_VERSION="2025-06-18",
+        **auth,
+    )
+
+    assert stream.status_code == 405 and stream["Allow"] == "POST"
+    assert garbage.status_code == 400, garbage.content
+    assert listed.status_code == 200, listed.content
+    assert {t["name"] for t in listed.json()["result"]["tools"]} == {"search", "collections"}
