@@ -19,8 +19,8 @@ from collections_app.admin.base import AuditAdmin, TenantScopedAdmin
 from collections_app.admin.roles import may, tenants_where
 from collections_app.models import Role
 from retrieval.models import CollectionJudge, ModelCall
+from retrieval.services import JUDGE_MAX_TIMEOUT
 
-MAX_JUDGE_TIMEOUT = 120.0  # seconds: a search waits for its judge, so the wait stays bounded
 DAILY_ROWS = 200  # the per-agent-per-day table lists at most this many days × agents (the filters narrow it)
 
 
@@ -31,8 +31,8 @@ class CollectionJudgeForm(forms.ModelForm):
 
     def clean_timeout(self) -> float | None:
         timeout = self.cleaned_data.get("timeout")
-        if timeout is not None and not 0 < timeout <= MAX_JUDGE_TIMEOUT:
-            raise forms.ValidationError(f"Give a number of seconds above 0 and at most {MAX_JUDGE_TIMEOUT:g}.")
+        if timeout is not None and not 0 < timeout <= JUDGE_MAX_TIMEOUT:
+            raise forms.ValidationError(f"Give a number of seconds above 0 and at most {JUDGE_MAX_TIMEOUT:g}.")
         return timeout
 
 
