@@ -102,7 +102,9 @@ class SearchEventAdmin(AuditAdmin):
         "created_at", "tenant", "asked_by", "collections_shown", "refused_shown", "reason_shown", "results",
         "latency_ms",
     ]  # fmt: skip
-    list_filter = [RefusedFilter, CollectionFilter, "agent", ("created_at", admin.DateFieldListFilter), "tenant"]
+    list_filter = [
+        RefusedFilter, CollectionFilter, "agent", "on_behalf_of", ("created_at", admin.DateFieldListFilter), "tenant",
+    ]  # fmt: skip
     list_select_related = ["tenant", "agent", "api_key"]
     date_hierarchy = "created_at"
     readonly_fields = [

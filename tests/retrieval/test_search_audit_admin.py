@@ -43,7 +43,9 @@ def events(cast, collection, upload, settings):
         withheld=[{"text": "The CEO earns a secret amount.", "score": 0.91, "section": ["Pay"],
                    "document": {"filename": "pay.docx"}}],
     )  # fmt: skip
-    approved = SearchEvent.objects.create(tenant=cast.tenant, collections=["hr"], refused=False)
+    approved = SearchEvent.objects.create(
+        tenant=cast.tenant, collections=["hr"], refused=False, on_behalf_of=cast.agent
+    )
     unknown = SearchEvent.objects.create(tenant=cast.tenant, collections=["handbook"], refused=None)
     old = SearchEvent.objects.create(tenant=cast.tenant, collections=["handbook"])
     SearchEvent.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=40))
@@ -78,6 +80,7 @@ def test_collection_agent_and_date_filters_narrow_the_list(cast, events, client)
 
     assert _listed(client, "?collection=hr") == {e["refused"].pk, e["approved"].pk}
     assert _listed(client, f"?agent__id__exact={cast.agent.pk}") == {e["real"].pk}
+    assert _listed(client, f"?on_behalf_of__id__exact={cast.agent.pk}") == {e["approved"].pk}
     since = urlencode({"created_at__gte": (timezone.now() - timedelta(days=7)).isoformat()})
     assert e["old"].pk not in _listed(client, f"?{since}")
     assert e["real"].pk in _listed(client, f"?{since}")
