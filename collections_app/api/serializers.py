@@ -76,6 +76,8 @@ class CollectionInput(serializers.ModelSerializer):
         max_length=collections_service.MAX_LANGUAGES,
         required=False,
         allow_null=True,
+        help_text='Pin the collection\'s languages, most important first, e.g. ["mk", "en"] (sr, hr and bs are '
+        "stored as sh; a language not in the collection yet may be pinned); null or []: measured from its paragraphs.",
     )
 
     class Meta:
