@@ -34,6 +34,7 @@ KNOWLEDGE = [
 QUESTION = "where do I secure my cycle?"
 COMPOUND = "where must staff park their cars and how many days of annual leave do employees get?"
 TOKENS_IN, TOKENS_OUT = 321, 7  # what the stand-in reports as each call's usage
+PLANNER, JUDGE = "search engine over a document collection", "You check a search engine's results"
 
 
 class ChatStandIn:
@@ -63,9 +64,11 @@ class ChatStandIn:
                     self.end_headers()
                     return
                 system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-                if "search engine over a document collection" in system:  # the planner
+                if PLANNER in system:
                     parts = [p.strip(" ?") + "?" for p in user.split(" and ")]
                     content = json.dumps({"questions": parts})
+                elif JUDGE not in system:  # another use of the endpoint (a translator): echoed
+                    content = user
                 elif stand_in.judge == "slow":
                     time.sleep(1.5)
                     content = '{"answers": true}'
@@ -102,7 +105,9 @@ class ChatStandIn:
         server.shutdown()
 
     def kinds(self) -> list[str]:
-        return ["planner" if "document collection" in r["messages"][0]["content"] else "judge" for r in self.requests]
+        """What each chat request was: planner, judge or other (requests to /rerank or /embeddings are not)."""
+        systems = [r["messages"][0]["content"] for r in self.requests if "messages" in r]
+        return [("planner" if PLANNER in s else "judge" if JUDGE in s else "other") for s in systems]
 
 
 @pytest.fixture
@@ -207,7 +212,7 @@ def test_a_collection_without_a_judge_cannot_refuse_even_with_an_endpoint(cast, 
     assert answer["refused"] is None
     judge = stage(answer, "judge")
     assert judge["status"] == "skipped" and "no searched collection has a judge" in judge["reason"]
-    assert chat.kinds() == ["planner"]  # the judge was never asked
+    assert "planner" in chat.kinds() and "judge" not in chat.kinds()  # the judge was never asked
 
 
 def test_a_disabled_judge_is_not_asked(cast, judged, chat) -> None:
@@ -282,7 +287,7 @@ def test_the_planners_reply_gives_at_most_three_distinct_questions(reply, questi
 def test_model_calls_are_charged_to_the_agent_the_search_is_on_behalf_of(cast, judged, chat) -> None:
     answer = ask(cast.viewer, query=COMPOUND, on_behalf_of=cast.agent.name, around=0)
 
-    calls = ModelCall.objects.filter(search_id=answer["search_id"])
+    calls = ModelCall.objects.filter(search_id=answer["search_id"], kind__in=["judge", "planner"])
     assert sorted(c.kind for c in calls) == ["judge", "planner"]
     for call in calls:
         assert call.agent == cast.agent and call.agent_name == "support-bot" and call.tenant == cast.tenant
@@ -326,7 +331,7 @@ def chat_base(settings) -> str:
 def test_nothing_is_charged_without_on_behalf_of(cast, judged, chat) -> None:
     answer = ask(cast.viewer, query=COMPOUND, around=0)
 
-    assert sorted(chat.kinds()) == ["judge", "planner"]  # the calls were made ...
+    assert {"judge", "planner"} <= set(chat.kinds())  # the calls were made ...
     assert ModelCall.objects.count() == 0  # ... and charged to nobody: not the key, not a placeholder
     assert SearchEvent.objects.get(pk=answer["search_id"]).on_behalf_of is None
 
@@ -371,7 +376,7 @@ def test_no_model_call_row_holds_the_question_a_paragraph_or_a_label(cast, judge
     ]
     assert {"agent_name", "kind", "model"} <= set(text_columns)
     rows = list(ModelCall.objects.values(*text_columns))
-    assert len(rows) == 4
+    assert len(rows) >= 4  # a planner and a judge call for each search
     for row in rows:
         for column, value in row.items():
             assert not any(text in value for text in forbidden), column

@@ -69,7 +69,7 @@ def test_the_totals_follow_the_lists_filters(cast, client, charged) -> None:
 def test_below_admin_the_costs_are_forbidden(cast, client, charged, role) -> None:
     _login(client, cast.tenant, role)
     assert client.get("/admin/retrieval/modelcall/").status_code == 403
-    call = ModelCall.objects.filter(tenant=cast.tenant).first()
+    call = ModelCall.objects.filter(tenant=cast.tenant).earliest("created_at")
     assert client.get(f"/admin/retrieval/modelcall/{call.pk}/change/").status_code == 403
 
 
