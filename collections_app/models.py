@@ -282,6 +282,10 @@ class Document(TenantOwned):
     error = models.TextField(blank=True, default="")
     warnings = models.JSONField(default=list, blank=True)
     language = models.CharField(max_length=10, blank=True, default="")
+    # An editor's language for the document and all its paragraphs ("" = detected); every build honours it
+    # (services/languages.py). language_detected: what detection last said (null: built before it was kept).
+    language_pinned = models.CharField(max_length=10, blank=True, default="")
+    language_detected = models.CharField(max_length=10, null=True, blank=True, editable=False)
     ingest_options = models.JSONField(default=dict, blank=True)
     # Reader labels of a per-reader collection, given to every paragraph; changed without re-parsing
     # (services/labels.py), kept by rechunks and re-indexes.
@@ -330,6 +334,8 @@ class Chunk(TenantOwned):
     section = ArrayField(models.TextField(), default=list, blank=True)
     page = models.PositiveIntegerField(null=True, blank=True)
     language = models.CharField(max_length=10, blank=True, default="")
+    # The label detection gave (language may be the document's pinned one); null: built before it was kept.
+    language_detected = models.CharField(max_length=10, null=True, blank=True, editable=False)
     labels = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # Width-free column: each row's width is in embedding_dims, and the HNSW
