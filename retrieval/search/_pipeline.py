@@ -25,12 +25,14 @@ from ._stages import (
     Hit,
     check_embedding_width,
     chunk_texts,
+    keyword_configs,
     keyword_retrieve,
     passes_floor,
     semantic_scores,
     vector_retrieve,
 )
 from ._trace import Stage, StageFailed, Trace
+from ._translation import Translations, translation_stage
 from ._visibility import Visibility
 from ._window import Window, build_windows, readable_neighbours
 
@@ -41,7 +43,7 @@ EXACT_SCAN_LIMIT = 20_000
 MAX_TOP_N = 50
 # Every answer lists these stages, in this order, each ran, skipped or failed.
 STAGE_ORDER = (
-    "planning", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
+    "planning", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
     "rerank", "floor", "threshold", "window", "judge",
 )  # fmt: skip
 # score_threshold when a reranker scored the results (its 0-1 relevance) and nobody set one.
@@ -80,6 +82,9 @@ class SearchPlan:
     weights: dict[str, float]
     questions: tuple[str, ...] = ()  # the planner's sub-questions (empty: the question as asked)
     calls: list[CallRecord] = field(default_factory=list)  # every model call of the search, shared by its passes
+    # The question's language and the translations made, shared by the search's passes.
+    translations: Translations = field(default_factory=lambda: Translations(""))
+    keyword_configs: tuple[str, ...] = ()  # text search configurations present in the collections
 
 
 @dataclass
@@ -110,6 +115,9 @@ def search(
     plan = search_plan(scope=scope, top_n=top_n, filters=filters, hybrid_weight=hybrid_weight)
     single = str(plan.collections[0].pk) if len(plan.collections) == 1 else None
     plan = replace(plan, questions=tuple(planning_stage(trace, query, plan.calls, single)))
+    plan = replace(plan, translations=Translations(detect_language(query, default="")))
+    if not switched_off(plan.weights, "keyword"):
+        plan = replace(plan, keyword_configs=tuple(keyword_configs(collections=plan.collections)))
     found = _retrieve(trace, plan, query)
     found, retried, supported = _confidence_stage(trace, plan, query, found)
     hits = found.kept[: plan.top_n]
@@ -133,7 +141,11 @@ def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
     fused_lists: list[list[Hit]] = []
     for number, question in enumerate(plan.questions or (query,), start=1):
         first = len(trace.stages)
-        keyword_hits = _keyword_stage(trace, plan, question)
+        translated = translation_stage(
+            trace, question=question, translations=plan.translations, collections=plan.collections,
+            calls=plan.calls, keyword_off=switched_off(plan.weights, "keyword"),
+        )  # fmt: skip
+        keyword_hits = _keyword_stage(trace, plan, question, translated)
         vector_hits, query_vectors = _vector_stages(trace, plan, question)
         fused_lists.append(_fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors))
         if len(plan.questions) > 1:
@@ -170,17 +182,51 @@ def search_plan(
     )
 
 
-def _keyword_stage(trace: Trace, plan: SearchPlan, query: str) -> list[Hit]:
+def _keyword_stage(trace: Trace, plan: SearchPlan, query: str, translated: dict[str, str]) -> list[Hit]:
+    """BM25 under every configuration present, for the question and each of its translations."""
     if off := switched_off(plan.weights, "keyword"):
         trace.skipped("keyword retrieval", off)
         return []
-    language = detect_language(query, default="")
+    language = plan.translations.question_language
     with trace.timed("keyword retrieval") as counts:
-        hits = keyword_retrieve(
-            visible=plan.visible, query=query, language=language, limit=plan.top_k, filters=plan.where
-        )
-        counts.update(language=language or "unknown", hits=len(hits), **plan.filter_counts)
+        configs = plan.keyword_configs or tuple(keyword_configs(collections=plan.collections))
+        lists = {
+            code: keyword_retrieve(
+                visible=plan.visible, query=text, configs=configs, limit=plan.top_k, filters=plan.where
+            )
+            for code, text in {language or "unknown": query, **translated}.items()
+        }
+        hits = merge_keyword_lists(list(lists.values()), plan.top_k)
+        by_config: dict[str, int] = defaultdict(int)
+        for hit in hits:
+            by_config[hit.config] += 1
+        counts.update(
+            language=language or "unknown", configs=list(configs), hits=len(hits),
+            lexical_by_config=dict(sorted(by_config.items())), **plan.filter_counts,
+        )  # fmt: skip
+        if translated:
+            counts["by_language"] = {code: len(found) for code, found in lists.items()}
     return hits
+
+
+def merge_keyword_lists(lists: list[list[Hit]], limit: int) -> list[Hit]:
+    """One keyword list from the question's and its translations' lists.
+
+    BM25 scores of different questions are on different scales (a longer translation scores higher), so each
+    list is scaled to its best hit = 1 and a paragraph keeps its best scaled score: a paragraph the
+    translation matches best ranks with the one the question as asked matches best. One list stays as it is.
+    """
+    if len(lists) == 1:
+        return lists[0]
+    best: dict[str, Hit] = {}
+    for found in lists:
+        top = max((h.keyword or 0.0 for h in found), default=0.0)
+        for hit in found:
+            scaled = (hit.keyword or 0.0) / top if top > 0 else 0.0
+            kept = best.get(hit.chunk_id)
+            if kept is None or scaled > (kept.keyword or 0.0):
+                best[hit.chunk_id] = replace(hit, keyword=scaled, ranks={})
+    return sorted(best.values(), key=lambda h: (-(h.keyword or 0.0), h.chunk_id))[:limit]
 
 
 def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit], dict[str, list[float]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -9,7 +10,7 @@ from django.db.models import F, Q
 
 from collections_app.exceptions import Conflict
 from collections_app.ingestion import text_search_config
-from collections_app.models import Chunk, Collection
+from collections_app.models import Chunk, Collection, Document
 
 from ._filters import NO_FILTERS, Filters
 from ._trace import Stage
@@ -29,6 +30,7 @@ class Hit:
     rerank: float | None = None  # the reranker's relevance, when one ran
     fused: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)
+    config: str = ""  # the text search configuration its paragraph is indexed under (keyword hits)
 
 
 # BM25 parameters: the values Anserini and the BEIR baselines use for short passages.
@@ -50,7 +52,7 @@ _TERM_SCORE = "k.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s
 _KEYWORD_SQL = f"""
     WITH terms AS (
         SELECT DISTINCT u.lexeme
-        FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s) || to_tsvector('simple', %(query)s)) u
+        FROM unnest(%(configs)s::regconfig[]) cfg, unnest(to_tsvector(cfg, %(query)s)) u
     ), stats AS MATERIALIZED (
         SELECT coalesce(sum(paragraphs), 0)::float8 AS n,
                coalesce(sum(total_length)::float8 / nullif(sum(paragraphs), 0), 1) AS avgdl
@@ -88,7 +90,8 @@ _KEYWORD_SQL = f"""
     )
     SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
            (SELECT count(*) FROM window_), (SELECT min(score) FROM window_),
-           (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making)
+           (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making),
+           kb_ts_config(c.language)::text
     FROM scored s
     JOIN collections_app_chunk c ON c.id = s.chunk_id
     JOIN collections_app_collection col ON col.id = c.collection_id
@@ -102,14 +105,20 @@ def keyword_retrieve(
     *,
     visible: Visibility,
     query: str,
-    language: str,
+    language: str = "",
     limit: int,
     filters: Filters = NO_FILTERS,
+    configs: Sequence[str] = (),
 ) -> list[Hit]:
     """BM25 over PostgreSQL full text: any question word matches, rarer words weigh more, long paragraphs less.
 
-    Question words are taken under the question's language stemmer and under 'simple', as paragraphs are
-    indexed. Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, and each
+    Paragraphs are indexed under their own language's configuration and under 'simple'. Question words are
+    taken under each of `configs` (the configurations present in the searched collections, see
+    `keyword_configs`; else the question's `language`'s) and under 'simple': the BM25 query is the set of
+    lexemes all of them give, so a German question's inflected word meets German paragraphs' stems, and a
+    word of a language without a stemmer matches as a whole word.
+
+    Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, and each
     (word, paragraph) pair from KeywordPosting, all of which database triggers keep current with every build.
     In a large collection, a word found in more than half of the paragraphs (a stop word 'simple' keeps)
     still scores, but does not make a candidate on its own.
@@ -122,7 +131,7 @@ def keyword_retrieve(
     """
     window: int | None = max(KEYWORD_WINDOW_MIN, 4 * limit)
     params = {
-        "config": text_search_config(language),
+        "configs": sorted({*(configs or [text_search_config(language)]), "simple"}),
         "query": query,
         "k1": BM25_K1,
         "b": BM25_B,
@@ -145,7 +154,30 @@ def keyword_retrieve(
             if len(rows) == limit and rows[-1][4] >= lowest_partial + common_bound:
                 break  # nothing outside the window can reach the last kept hit
             window = window * KEYWORD_WINDOW_GROWTH if window < 100_000 else None
-    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4])) for r in rows]
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4]), config=r[8]) for r in rows]
+
+
+def keyword_configs(*, collections: Sequence[Collection]) -> list[str]:
+    """The text search configurations a question runs under: those of the searched collections' languages.
+
+    Read from their documents' main languages and their pinned languages (documents are few beside
+    paragraphs: this never scans paragraphs), plus 'simple'. A section in another language than its
+    document's is still matched by whole words through 'simple'.
+    """
+    pinned = {code for c in collections for code in (c.languages or [])}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT DISTINCT kb_ts_config(l)::text FROM (
+                SELECT DISTINCT d.language AS l FROM {Document._meta.db_table} d
+                WHERE d.collection_id = ANY(%s::uuid[])
+                UNION SELECT unnest(%s::text[])
+            ) languages
+            """,
+            [[str(c.pk) for c in collections], sorted(pinned)],
+        )
+        found = {row[0] for row in cursor.fetchall()}
+    return sorted(found | {"simple"})
 
 
 def vector_retrieve(

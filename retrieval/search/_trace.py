@@ -52,11 +52,11 @@ class Trace:
     def ran(self, name: str, **counts: Any) -> None:
         self.stages.append(Stage(name, "ran", counts=counts))
 
-    def skipped(self, name: str, reason: str) -> None:
+    def skipped(self, name: str, reason: str, **counts: Any) -> None:
         # A skipped stage always says why: a blank stage is a lie.
         if not reason:
             raise ValueError(f"stage {name!r} skipped without a reason")
-        self.stages.append(Stage(name, "skipped", reason))
+        self.stages.append(Stage(name, "skipped", reason, counts=counts))
 
     def failed(self, name: str, reason: str, ms: float = 0.0) -> None:
         # The stage was asked to run and could not; the pipeline went on without it.
