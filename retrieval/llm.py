@@ -18,6 +18,7 @@ import httpx
 from django.conf import settings
 
 CHAT_PATH = "/chat/completions"
+_client: httpx.Client | None = None
 
 
 class LLMFailed(Exception):
@@ -70,7 +71,7 @@ def chat(
     headers = {"Authorization": f"Bearer {settings.KB_LLM_API_KEY}"} if settings.KB_LLM_API_KEY else {}
     started = time.perf_counter()
     try:
-        response = httpx.post(chat_url(settings.KB_LLM_URL), json=body, headers=headers, timeout=timeout)
+        response = _http().post(chat_url(settings.KB_LLM_URL), json=body, headers=headers, timeout=timeout)
     except httpx.TimeoutException:
         raise LLMTimeout(f"the chat model did not answer within {timeout:g} s") from None
     except httpx.HTTPError as exc:
@@ -93,6 +94,15 @@ def chat(
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise LLMFailed("the chat model's answer is not a chat completion") from None
+
+
+def _http() -> httpx.Client:
+    # One client per process: it keeps connections open between searches, and building one (its TLS context)
+    # costs more than a local model's answer. httpx clients are safe to share between threads.
+    global _client
+    if _client is None:
+        _client = httpx.Client()
+    return _client
 
 
 def _count(value: object) -> int | None:
