@@ -1,7 +1,8 @@
 """Admin: correct a document's language — a page of its own under the document, like the OCR page.
 
 Saving calls document_language_set: the document and its paragraphs take the language at once and their
-keyword index follows; nothing is parsed or embedded again.
+keyword index follows; nothing is parsed or embedded again. The language is pinned (every later build keeps
+it); "Automatic" unpins it (document_language_unpin).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from django.urls import path, reverse
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
 from collections_app.models import Chunk, ChunkKind
-from collections_app.services.languages import document_language_set
+from collections_app.services.languages import document_language_set, document_language_unpin
+
+AUTOMATIC = ("", "Automatic: detected from the text")
 
 
 def language_choices() -> list[tuple[str, str]]:
@@ -27,9 +30,11 @@ def language_choices() -> list[tuple[str, str]]:
 
 class DocumentLanguageForm(forms.Form):
     language = forms.ChoiceField(
-        choices=language_choices,
-        help_text="Every paragraph of the document takes this language; its keywords are then matched with "
-        "this language's word forms. Nothing is read or embedded again.",
+        choices=lambda: [AUTOMATIC, *language_choices()],
+        required=False,
+        help_text="Every paragraph of the document takes this language, also when the document is re-chunked, "
+        "re-indexed or read again; its keywords are then matched with this language's word forms. Nothing is "
+        "read or embedded again. Automatic gives the paragraphs their detected languages back.",
     )
 
 
@@ -59,17 +64,20 @@ class DocumentLanguageAdminMixin(admin.ModelAdmin):
             raise Http404("no such document")
         if not self.has_change_permission(request, document):
             raise PermissionDenied
-        form = DocumentLanguageForm(request.POST or None, initial={"language": document.language})
+        form = DocumentLanguageForm(request.POST or None, initial={"language": document.language_pinned})
         if request.method == "POST" and form.is_valid():
             try:
-                document_language_set(document=document, language=form.cleaned_data["language"])
+                if form.cleaned_data["language"]:
+                    document_language_set(document=document, language=form.cleaned_data["language"])
+                    done = (
+                        f"{document.filename} and its paragraphs are now labelled {language_name(document.language)}."
+                    )
+                else:
+                    done = f"{document.filename}: {document_language_unpin(document=document).note}."
             except DomainError as exc:
                 form.add_error(None, str(exc))
             else:
-                self.message_user(
-                    request,
-                    f"{document.filename} and its paragraphs are now labelled {language_name(document.language)}.",
-                )
+                self.message_user(request, done)
                 return HttpResponseRedirect(
                     reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
                 )

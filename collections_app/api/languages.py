@@ -12,33 +12,58 @@ from collections_app import selectors
 from collections_app.api.schema import refusals
 from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
-from collections_app.services.languages import document_language_set
+from collections_app.services.languages import document_language_set, document_language_unpin
 
 
 class DocumentLanguageInput(serializers.Serializer):
     language = serializers.CharField(
         max_length=20,
-        help_text="a language code: en, de, sh (Serbian, Croatian and Bosnian, either script), mk, bg, ru, he, ...",
+        allow_null=True,
+        help_text="a language code: en, de, sh (Serbian, Croatian and Bosnian, either script), mk, bg, ru, he, ...; "
+        "null: back to detected languages",
     )
+
+
+class DocumentLanguageOutput(DocumentOutput):
+    language_note = serializers.CharField(
+        allow_null=True,
+        read_only=True,
+        help_text="after null: whether the detected languages came back at once, or wait for the next build",
+    )
+
+    class Meta(DocumentOutput.Meta):
+        fields = [*DocumentOutput.Meta.fields, "language_note"]
 
 
 class DocumentLanguageView(TenantScopedView):
     @extend_schema(
         summary="Correct a document's language (its paragraphs' keyword index follows; nothing is re-embedded)",
         request=DocumentLanguageInput,
-        examples=[OpenApiExample("German", value={"language": "de"}, request_only=True)],
+        examples=[
+            OpenApiExample("German", value={"language": "de"}, request_only=True),
+            OpenApiExample("Detected again", value={"language": None}, request_only=True),
+        ],
         responses={
-            200: DocumentOutput,
+            200: DocumentLanguageOutput,
             **refusals(400, 401, 403, 404, 409, 413, 415, conflict="the document is still being read"),
         },
         description="The document and every paragraph it has take the language at once, in one transaction: "
         "each paragraph's keyword index is rebuilt with that language's stemmer. Nothing is parsed or embedded "
-        "again. Needs an editor or admin key.",
+        "again. The language is pinned (`language_pinned`): re-chunks, re-indexes and re-ingests keep it for the "
+        "document and every paragraph, a section in another language included. `null` unpins it: the paragraphs "
+        "get their detected labels back at once when those were kept, else at the document's next build "
+        "(`language_note` says which). Needs an editor or admin key.",
     )
     def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = DocumentLanguageInput(data=request.data)
         data.is_valid(raise_exception=True)
-        document_language_set(document=document, language=data.validated_data["language"])
-        return Response(DocumentOutput(selectors.documents_for(collection).get(pk=document.pk)).data)
+        note = None
+        if data.validated_data["language"] is None:
+            note = document_language_unpin(document=document).note
+        else:
+            document_language_set(document=document, language=data.validated_data["language"])
+        answer = selectors.documents_for(collection).get(pk=document.pk)
+        setattr(answer, "language_note", note)  # noqa: B010 (an attribute of the answer, not the model)
+        return Response(DocumentLanguageOutput(answer).data)

@@ -233,6 +233,7 @@ class ArchiveImportOutput(serializers.Serializer):
 class DocumentOutput(serializers.ModelSerializer):
     document_id = serializers.UUIDField(source="id")
     language = LanguageLabelField()
+    language_pinned = LanguageLabelField(help_text="the language an editor set, kept by every rebuild; null: detected")
     chunk_count = serializers.IntegerField()
 
     class Meta:
@@ -250,6 +251,7 @@ class DocumentOutput(serializers.ModelSerializer):
             "progress",
             "stale",
             "language",
+            "language_pinned",
             "size",
             "chunk_count",
             "created_at",

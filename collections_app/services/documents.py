@@ -44,6 +44,7 @@ from collections_app.services.labels import (
     document_labels_for_publish,
     labels_clean,
 )
+from collections_app.services.languages import document_language_for_publish
 from collections_app.services.metadata_schema import document_records_declare
 from collections_app.services.recovery import document_recover
 from retrieval.embedding import get_embedder, get_model
@@ -520,7 +521,7 @@ def _embed(document: Document, collection: Collection, staging: _Staging) -> Non
 # The paragraph columns publishing writes (search_vector is filled afterwards, by _index_keywords).
 _CHUNK_COLUMNS = (
     "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
-    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation",
+    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "language_detected",
 )  # fmt: skip
 
 
@@ -541,6 +542,7 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         generation = locked.active_generation
         labels = document_labels_for_publish(document)  # as they stand now, not when the task started
+        pinned = document_language_for_publish(document)  # an editor's language wins over detection
         waiting = locked.served_alias != collection.embedding_alias
         if waiting:
             # A model change waits for its re-index: these vectors are the new model's and must not join the
@@ -549,14 +551,17 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
                 Collection.objects.filter(pk=locked.pk).update(reindex_generation=locked.active_generation + 1)
             generation = locked.reindex_generation or locked.active_generation + 1
         Chunk.objects.filter(document=document).delete()
-        published = document_rows_write(document=document, staging=staging, generation=generation, labels=labels)
+        published = document_rows_write(
+            document=document, staging=staging, generation=generation, labels=labels, language=pinned
+        )
         if not waiting:
             _index_keywords(document)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.DONE,
             error="",
             progress=100,
-            language=document.language,
+            language=pinned or document.language,
+            language_detected=document.language,
             stale=False,
             updated_at=timezone.now(),
         )
@@ -572,9 +577,13 @@ def _publish(document: Document, collection: Collection, staging: _Staging) -> N
         )
 
 
-def document_rows_write(*, document: Document, staging: _Staging, generation: int, labels: list[str]) -> int:
+def document_rows_write(
+    *, document: Document, staging: _Staging, generation: int, labels: list[str], language: str = ""
+) -> int:
     """Write the staged paragraphs (and parent sections) of one document as rows of `generation`. Returns
     the paragraphs written (parents not counted). The caller holds the transaction and removes what they replace.
+    `language`: the document's pinned language, given to every row ("": each row its detected label, which is
+    kept in language_detected either way).
     """
     collection = document.collection
     dims = staging.dims
@@ -600,7 +609,7 @@ def document_rows_write(*, document: Document, staging: _Staging, generation: in
                     draft.text,
                     draft.section,
                     draft.page,
-                    draft.language,
+                    language or draft.language,
                     labels,
                     Jsonb({**platform_metadata, **draft.metadata}),
                     None if vector is None else "[" + ",".join(map(repr, vector)) + "]",  # pgvector's text form
@@ -608,6 +617,7 @@ def document_rows_write(*, document: Document, staging: _Staging, generation: in
                     draft.kind,
                     None if draft.parent is None else ids[draft.parent],
                     generation,
+                    draft.language,
                 )
             )
             published += draft.kind == "paragraph"

@@ -4,6 +4,10 @@
   has (in every generation) take the new label in one transaction, and each paragraph's keyword index is
   rebuilt under that language's text search configuration there and then (the BM25 statistics follow
   through their triggers). Nothing is parsed or embedded again.
+- The editor's language is a per-document override (`Document.language_pinned`): every build of the
+  document (ingestion, re-upload, re-chunk, re-index) labels the document and *every* paragraph with it
+  (`document_language_for_publish`), a section in another language included. Detection still runs and its
+  labels are kept beside (`language_detected`), so `document_language_unpin` returns to them at once.
 - `collection_language_shares`: the measured split of a collection's searchable paragraphs by language.
 - `collection_languages`: what the collection's languages are: the pinned list when one is pinned, else
   those making up at least LANGUAGE_SHARE_FLOOR of its paragraphs, at most MAX_MEASURED_LANGUAGES, most
@@ -12,6 +16,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -66,31 +71,86 @@ def _examples() -> str:
 
 
 def document_language_set(*, document: Document, language: Any) -> Document:
-    """Relabel a document and all its paragraphs; their keyword indexes follow in the same transaction."""
+    """Pin a document's language (null: unpin, see document_language_unpin): the document and all its
+    paragraphs take it at once, their keyword indexes follow in the same transaction, and every later build
+    of the document keeps it."""
+    if language is None:
+        return document_language_unpin(document=document).document
     code = language_code(language)
-    table = Chunk._meta.db_table
     with transaction.atomic():
-        locked = Document.objects.select_for_update().get(pk=document.pk)
-        if locked.status in (DocumentStatus.QUEUED, DocumentStatus.PARSING):
-            # Its build would write the labels it detected over this one when it publishes.
-            raise DocumentBeingRead(
-                f"{locked.filename} is being read ({locked.status}); set its language once it is done"
-            )
-        Document.objects.filter(pk=locked.pk).update(language=code, updated_at=timezone.now())
-        with connection.cursor() as cursor:
-            # Rows without a keyword index (parents, a re-index's staged rows) keep none: the cutover fills
-            # those in from the language set here.
-            cursor.execute(
-                f"""
-                UPDATE {table} SET language = %(code)s,
-                    search_vector = CASE WHEN search_vector IS NULL THEN NULL
-                        ELSE to_tsvector(kb_ts_config(%(code)s), text) || to_tsvector('simple', text) END
-                WHERE document_id = %(document)s
-                """,
-                {"code": code, "document": locked.pk},
-            )
+        locked = _lock_for_relabel(document)
+        Document.objects.filter(pk=locked.pk).update(language=code, language_pinned=code, updated_at=timezone.now())
+        _relabel_rows(locked, "%(code)s", {"code": code})
     document.refresh_from_db()
     return document
+
+
+@dataclass
+class LanguageUnpinned:
+    document: Document
+    relabelled: bool  # False: the detected labels were not kept (built before they were); the next build
+    note: str
+
+
+def document_language_unpin(*, document: Document) -> LanguageUnpinned:
+    """Return a document to detected languages: the pin goes and, when the labels detection gave are kept on
+    the document and every row, they come back at once (keyword index included). Rows built before they were
+    kept keep their labels until the document is next built (re-chunk, re-index, re-ingest)."""
+    with transaction.atomic():
+        locked = _lock_for_relabel(document)
+        unknown = Chunk.objects.filter(document=locked, language_detected__isnull=True).exists()
+        if locked.language_detected is None or unknown:
+            Document.objects.filter(pk=locked.pk).update(language_pinned="", updated_at=timezone.now())
+            relabelled = False
+        else:
+            Document.objects.filter(pk=locked.pk).update(
+                language=locked.language_detected, language_pinned="", updated_at=timezone.now()
+            )
+            _relabel_rows(locked, "language_detected", {})
+            relabelled = True
+    document.refresh_from_db()
+    if relabelled:
+        note = "the document and its paragraphs have their detected languages again"
+    else:
+        note = (
+            "the pin is removed, but the languages detected for this document were not kept (it was built "
+            "before they were): its paragraphs keep their current labels until the document is next built "
+            "(re-chunk, re-index or re-ingest), which detects them again"
+        )
+    return LanguageUnpinned(document=document, relabelled=relabelled, note=note)
+
+
+def document_language_for_publish(document: Document) -> str:
+    """The pinned language a build writes onto the document's rows ("" = each row its detected label): read
+    under a lock inside the build's transaction, before it removes the rows it replaces, so a pin committed
+    while the document was being embedded is honoured — and a pin committed after waits for the build and
+    relabels the rows it wrote."""
+    return str(Document.objects.select_for_update().values_list("language_pinned", flat=True).get(pk=document.pk))
+
+
+def _lock_for_relabel(document: Document) -> Document:
+    locked = Document.objects.select_for_update().get(pk=document.pk)
+    if locked.status in (DocumentStatus.QUEUED, DocumentStatus.PARSING):
+        # Refused for clarity of what the editor sees; its build would honour a pin anyway.
+        raise DocumentBeingRead(f"{locked.filename} is being read ({locked.status}); set its language once it is done")
+    return locked
+
+
+def _relabel_rows(document: Document, label_sql: str, params: dict[str, Any]) -> None:
+    """Every row of the document (every generation) takes `label_sql`; rows already so labelled are left as
+    they are (an unchanged row is not rewritten, nor re-indexed). Rows without a keyword index (parents, a
+    re-index's staged rows) keep none: the cutover fills those in from the label set here."""
+    table = Chunk._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {table} SET language = {label_sql},
+                search_vector = CASE WHEN search_vector IS NULL THEN NULL
+                    ELSE to_tsvector(kb_ts_config({label_sql}), text) || to_tsvector('simple', text) END
+            WHERE document_id = %(document)s AND language IS DISTINCT FROM {label_sql}
+            """,
+            {**params, "document": document.pk},
+        )
 
 
 # Paragraphs of the generation searches read, per language label ("" = undetected), as a JSON object.

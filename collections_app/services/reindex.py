@@ -27,6 +27,7 @@ from collections_app.models import Chunk, ChunkKind, Collection, Document, Docum
 from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
 from collections_app.services.labels import document_labels_for_publish
+from collections_app.services.languages import document_language_for_publish
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -171,14 +172,17 @@ def document_stage(*, document: Document, generation: int) -> int:
             waiting = Collection.objects.select_for_update().filter(pk=collection.pk)
             if waiting.values_list("reindex_generation", flat=True).first() != generation:
                 raise ReindexSuperseded(f"generation {generation} of {collection.name} is no longer waiting")
+            pinned = document_language_for_publish(document)  # locks the document before its rows
             Chunk.objects.filter(document=document, generation=generation).delete()
             written = ingestion.document_rows_write(
                 document=document,
                 staging=staging,
                 generation=generation,
                 labels=document_labels_for_publish(document),
+                language=pinned,
             )
-            Document.objects.filter(pk=document.pk).update(progress=100)
+            # What detection said for the document this time (its language stays as it was until the cutover).
+            Document.objects.filter(pk=document.pk).update(progress=100, language_detected=document.language)
     return written
 
 
