@@ -258,7 +258,8 @@ def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit
                 model=alias, hits=len(found), **plan.filter_counts, **({"scan": "exact"} if plan.exact else {})
             )
         hits.extend(found)
-    hits.sort(key=lambda h: -(h.semantic or 0))
+    # Equal similarities (copies of one paragraph) in a fixed order: the graph walk does not promise one.
+    hits.sort(key=lambda h: (-(h.semantic or 0), h.chunk_id))
     return hits, vectors
 
 
