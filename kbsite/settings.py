@@ -222,6 +222,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name for a document's status wherever a serializer shows it.
+    "ENUM_NAME_OVERRIDES": {"DocumentStatusEnum": "collections_app.models.DocumentStatus"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "collections_app.api.schema.add_retry_after",
