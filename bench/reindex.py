@@ -146,6 +146,12 @@ def worker(collection_id: str, log_path: Path) -> int:
     return 0
 
 
+def _as_the_cluster_runs() -> None:
+    from django.conf import settings
+
+    os.nice(max(0, min(19, settings.KB_CLUSTER_NICE)))
+
+
 class Worker:
     """The re-index in its own process; its log says when the model is loaded, each document, and the end."""
 
@@ -160,6 +166,8 @@ class Worker:
             text=True,
             # DEBUG off, as a production worker runs: with it on, Django keeps the SQL of the last 9,000 queries.
             env={**os.environ, "KB_DEBUG": "0"},
+            # At the cluster's niceness, as `manage.py run_cluster` runs its workers (KB_CLUSTER_NICE).
+            preexec_fn=_as_the_cluster_runs,
         )
 
     def events(self) -> list[dict[str, Any]]:

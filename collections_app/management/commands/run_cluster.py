@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -38,6 +39,8 @@ class Command(BaseCommand):
             raise CommandError(f"{exc}: not starting a second cluster beside it") from None
         from django_q.cluster import Cluster
 
+        # Before the workers are forked: they and their embedding threads inherit it.
+        os.nice(max(0, min(19, settings.KB_CLUSTER_NICE)))
         # This cluster is the only one on its queue (the lock above), so every task a cluster had
         # taken and not finished belongs to one that is gone: requeue those documents now.
         self._recover(cluster_start=True)
