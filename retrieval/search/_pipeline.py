@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from collections_app.ingestion import detect_language
+from collections_app.ingestion import detect_language, text_search_config
 from collections_app.models import Collection
 from retrieval.embedding import get_embedder, get_model
 
@@ -25,7 +25,6 @@ from ._stages import (
     Hit,
     check_embedding_width,
     chunk_texts,
-    keyword_configs,
     keyword_retrieve,
     passes_floor,
     semantic_scores,
@@ -84,7 +83,6 @@ class SearchPlan:
     calls: list[CallRecord] = field(default_factory=list)  # every model call of the search, shared by its passes
     # The question's language and the translations made, shared by the search's passes.
     translations: Translations = field(default_factory=lambda: Translations(""))
-    keyword_configs: tuple[str, ...] = ()  # text search configurations present in the collections
 
 
 @dataclass
@@ -116,8 +114,6 @@ def search(
     single = str(plan.collections[0].pk) if len(plan.collections) == 1 else None
     plan = replace(plan, questions=tuple(planning_stage(trace, query, plan.calls, single)))
     plan = replace(plan, translations=Translations(detect_language(query, default="")))
-    if not switched_off(plan.weights, "keyword"):
-        plan = replace(plan, keyword_configs=tuple(keyword_configs(collections=plan.collections)))
     found = _retrieve(trace, plan, query)
     found, retried, supported = _confidence_stage(trace, plan, query, found)
     hits = found.kept[: plan.top_n]
@@ -189,10 +185,18 @@ def _keyword_stage(trace: Trace, plan: SearchPlan, query: str, translated: dict[
         return []
     language = plan.translations.question_language
     with trace.timed("keyword retrieval") as counts:
-        configs = plan.keyword_configs or tuple(keyword_configs(collections=plan.collections))
+        # The question's words under every configuration present in the collections (`present`), and
+        # under the pinned languages' (a translation's language may be pinned before any paragraph has it).
+        pinned = sorted({code for c in plan.collections for code in (c.languages or [])} | {language})
+        configs = [text_search_config(code) for code in pinned]
         lists = {
             code: keyword_retrieve(
-                visible=plan.visible, query=text, configs=configs, limit=plan.top_k, filters=plan.where
+                visible=plan.visible,
+                query=text,
+                configs=configs,
+                present=True,
+                limit=plan.top_k,
+                filters=plan.where,
             )
             for code, text in {language or "unknown": query, **translated}.items()
         }
@@ -201,7 +205,7 @@ def _keyword_stage(trace: Trace, plan: SearchPlan, query: str, translated: dict[
         for hit in hits:
             by_config[hit.config] += 1
         counts.update(
-            language=language or "unknown", configs=list(configs), hits=len(hits),
+            language=language or "unknown", hits=len(hits),
             lexical_by_config=dict(sorted(by_config.items())), **plan.filter_counts,
         )  # fmt: skip
         if translated:

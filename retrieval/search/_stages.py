@@ -10,7 +10,7 @@ from django.db.models import F, Q
 
 from collections_app.exceptions import Conflict
 from collections_app.ingestion import text_search_config
-from collections_app.models import Chunk, Collection, Document
+from collections_app.models import Chunk, Collection
 
 from ._filters import NO_FILTERS, Filters
 from ._trace import Stage
@@ -50,9 +50,13 @@ KEYWORD_WINDOW_GROWTH = 8
 _TERM_SCORE = "k.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / stats.avgdl))"
 
 _KEYWORD_SQL = f"""
-    WITH terms AS (
-        SELECT DISTINCT u.lexeme
-        FROM unnest(%(configs)s::regconfig[]) cfg, unnest(to_tsvector(cfg, %(query)s)) u
+    WITH configs AS MATERIALIZED (
+        -- The configurations asked for, and with `present` those of the searched collections' documents.
+        SELECT unnest(%(configs)s::regconfig[]) AS cfg
+        UNION SELECT kb_ts_config(d.language) FROM collections_app_document d
+        WHERE %(present)s AND d.collection_id = ANY(%(collections)s::uuid[])
+    ), terms AS (
+        SELECT DISTINCT u.lexeme FROM configs, unnest(to_tsvector(configs.cfg, %(query)s)) u
     ), stats AS MATERIALIZED (
         SELECT coalesce(sum(paragraphs), 0)::float8 AS n,
                coalesce(sum(total_length)::float8 / nullif(sum(paragraphs), 0), 1) AS avgdl
@@ -87,17 +91,24 @@ _KEYWORD_SQL = f"""
             WHERE NOT k.making
         ), 0) AS score
         FROM window_ w CROSS JOIN stats
+    ), kept AS (
+        SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
+               (SELECT count(*) FROM window_) AS window_size, (SELECT min(score) FROM window_) AS lowest,
+               (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making) AS common_bound,
+               kb_ts_config(c.language)::text AS config
+        FROM scored s
+        JOIN collections_app_chunk c ON c.id = s.chunk_id
+        JOIN collections_app_collection col ON col.id = c.collection_id
+        WHERE {VISIBLE_SQL} AND {{filters}}
+        ORDER BY s.score DESC, c.id
+        LIMIT %(limit)s
     )
-    SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
-           (SELECT count(*) FROM window_), (SELECT min(score) FROM window_),
-           (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making),
-           kb_ts_config(c.language)::text
-    FROM scored s
-    JOIN collections_app_chunk c ON c.id = s.chunk_id
-    JOIN collections_app_collection col ON col.id = c.collection_id
-    WHERE {VISIBLE_SQL} AND {{filters}}
-    ORDER BY s.score DESC, c.id
-    LIMIT %(limit)s
+    SELECT * FROM kept
+    -- Nothing kept: one row of NULLs still says how full the window was, so a window that held every
+    -- candidate (nothing matched at all, say) is final without asking again.
+    UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM window_), NULL, NULL, NULL
+    WHERE NOT EXISTS (SELECT 1 FROM kept)
+    ORDER BY 5 DESC, 1
 """
 
 
@@ -109,14 +120,19 @@ def keyword_retrieve(
     limit: int,
     filters: Filters = NO_FILTERS,
     configs: Sequence[str] = (),
+    present: bool = False,
 ) -> list[Hit]:
     """BM25 over PostgreSQL full text: any question word matches, rarer words weigh more, long paragraphs less.
 
     Paragraphs are indexed under their own language's configuration and under 'simple'. Question words are
-    taken under each of `configs` (the configurations present in the searched collections, see
-    `keyword_configs`; else the question's `language`'s) and under 'simple': the BM25 query is the set of
-    lexemes all of them give, so a German question's inflected word meets German paragraphs' stems, and a
-    word of a language without a stemmer matches as a whole word.
+    taken under 'simple', under each of `configs` (else the question's `language`'s) and, with `present`,
+    under every configuration present in the searched collections (their documents' languages, read in the
+    same query: documents are few beside paragraphs, and no paragraph is scanned for it). The BM25 query is
+    the set of lexemes all of them give, so a German question's inflected word meets German paragraphs'
+    stems, a Serbian one meets Serbian paragraphs in either script, and a word of a language without a
+    stemmer (Macedonian, Hebrew, unknown) matches as a whole word. A section in another language than its
+    document's is indexed under its own, and met through 'simple' (or its configuration when another
+    document of the collections is in that language).
 
     Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, and each
     (word, paragraph) pair from KeywordPosting, all of which database triggers keep current with every build.
@@ -132,6 +148,7 @@ def keyword_retrieve(
     window: int | None = max(KEYWORD_WINDOW_MIN, 4 * limit)
     params = {
         "configs": sorted({*(configs or [text_search_config(language)]), "simple"}),
+        "present": present,
         "query": query,
         "k1": BM25_K1,
         "b": BM25_B,
@@ -145,39 +162,16 @@ def keyword_retrieve(
         while True:
             cursor.execute(sql, {**params, "window": window})
             rows = cursor.fetchall()
-            if window is None or (rows and rows[0][5] < window):
+            if window is None or rows[0][5] < window:
                 break  # the window held every candidate
-            if not rows:  # nothing visible in a full window, or nothing matched: ask for every candidate
+            if rows[0][0] is None:  # nothing visible in a full window: ask for every candidate
                 window = None
                 continue
             lowest_partial, common_bound = rows[0][6], rows[0][7]
             if len(rows) == limit and rows[-1][4] >= lowest_partial + common_bound:
                 break  # nothing outside the window can reach the last kept hit
             window = window * KEYWORD_WINDOW_GROWTH if window < 100_000 else None
-    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4]), config=r[8]) for r in rows]
-
-
-def keyword_configs(*, collections: Sequence[Collection]) -> list[str]:
-    """The text search configurations a question runs under: those of the searched collections' languages.
-
-    Read from their documents' main languages and their pinned languages (documents are few beside
-    paragraphs: this never scans paragraphs), plus 'simple'. A section in another language than its
-    document's is still matched by whole words through 'simple'.
-    """
-    pinned = {code for c in collections for code in (c.languages or [])}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT DISTINCT kb_ts_config(l)::text FROM (
-                SELECT DISTINCT d.language AS l FROM {Document._meta.db_table} d
-                WHERE d.collection_id = ANY(%s::uuid[])
-                UNION SELECT unnest(%s::text[])
-            ) languages
-            """,
-            [[str(c.pk) for c in collections], sorted(pinned)],
-        )
-        found = {row[0] for row in cursor.fetchall()}
-    return sorted(found | {"simple"})
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4]), config=r[8]) for r in rows if r[0]]
 
 
 def vector_retrieve(

@@ -192,8 +192,6 @@ def test_a_german_question_finds_the_inflected_form_through_keywords_alone(cast,
     assert first_has(answer, "Die Kündigungsfristen")
     keyword = stage(answer, "keyword retrieval")["counts"]
     assert keyword["lexical_by_config"] == {"german": 1}
-    # Every configuration present in the collection is asked, plus 'simple'.
-    assert keyword["configs"] == ["german", "serbian", "simple"]
 
 
 def test_a_serbian_inflected_form_finds_its_paragraph_in_latin_and_in_cyrillic(cast, policies, no_llm) -> None:
