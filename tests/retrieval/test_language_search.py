@@ -61,6 +61,8 @@ TRANSLATIONS = {
     ("How many days of annual leave does an employee get?", "Macedonian"): (
         "Колку дена годишен одмор добива вработениот?"
     ),
+    ("How many days of annual leave do I get?", "Macedonian"): "Колку дена годишен одмор добивам?",
+    ("what is the daily allowance for a trip abroad?", "Macedonian"): "Колкава е дневницата за патување во странство?",
 }
 
 
@@ -69,6 +71,7 @@ class TranslatorStandIn:
 
     def __init__(self) -> None:
         self.fail = False
+        self.split = False  # as the planner: split a question at " and "
         self.translated_into: list[str] = []
         self.requests: list[dict[str, Any]] = []
 
@@ -80,8 +83,9 @@ class TranslatorStandIn:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stand_in.requests.append(body)
                 system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-                if "search engine over a document collection" in system:  # the planner: nothing to split
-                    content = json.dumps({"questions": [user]})
+                if "search engine over a document collection" in system:  # the planner
+                    parts = [p.strip(" ?") + "?" for p in user.split(" and ")] if stand_in.split else [user]
+                    content = json.dumps({"questions": parts})
                 else:
                     language = system.split("Translate the user's question into ")[1].split(".")[0]
                     stand_in.translated_into.append(language)
@@ -278,6 +282,22 @@ def test_a_question_in_the_collections_language_is_not_translated(cast, macedoni
     assert translator.translated_into == []
     assert "by_language" not in stage(answer, "keyword retrieval")["counts"]
     assert first_has(answer, "Секој вработен има право на платен годишен одмор")
+
+
+def test_each_planned_sub_question_is_translated(cast, macedonian_policy, translator) -> None:
+    translator.split = True
+    answer = ask(
+        cast.viewer, query="How many days of annual leave do I get and what is the daily allowance for a trip abroad?",
+        collections=["mk-policy"], hybrid_weight=0, around=0,
+    )  # fmt: skip
+
+    assert stage(answer, "planning")["counts"]["questions"] == 2
+    translations = [s for s in answer["trace"] if s["stage"] == "translation"]
+    assert [(s["status"], s["counts"]["sub_question"]) for s in translations] == [("ran", 1), ("ran", 2)]
+    assert translator.translated_into == ["Macedonian", "Macedonian"]
+    keyword = [s["counts"] for s in answer["trace"] if s["stage"] == "keyword retrieval"]
+    assert all(k["by_language"]["en"] == 0 and k["by_language"]["mk"] >= 1 for k in keyword)
+    assert any_has(answer, "платен годишен одмор") and any_has(answer, "дневница")
 
 
 def test_a_translator_that_fails_is_reported_and_the_search_goes_on_untranslated(
