@@ -14,13 +14,27 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.utils import get_fields_from_path
+from django.contrib.admin.utils import get_fields_from_path, unquote
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 
 from collections_app.admin.roles import grantable_roles, may, roles_of, tenants_where
 from collections_app.models import Role, Tenant
+
+
+def object_for_tool(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str, *, change: bool) -> Any:
+    """The row a tool page (preview, OCR, labels, re-index, …) works on: found through the admin's tenant-scoped
+    queryset (another tenant's row is a 404, as a missing one), and readable (or, with `change`, changeable)
+    by this person, else 403."""
+    found = model_admin.get_object(request, unquote(object_id))
+    if found is None:
+        raise Http404(f"no such {model_admin.opts.verbose_name}")
+    allowed = model_admin.has_change_permission if change else model_admin.has_view_permission
+    if not allowed(request, found):
+        raise PermissionDenied
+    return found
 
 
 class TenantScopedAdmin(admin.ModelAdmin):

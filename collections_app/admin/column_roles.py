@@ -11,14 +11,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
+from collections_app.admin.base import object_for_tool
 from collections_app.ingestion.records import ROLES, TABLE_MODES
 from collections_app.models import Document
 from collections_app.services.ingest_options import (
@@ -86,11 +85,7 @@ class ColumnRolesAdminMixin(admin.ModelAdmin):
         return [columns, *super().get_urls()]
 
     def column_roles_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if document is None:
-            raise Http404("no such document")
-        if not self.has_change_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=True)
         columns = document.ingest_options.get("columns") or []
         roles = document.ingest_options.get("column_roles") or {}
         mode = document.ingest_options.get("table_mode") or TABLE_MODES[0]

@@ -10,12 +10,12 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from collections_app.admin.base import object_for_tool
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
 from collections_app.models import Chunk, ChunkKind
@@ -59,11 +59,7 @@ class DocumentLanguageAdminMixin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def language_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if document is None:
-            raise Http404("no such document")
-        if not self.has_change_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=True)
         form = DocumentLanguageForm(request.POST or None, initial={"language": document.language_pinned})
         if request.method == "POST" and form.is_valid():
             try:

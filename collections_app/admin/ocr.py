@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
+from collections_app.admin.base import object_for_tool
 from collections_app.ingestion.ocr import SCANNED_TEXT_LANGUAGES
 from collections_app.models import Document
 from collections_app.services.ingest_options import (
@@ -91,11 +90,7 @@ class OcrAdminMixin(admin.ModelAdmin):
         return [ocr, *super().get_urls()]
 
     def ocr_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if document is None:
-            raise Http404("no such document")
-        if not self.has_change_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=True)
         # The API's wording ends with how to confirm over the API; the checkbox says that here.
         warning = capfirst(REPARSE_WARNING.partition(" Send ")[0])
         form = DocumentOcrForm(request.POST or None, initial=DocumentOcrForm.initial_for(document))

@@ -13,13 +13,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from collections_app.admin.base import object_for_tool
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
@@ -197,11 +197,7 @@ class PreviewAdminMixin(admin.ModelAdmin):
         return [preview, *super().get_urls()]
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if document is None:
-            raise Http404("no such document")
-        if not self.has_view_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=False)
         return preview_page(
             self,
             request,

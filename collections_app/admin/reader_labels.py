@@ -13,13 +13,13 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from collections_app.admin.base import object_for_tool
 from collections_app.models import Build, Chunk, Collection
 from collections_app.services.labels import (
     MAX_LABELS,
@@ -93,11 +93,7 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def labels_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if document is None:
-            raise Http404("no such document")
-        if not self.has_change_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=True)
         form = DocumentLabelsForm(request.POST or None, initial={"labels": "\n".join(document.labels)})
         if request.method == "POST" and form.is_valid():
             try:

@@ -12,12 +12,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from collections_app.admin.base import object_for_tool
 from collections_app.admin.display import stage_rows
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection
@@ -61,11 +60,7 @@ class TrySearchAdminMixin(admin.ModelAdmin):
         return [page, *super().get_urls()]
 
     def try_search_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        collection = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if collection is None:
-            raise Http404("no such collection")
-        if not self.has_view_permission(request, collection):
-            raise PermissionDenied
+        collection = object_for_tool(self, request, object_id, change=False)
         form = TrySearchForm(request.GET if "q" in request.GET else None, collection=collection)
         answer: dict[str, Any] | None = None
         if form.is_bound and form.is_valid():
