@@ -206,7 +206,11 @@ def vector_retrieve(
     with connection.cursor() as cursor:
         # Tenant and collection filters run after the index scan; relaxed
         # iterative scans keep going until enough rows pass them.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        # The walk's candidate list (ef_search) as long as the list asked for: pgvector's range 1-1000, default 40.
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            [str(min(1000, max(40, limit)))],
+        )
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
