@@ -39,6 +39,12 @@ class JudgeInput(serializers.Serializer):
         max_length=8000, required=False, default="", allow_blank=True, help_text="Instructions; empty: built-in."
     )
 
+    def to_internal_value(self, data):  # type: ignore[no-untyped-def]
+        # DRF's FloatField takes true as 1.0: a timeout of `true` is a mistake, not one second.
+        if isinstance(data, dict) and isinstance(data.get("timeout"), bool):
+            raise serializers.ValidationError({"timeout": ["a number of seconds, not true or false"]})
+        return super().to_internal_value(data)
+
 
 class JudgeOutput(serializers.Serializer):
     collection = serializers.CharField()
