@@ -113,6 +113,7 @@ def worker(collection_id: str, log_path: Path) -> int:
     """Run one collection's re-index as the task would, writing memory per document to `log_path` (JSON lines)."""
     setup_django()
     logging.getLogger("collections_app").setLevel(logging.WARNING)
+    from collections_app.ingestion.languages import label_language
     from collections_app.models import Collection
     from collections_app.services import reindex
     from retrieval.embedding import get_embedder
@@ -126,6 +127,9 @@ def worker(collection_id: str, log_path: Path) -> int:
 
     note("start")
     get_embedder(collection.embedding_alias).embed_passages(["warm-up passage: the model loads once per process."])
+    # The language labeller's models load on first need and stay (docs/DECISIONS.md): a worker that has read
+    # one document holds them, so they are loaded here, not timed as part of the first re-indexed document.
+    label_language("A warm-up sentence in English, long enough to be labelled.")
     note("ready")
     stage = reindex.document_stage
     staged = 0
