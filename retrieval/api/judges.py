@@ -24,8 +24,14 @@ from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, colle
 
 class JudgeInput(serializers.Serializer):
     enabled = serializers.BooleanField(default=True, help_text="Ask the judge after retrieval (needs KB_LLM_URL).")
+    # Not trimmed: DRF would check the length after trimming, and the schema's maxLength counts every character.
     model = serializers.CharField(
-        max_length=200, required=False, default="", allow_blank=True, help_text="The chat model; empty: KB_LLM_MODEL."
+        max_length=200,
+        required=False,
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The chat model; empty: KB_LLM_MODEL.",
     )
     timeout = serializers.FloatField(
         min_value=0.001,
@@ -36,7 +42,12 @@ class JudgeInput(serializers.Serializer):
         help_text="Seconds to wait; past it `refused` is null (never false). Null: KB_LLM_TIMEOUT.",
     )
     prompt = serializers.CharField(
-        max_length=8000, required=False, default="", allow_blank=True, help_text="Instructions; empty: built-in."
+        max_length=8000,
+        required=False,
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Instructions; empty: built-in.",
     )
 
     def to_internal_value(self, data):  # type: ignore[no-untyped-def]

@@ -445,7 +445,7 @@ def test_an_editor_gives_a_collection_a_judge_through_the_api_and_its_searches_a
 @pytest.mark.parametrize(
     ("body", "field"),
     [({"timeout": 0}, "timeout"), ({"timeout": 1000}, "timeout"), ({"timeout": True}, "timeout"),
-     ({"prompt": "a\x00b"}, "prompt"),
+     ({"prompt": "a\x00b"}, "prompt"), ({"prompt": "\f" + "x" * 8000}, "prompt"),
      ({"model": "x" * 201}, "model")],
 )  # fmt: skip
 def test_a_judge_setting_out_of_bounds_is_a_400_naming_the_field(cast, collection, body, field) -> None:
