@@ -95,6 +95,9 @@ class Retrieval:
     kept: list[Hit]
     candidates: int
     reranked: bool
+    # The graph walk handed back fewer paragraphs than asked for (a small collection, a filter, or dead index
+    # entries left by deletes until vacuum): the broadened retry then ranks exactly.
+    walk_short: bool = False
 
 
 def search(
@@ -138,6 +141,7 @@ def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
     A planned question runs retrieval and fusion once per sub-question (its stages say which, by number);
     the fused lists are merged by rank before the rerank, which reads the question as asked."""
     fused_lists: list[list[Hit]] = []
+    walk_short = False
     for number, question in enumerate(plan.questions or (query,), start=1):
         first = len(trace.stages)
         translated = translation_stage(
@@ -146,13 +150,14 @@ def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
         )  # fmt: skip
         keyword_hits = _keyword_stage(trace, plan, question, translated)
         vector_hits, query_vectors = _vector_stages(trace, plan, question)
+        walk_short = walk_short or (not switched_off(plan.weights, "vector") and len(vector_hits) < plan.top_k)
         fused_lists.append(_fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors))
         if len(plan.questions) > 1:
             for stage in trace.stages[first:]:
                 stage.counts["sub_question"] = number
     fused = merge_planned(fused_lists)
     ranked, reranked = _rerank_stage(trace, plan, query, fused)
-    return Retrieval(_floor_stage(trace, plan, ranked), len(fused), reranked)
+    return Retrieval(_floor_stage(trace, plan, ranked), len(fused), reranked, walk_short)
 
 
 def search_plan(
@@ -345,7 +350,7 @@ def _confidence_stage(trace: Trace, plan: SearchPlan, query: str, found: Retriev
         counts.update(threshold=threshold, scale="rerank" if found.reranked else "semantic", supported=len(supported))
         if supported:
             return found, False, supported
-        broader = replace(plan, top_k=min(plan.top_k * RETRY_WIDENING, 1000))
+        broader = replace(plan, top_k=min(plan.top_k * RETRY_WIDENING, 1000), exact=plan.exact or found.walk_short)
         scratch = Trace()  # the retry's own stages are summed up here, not listed twice
         found = _retrieve(scratch, broader, query)
         supported = _supported(found, threshold)
