@@ -315,6 +315,10 @@ class Document(TenantOwned):
                 name="document_content_unique_per_collection",
             ),
         ]
+        indexes = [
+            # The keyword stage reads a collection's document languages one probe per language from it.
+            models.Index(fields=["collection", "language"], name="document_collection_language"),
+        ]
 
     def __str__(self) -> str:
         return self.filename

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -10,7 +11,7 @@ from django.db import transaction
 
 from collections_app.ingestion import detect_language, text_search_config
 from collections_app.models import Collection
-from retrieval.embedding import get_embedder, get_model
+from retrieval.embedding import get_model
 
 from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching
@@ -18,6 +19,7 @@ from ._fusion import fuse, fusion_counts, switched_off
 from ._judge import judge_stage
 from ._parents import sections
 from ._planning import merge_planned, planning_stage
+from ._query_embedding import QueryEmbedding, start_query_embeddings
 from ._render import render_results
 from ._rerank import RerankFailed, rerank_scores
 from ._scope import SearchScope
@@ -148,8 +150,11 @@ def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
             trace, question=question, translations=plan.translations, collections=plan.collections,
             calls=plan.calls, keyword_off=switched_off(plan.weights, "keyword"),
         )  # fmt: skip
+        # The question is embedded while PostgreSQL ranks its keywords (a retry reuses the vectors).
+        aliases = {c.served_alias for c in plan.collections} - {a for a, q in plan.query_vectors if q == question}
+        embedding = start_query_embeddings(aliases, question)
         keyword_hits = _keyword_stage(trace, plan, question, translated)
-        vector_hits, query_vectors = _vector_stages(trace, plan, question)
+        vector_hits, query_vectors = _vector_stages(trace, plan, question, embedding)
         walk_short = walk_short or (not switched_off(plan.weights, "vector") and len(vector_hits) < plan.top_k)
         fused_lists.append(_fusion_stage(trace, plan, keyword_hits, vector_hits, query_vectors))
         if len(plan.questions) > 1:
@@ -241,7 +246,9 @@ def merge_keyword_lists(lists: list[list[Hit]], limit: int) -> list[Hit]:
     return sorted(best.values(), key=lambda h: (-(h.keyword or 0.0), h.chunk_id))[:limit]
 
 
-def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit], dict[str, list[float]]]:
+def _vector_stages(
+    trace: Trace, plan: SearchPlan, query: str, embedding: dict[str, Future[QueryEmbedding]]
+) -> tuple[list[Hit], dict[str, list[float]]]:
     # Collections may use different models: one query embedding and one retrieval per model.
     by_alias: dict[str, list[Collection]] = defaultdict(list)
     for collection in plan.collections:
@@ -255,13 +262,20 @@ def _vector_stages(trace: Trace, plan: SearchPlan, query: str) -> tuple[list[Hit
                 vectors[alias] = plan.query_vectors[alias, query]
                 counts["reused"] = True
             else:
-                started = time.perf_counter()
-                vectors[alias] = plan.query_vectors[alias, query] = get_embedder(alias).embed_query(query)
-                plan.calls.extend(embedding_calls(alias, [str(c.pk) for c in members], started))
+                waiting = time.perf_counter()
+                embedded = embedding[alias].result()
+                vectors[alias] = plan.query_vectors[alias, query] = embedded.vector
+                plan.calls.extend(embedding_calls(alias, [str(c.pk) for c in members], embedded.started))
                 check_embedding_width(collections=members, dims=len(vectors[alias]))
+                # It ran beside keyword retrieval: the stage's time is the embedding's own, and `waited_ms` what
+                # it added to the search after keyword retrieval was done.
+                waited = (time.perf_counter() - waiting) * 1000
+                counts["waited_ms"] = round(waited, 2)
             if switched_off(plan.weights, "vector"):
                 # The floor, the badges and each result's score are cosine similarities: still embedded.
                 counts["used_for"] = "floor, badges and scores (no vector retrieval)"
+        if "waited_ms" in counts:
+            trace.stages[-1].ms += embedded.ms - waited
         if off := switched_off(plan.weights, "vector"):
             trace.skipped("vector retrieval", off)
             continue

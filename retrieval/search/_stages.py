@@ -50,11 +50,20 @@ KEYWORD_WINDOW_GROWTH = 8
 _TERM_SCORE = "k.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / stats.avgdl))"
 
 _KEYWORD_SQL = f"""
-    WITH configs AS MATERIALIZED (
+    WITH RECURSIVE languages AS (
+        -- With `present`, the searched collections' document languages: one index probe per (collection,
+        -- language) on document_collection_language, however many documents there are.
+        SELECT c.id, (SELECT min(d.language) FROM collections_app_document d WHERE d.collection_id = c.id) AS language
+        FROM unnest(%(collections)s::uuid[]) c(id) WHERE %(present)s
+        UNION ALL
+        SELECT l.id, (
+            SELECT min(d.language) FROM collections_app_document d
+            WHERE d.collection_id = l.id AND d.language > l.language
+        ) FROM languages l WHERE l.language IS NOT NULL
+    ), configs AS MATERIALIZED (
         -- The configurations asked for, and with `present` those of the searched collections' documents.
         SELECT unnest(%(configs)s::regconfig[]) AS cfg
-        UNION SELECT kb_ts_config(d.language) FROM collections_app_document d
-        WHERE %(present)s AND d.collection_id = ANY(%(collections)s::uuid[])
+        UNION SELECT kb_ts_config(language) FROM languages WHERE language IS NOT NULL
     ), terms AS (
         SELECT DISTINCT u.lexeme FROM configs, unnest(to_tsvector(configs.cfg, %(query)s)) u
     ), stats AS MATERIALIZED (

