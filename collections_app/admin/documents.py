@@ -18,7 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django_q.models import Task
 
-from collections_app.admin.base import TenantScopedAdmin
+from collections_app.admin.base import TenantScopedAdmin, object_for_tool
 from collections_app.admin.column_roles import ColumnRolesAdminMixin
 from collections_app.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
 from collections_app.admin.document_language import DocumentLanguageAdminMixin
@@ -309,17 +309,9 @@ class DocumentAdmin(
             *super().get_urls(),
         ]
 
-    def _document_or_404(self, request: HttpRequest, object_id: str) -> Document:
-        document = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if document is None:
-            raise Http404("no such document")
-        return document
-
     def reingest_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Asks first (GET), then queues (POST): the document shows `queued` at once."""
-        document = self._document_or_404(request, object_id)
-        if not self.has_change_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=True)
         if request.method == "POST":
             with transaction.atomic():
                 document_queue_ingest(document=document, reingest=True)
@@ -336,9 +328,7 @@ class DocumentAdmin(
 
     def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
         """The stored original, under its own file name (never the path it is stored at)."""
-        document = self._document_or_404(request, object_id)
-        if not self.has_view_permission(request, document):
-            raise PermissionDenied
+        document = object_for_tool(self, request, object_id, change=False)
         try:
             handle = document.file.open("rb")
         except (OSError, ValueError):

@@ -12,15 +12,14 @@ import uuid
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from collections_app.admin.base import TenantScopedAdmin
+from collections_app.admin.base import TenantScopedAdmin, object_for_tool
 from collections_app.admin.preview import preview_page
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Document, DocumentStatus
@@ -148,17 +147,9 @@ class ReindexAdminMixin(TenantScopedAdmin):
             messages.SUCCESS,
         )
 
-    def _collection_or_404(self, request: HttpRequest, object_id: str) -> Collection:
-        collection = self.get_object(request, unquote(object_id))  # tenant-scoped through get_queryset
-        if collection is None:
-            raise Http404("no such collection")
-        return collection
-
     def reindex_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Asks first (GET), then starts or resumes (POST) and goes back to the collection's page."""
-        collection = self._collection_or_404(request, object_id)
-        if not self.has_change_permission(request, collection):
-            raise PermissionDenied
+        collection = object_for_tool(self, request, object_id, change=True)
         if request.method == "POST":
             self._start(request, collection)
             return HttpResponseRedirect(
@@ -177,18 +168,14 @@ class ReindexAdminMixin(TenantScopedAdmin):
 
     def reindex_status_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
         """The page's live progress cell while a re-index is pending (its refresh script asks every 2 s)."""
-        collection = self._collection_or_404(request, object_id)
-        if not self.has_view_permission(request, collection):
-            raise PermissionDenied
+        collection = object_for_tool(self, request, object_id, change=False)
         return JsonResponse(
             {"pending": collection.reindex_generation is not None, "html": str(reindex_state(collection))}
         )
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Preview chunking of one of the collection's documents (chosen; the first read one by default)."""
-        collection = self._collection_or_404(request, object_id)
-        if not self.has_view_permission(request, collection):
-            raise PermissionDenied
+        collection = object_for_tool(self, request, object_id, change=False)
         documents = collection.documents.filter(status=DocumentStatus.DONE).order_by("filename", "id")
         asked = request.GET.get("document", "")
         chosen = documents.filter(pk=asked).first() if _is_uuid(asked) else None
