@@ -24,10 +24,10 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.urls import resolve
 
 from collections_app.exceptions import DomainError
-from collections_app.models import ApiKey, Collection
 from collections_app.services.corpus_map import collection_map_for_reader
 from collections_app.services.keys import api_key_resolve
 from collections_app.services.languages import collection_languages
+from retrieval.search import searchable_collections
 
 SEARCH_PATH = "/api/search"
 # The secret of the API key this exchange acts for (never logged, never returned).
@@ -185,7 +185,7 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
     if unexpected:
         return 400, {"detail": f"unknown arguments: {', '.join(unexpected)}; this tool takes only `reader`"}
     listed = []
-    for collection in searchable_by(key):
+    for collection in searchable_collections(key).order_by("name"):
         try:
             corpus_map: dict[str, Any] | None = collection_map_for_reader(collection=collection, reader=reader)
             why_no_map = None
@@ -206,12 +206,3 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
             }
         )
     return 200, {"collections": listed}
-
-
-def searchable_by(key: ApiKey) -> list[Collection]:
-    """The collections a search with this key may read when it names none (retrieval/search/_scope.py's rule):
-    an agent's key its agent's collections, any other key every collection of its tenant."""
-    allowed = Collection.objects.for_tenant(key.tenant_id)
-    if key.agent_id is not None:
-        allowed = allowed.filter(agents=key.agent_id)
-    return list(allowed.order_by("name"))

@@ -14,6 +14,7 @@ from ._scope import (
     UnknownReader,
     collection_scope,
     resolve_scope,
+    searchable_collections,
 )
 from ._stages import EmbeddingWidthMismatch
 
@@ -28,4 +29,5 @@ __all__ = [
     "collection_scope",
     "resolve_scope",
     "search",
+    "searchable_collections",
 ]

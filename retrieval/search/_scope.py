@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import QuerySet
+
 from collections_app.exceptions import Forbidden, Invalid
 from collections_app.models import ApiKey, Collection
 from retrieval.models import Reader
@@ -37,11 +39,8 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader: str | None = 
     A per-reader collection is not searched without one (its unlabelled paragraphs alone would be a
     quiet, partial answer), and an unknown reader reads nothing (403).
     """
-    allowed = Collection.objects.for_tenant(key.tenant_id)
-    why_empty = ""
-    if key.agent_id is not None:
-        allowed = allowed.filter(agents=key.agent_id)
-        why_empty = "this agent has no collections configured"
+    allowed = searchable_collections(key)
+    why_empty = "this agent has no collections configured" if key.agent_id is not None else ""
     if names:
         wanted = set(names)
         found = list(allowed.filter(name__in=wanted))
@@ -67,6 +66,13 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader: str | None = 
         why_empty=why_empty if not collections else "",
         reader=registered,
     )
+
+
+def searchable_collections(key: ApiKey) -> QuerySet[Collection]:
+    """What a key may search when it names no collection: an agent's key its agent's collections, any other
+    key every collection of its tenant."""
+    allowed = Collection.objects.for_tenant(key.tenant_id)
+    return allowed.filter(agents=key.agent_id) if key.agent_id is not None else allowed
 
 
 def collection_scope(*, collection: Collection, reader: Reader | None = None) -> SearchScope:
