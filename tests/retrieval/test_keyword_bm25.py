@@ -122,3 +122,29 @@ def test_a_relabel_that_leaves_the_index_alone_changes_no_statistics(collection)
     Chunk.objects.filter(document=document).update(labels=["payroll"])
 
     assert stored(collection) == before
+
+
+def test_a_question_meets_each_searched_collections_own_stemmer(collection) -> None:
+    """The configurations of the searched collections' documents apply to the question (`present`), read for
+    each collection searched together, not only the one the question's own language names."""
+    german = Collection.objects.create(tenant=collection.tenant, name="verträge")
+    index(collection, [*FILLER, "Notice periods are agreed in writing."])
+    index(german, ["2024 2025 2026"], name="numbers")  # no language detected: "" before "de"
+    document = index(german, ["Die Kündigungsfristen stehen im Arbeitsvertrag."], name="vertrag")
+    Document.objects.filter(pk=document.pk).update(language="de")
+    Chunk.objects.filter(document=document).update(language="de")
+    with connection.cursor() as cursor:  # indexed under German, as ingestion indexes a German paragraph
+        cursor.execute(
+            "UPDATE collections_app_chunk SET search_vector = "
+            "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text) WHERE document_id = %s",
+            [document.pk],
+        )
+    visible = Visibility(collection.tenant_id, [str(collection.pk), str(german.pk)])
+
+    def found(present: bool) -> list[str]:
+        hits = keyword_retrieve(visible=visible, query="Kündigungsfrist", language="en", limit=5, present=present)
+        return [Chunk.objects.get(pk=h.chunk_id).text for h in hits]
+
+    # German stems the singular the question asks for and the plural the paragraph holds alike.
+    assert found(present=True) == ["Die Kündigungsfristen stehen im Arbeitsvertrag."]
+    assert found(present=False) == []  # under English and 'simple' alone the two words differ
