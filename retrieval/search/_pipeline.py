@@ -27,6 +27,7 @@ from ._stages import (
     Hit,
     check_embedding_width,
     chunk_texts,
+    indexed_paragraphs,
     keyword_retrieve,
     passes_floor,
     semantic_scores,
@@ -41,6 +42,10 @@ DEFAULT_AROUND = 1
 # A filter leaving at most this many paragraphs is answered by an exact vector scan (about what one
 # filtered HNSW walk may visit: pgvector's hnsw.max_scan_tuples default).
 EXACT_SCAN_LIMIT = 20_000
+# Collections this small (keyword-indexed paragraphs, all searched together) are ranked exactly: a scan of
+# their vectors costs a few ms, and a walk of an HNSW graph that other tenants' rows fill may miss them.
+# Larger ones always walk the graph (see vector_retrieve).
+SMALL_COLLECTIONS = 1_000
 MAX_TOP_N = 50
 # Every answer lists these stages, in this order, each ran, skipped or failed.
 STAGE_ORDER = (
@@ -80,7 +85,7 @@ class SearchPlan:
     top_n: int
     top_k: int
     filter_counts: dict[str, Any]
-    exact: bool  # the filter leaves few rows: rank them exactly instead of walking the HNSW graph
+    exact: bool  # the filter or the collections leave few rows: rank them exactly instead of walking the graph
     weights: dict[str, float]
     questions: tuple[str, ...] = ()  # the planner's sub-questions (empty: the question as asked)
     calls: list[CallRecord] = field(default_factory=list)  # every model call of the search, shared by its passes
@@ -174,11 +179,12 @@ def search_plan(
     # Every stage that reads paragraphs (both retrievals and the window) applies the same filter.
     where = compile_filters(filters, collections)
     filter_counts: dict[str, Any] = {}
-    exact = False
     if where:
         matching = count_matching(visible=visible, filters=where)
         filter_counts = {"filters": where.described, "filter_matches": matching}
         exact = matching <= EXACT_SCAN_LIMIT
+    else:
+        exact = indexed_paragraphs(collections) <= SMALL_COLLECTIONS
     return SearchPlan(
         collections=collections,
         visible=visible,

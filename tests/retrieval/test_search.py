@@ -200,3 +200,19 @@ def test_the_question_is_embedded_while_its_keywords_are_ranked(cast, office, mo
     embedding = next(s for s in answer["trace"] if s["stage"] == "query embedding")
     # The stage reports the embedding's own time; waiting for it after the keywords cost (almost) nothing.
     assert embedding["status"] == "ran" and embedding["counts"]["waited_ms"] < embedding["ms"]
+
+
+def test_a_small_collection_is_ranked_exactly_and_a_large_one_walks_the_graph(cast, office, monkeypatch):
+    from retrieval.search import _pipeline
+
+    def vector_stage(answer):
+        return next(s for s in answer["trace"] if s["stage"] == "vector retrieval")
+
+    bikes = str(Chunk.objects.get(text__contains="bikes").pk)
+    small = search(cast.viewer, query=PARAPHRASE, around=0)
+    assert vector_stage(small)["counts"]["scan"] == "exact"  # four paragraphs: every vector is compared
+
+    monkeypatch.setattr(_pipeline, "SMALL_COLLECTIONS", 3)  # one paragraph fewer than the collection holds
+    large = search(cast.viewer, query=PARAPHRASE, around=0)
+    assert "scan" not in vector_stage(large)["counts"]  # the HNSW walk
+    assert small["results"][0]["chunk_id"] == large["results"][0]["chunk_id"] == bikes

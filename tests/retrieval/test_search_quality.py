@@ -208,9 +208,10 @@ def test_a_search_costs_the_same_number_of_queries_for_one_result_or_many(
     cast, office, django_assert_num_queries
 ) -> None:
     cast.viewer.post("/api/search", {"query": "warm-up"}, format="json")  # key's last_used_at written once
-    with django_assert_num_queries(11):  # 11: the searched collections' judge is looked up
+    # 12: the searched collections' judge is looked up, and their size (small ones are ranked exactly)
+    with django_assert_num_queries(12):
         one = ask(cast.viewer, query="where do I secure my cycle?", top_n=1, around=0)
-    with django_assert_num_queries(11):  # 11: the searched collections' judge is looked up
+    with django_assert_num_queries(12):
         many = ask(cast.viewer, query="badge printers garage lunch bikes", top_n=8, around=0)
     assert len(one["results"]) == 1 and len(many["results"]) > 1
     assert Chunk.objects.count() >= 5
