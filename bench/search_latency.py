@@ -368,11 +368,19 @@ def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> d
                 flush()
                 elapsed = time.perf_counter() - started
                 print(f"    {inserted} rows in, {elapsed:.0f}s (load average {load_average()})", flush=True)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE collections_app_chunk")
-        cursor.execute("ANALYZE collections_app_keywordposting")
-        cursor.execute("ANALYZE collections_app_keywordterm")
+    vacuum_analyze()
     return {"copies": copies, "rows": inserted, "cosines": cosines}
+
+
+def vacuum_analyze() -> None:
+    """What autovacuum does to a collection built over time: statistics, and the visibility map that lets the
+    keyword stage read postings from the index alone (right after a bulk insert every posting costs a heap
+    visit too: 204 ms at p50 against ~40 ms once vacuumed)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in ("collections_app_chunk", "collections_app_keywordposting", "collections_app_keywordterm"):
+            cursor.execute(f"VACUUM (ANALYZE) {table}")
 
 
 def embedder_alone(embedder, questions: list[str]) -> list[float]:  # type: ignore[no-untyped-def]
@@ -446,6 +454,7 @@ def main() -> int:
         started = time.perf_counter()
         if reused:
             print(f"\nreusing the collection kept by an earlier run with --keep (tenant {kept})")
+            vacuum_analyze()
             grown = {"copies": math.ceil(args.target / len(chunks)), "cosines": []}
         else:
             print(f"\ngrowing the collection to >= {args.target} chunks with variants ({args.grow}) ...", flush=True)
