@@ -39,10 +39,12 @@ def rerank_call(collection_ids: list[str], started: float, ok: bool = True) -> C
     return CallRecord("rerank", "reranker", collection_id, None, None, (time.perf_counter() - started) * 1000, ok)
 
 
-def embedding_calls(alias: str, collection_ids: list[str], started: float) -> list[CallRecord]:
-    """A question embedded by a remote endpoint (KB_EMBED_URL) is a model call; one embedded here is not."""
+def embedding_calls(alias: str, collection_ids: list[str], ms: float) -> list[CallRecord]:
+    """A question embedded by a remote endpoint (KB_EMBED_URL) is a model call; one embedded here is not.
+
+    `ms`: the call's own time (it runs beside keyword retrieval, so not the time until it was collected)."""
     model = get_model(alias)
     if model.provider != "openai":
         return []
     collection_id = collection_ids[0] if len(collection_ids) == 1 else None
-    return [CallRecord("embedding", model.model_id, collection_id, None, None, (time.perf_counter() - started) * 1000)]
+    return [CallRecord("embedding", model.model_id, collection_id, None, None, ms)]

@@ -271,7 +271,7 @@ def _vector_stages(
                 waiting = time.perf_counter()
                 embedded = embedding[alias].result()
                 vectors[alias] = plan.query_vectors[alias, query] = embedded.vector
-                plan.calls.extend(embedding_calls(alias, [str(c.pk) for c in members], embedded.started))
+                plan.calls.extend(embedding_calls(alias, [str(c.pk) for c in members], embedded.ms))
                 check_embedding_width(collections=members, dims=len(vectors[alias]))
                 # It ran beside keyword retrieval: the stage's time is the embedding's own, and `waited_ms` what
                 # it added to the search after keyword retrieval was done.

@@ -27,7 +27,6 @@ _pool_lock = threading.Lock()
 @dataclass(frozen=True)
 class QueryEmbedding:
     vector: list[float]
-    started: float  # perf_counter() when the embedding began (a remote call's cost is timed from it)
     ms: float  # the embedding's own time, however long the pipeline then took to collect it
 
 
@@ -39,7 +38,7 @@ def start_query_embeddings(aliases: Iterable[str], question: str) -> dict[str, F
 def _embed(alias: str, question: str) -> QueryEmbedding:
     started = time.perf_counter()
     vector = get_embedder(alias).embed_query(question)
-    return QueryEmbedding(vector, started, (time.perf_counter() - started) * 1000)
+    return QueryEmbedding(vector, (time.perf_counter() - started) * 1000)
 
 
 def _executor() -> ThreadPoolExecutor:
