@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import F, Q, Sum
 
 from collections_app.exceptions import Conflict
 from collections_app.ingestion import text_search_config
-from collections_app.models import Chunk, Collection
+from collections_app.models import Chunk, Collection, KeywordStats
 
 from ._filters import NO_FILTERS, Filters
 from ._trace import Stage
@@ -232,12 +232,8 @@ def vector_retrieve(
 
 def indexed_paragraphs(collections: Sequence[Collection]) -> int:
     """Paragraphs in the collections' keyword index (KeywordStats, one row each): about as many as have vectors."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT coalesce(sum(paragraphs), 0) FROM collections_app_keywordstats WHERE collection_id = ANY(%s)",
-            [[c.pk for c in collections]],
-        )
-        return int(cursor.fetchone()[0])
+    found = KeywordStats.objects.filter(collection__in=collections).aggregate(n=Sum("paragraphs"))["n"]
+    return int(found or 0)
 
 
 class EmbeddingWidthMismatch(Conflict):
