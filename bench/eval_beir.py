@@ -350,7 +350,7 @@ def fused_runs(keyword: dict, vector: dict) -> dict[str, dict[str, list[str]]]:
 def evaluate(args: argparse.Namespace, corpus: dict, test_qrels: dict, train_qrels: dict, collection) -> int:  # type: ignore[no-untyped-def]
     from collections_app.models import Chunk, Document, DocumentStatus
     from collections_app.services.collections import collection_update
-    from retrieval.embedding import get_embedder
+    from embedding import get_embedder
 
     queries = read_jsonl(args.data / "queries.jsonl")
     documents = Document.objects.filter(collection=collection)

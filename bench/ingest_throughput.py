@@ -117,7 +117,7 @@ def main() -> int:
     from collections_app.models import Chunk, Document, DocumentStatus, Tenant
     from collections_app.services import documents as document_services
     from collections_app.services.collections import collection_create, collection_delete
-    from retrieval.embedding import get_embedder, get_model
+    from embedding import get_embedder, get_model
 
     batch = args.batch or settings.KB_EMBED_BATCH
     model = get_model(args.alias)

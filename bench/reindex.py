@@ -116,7 +116,7 @@ def worker(collection_id: str, log_path: Path) -> int:
     from collections_app.ingestion.languages import label_language
     from collections_app.models import Collection
     from collections_app.services import reindex
-    from retrieval.embedding import get_embedder
+    from embedding import get_embedder
 
     collection = Collection.objects.get(pk=collection_id)
     log = log_path.open("a", buffering=1)
@@ -221,10 +221,11 @@ def main() -> int:
 
     from collections_app.ingestion.blocks import Block
     from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus, Tenant
+    from collections_app.selectors import document_title
     from collections_app.services import documents as ingestion
     from collections_app.services.collections import collection_create, collection_delete, collection_update
     from collections_app.services.reindex import collection_reindex
-    from retrieval.embedding import get_embedder, get_model
+    from embedding import get_embedder, get_model
     from retrieval.search import SearchScope, search
 
     model = get_model(args.alias)
@@ -290,7 +291,7 @@ def main() -> int:
         texts = []
         for document in Document.objects.filter(collection=collection, status=DocumentStatus.DONE):
             drafts = ingestion._chunk(document, collection, [Block.from_json(b) for b in document.blocks or []])
-            title = ingestion.document_title(document)
+            title = document_title(document)
             texts.append([d.embedding_text(title) for d in drafts if d.kind == "paragraph"])
         return texts
 

@@ -63,7 +63,7 @@ def main() -> None:
     from collections_app.services import documents as ingestion
     from collections_app.services.collections import collection_create
     from collections_app.services.languages import document_language_set
-    from retrieval.embedding import get_embedder, get_model
+    from embedding import get_embedder, get_model
 
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     tenant = Tenant.objects.create(name=f"bench-relabel-{uuid.uuid4().hex[:10]}")

@@ -179,7 +179,7 @@ def ingested_base(alias: str) -> tuple[list[dict], list[dict], np.ndarray] | Non
 
 
 def embed_with_cache(chunks: list[dict], alias: str, batch: int, cache: Path, refresh: bool) -> tuple[np.ndarray, str]:
-    from retrieval.embedding import get_embedder, get_model
+    from embedding import get_embedder, get_model
 
     model = get_model(alias)
     texts = [c["embedding_text"] for c in chunks]
@@ -402,7 +402,7 @@ def main() -> int:
 
     from collections_app.models import Chunk, Collection, Tenant
     from collections_app.services.collections import collection_create
-    from retrieval.embedding import get_embedder, get_model
+    from embedding import get_embedder, get_model
     from retrieval.search import SearchScope, search
 
     model = get_model(args.alias)

@@ -127,7 +127,7 @@ def retrieve_lists(collection, questions: dict[str, str], pool: int):  # type: i
 
     from collections_app.ingestion import detect_language
     from collections_app.models import Chunk, Document, DocumentStatus
-    from retrieval.embedding import get_embedder
+    from embedding import get_embedder
     from retrieval.search._stages import keyword_retrieve, vector_retrieve
     from retrieval.search._visibility import Visibility
 

@@ -7,4 +7,4 @@ class CollectionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from collections_app.api import schema  # noqa: F401 - registers the OpenAPI auth scheme
+        from doors.api import schema  # noqa: F401 - registers the OpenAPI auth scheme

@@ -5,9 +5,12 @@ import logging
 from django.dispatch import receiver
 from django_q.signals import post_execute_in_worker, pre_execute
 
-from collections_app.models import Document, DocumentStatus
+from collections_app.models import Collection, Document, DocumentStatus
+from collections_app.services.archives import archive_build_record
 from collections_app.services.documents import document_ingest
+from collections_app.services.folder_sources import FolderSourceError, folder_sync
 from collections_app.services.recovery import document_lease, ingest_task_started
+from collections_app.services.reindex import collection_reindex_run
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +59,6 @@ def record_archive_build(
     warnings: list[str],
     attempt: int = 0,
 ) -> None:
-    from collections_app.services.archives import archive_build_record
-
     archive_build_record(
         collection_id=collection_id,
         document_ids=document_ids,
@@ -69,9 +70,6 @@ def record_archive_build(
 
 
 def sync_folder_source(collection_id: str) -> None:
-    from collections_app.models import Collection
-    from collections_app.services.folder_sources import FolderSourceError, folder_sync
-
     collection = Collection.objects.filter(pk=collection_id).first()
     if collection is None:
         return  # deleted since the schedule was made
@@ -84,6 +82,4 @@ def sync_folder_source(collection_id: str) -> None:
 
 def reindex_collection(collection_id: str) -> None:
     # Resumable: documents already staged in the re-index's generation are skipped (services/reindex.py).
-    from collections_app.services.reindex import collection_reindex_run
-
     collection_reindex_run(collection_id=collection_id)

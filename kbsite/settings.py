@@ -181,13 +181,13 @@ KB_MAX_ZIP_RATIO = env_int("KB_MAX_ZIP_RATIO", 100)
 KB_SYNC_EVERY_MINUTES = env_int("KB_SYNC_EVERY_MINUTES", 0)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["collections_app.api.authentication.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["collections_app.api.permissions.HasApiKey"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["doors.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["doors.api.permissions.HasApiKey"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Bounded in size (KB_MAX_JSON_BYTES) and depth; no NUL or lone surrogate gets past it.
-    "DEFAULT_PARSER_CLASSES": ["collections_app.api.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["doors.api.parsers.BoundedJSONParser"],
     "UNAUTHENTICATED_USER": None,
-    "EXCEPTION_HANDLER": "collections_app.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "doors.api.errors.exception_handler",
 }
 # A JSON request body larger than this is refused with 413 (search queries and settings are small).
 KB_MAX_JSON_BYTES = env_int("KB_MAX_JSON_BYTES", 1024 * 1024)
@@ -226,8 +226,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"DocumentStatusEnum": "collections_app.models.DocumentStatus"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "collections_app.api.schema.add_retry_after",
-        "collections_app.api.schema.add_examples_and_descriptions",
+        "doors.api.schema.add_retry_after",
+        "doors.api.schema.add_examples_and_descriptions",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -10,8 +10,6 @@ class RetrievalConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from retrieval import admin_models  # noqa: F401  (registers the judges and model calls admin pages)
-
         # Loading the default model takes about a second; the web server and
         # the cluster do it at start (make run sets this) so the first search
         # or upload does not pay for it.
@@ -22,6 +20,6 @@ class RetrievalConfig(AppConfig):
 def _warm() -> None:
     from django.conf import settings
 
-    from retrieval.embedding import get_embedder
+    from embedding import get_embedder
 
     get_embedder(settings.KB_DEFAULT_EMBEDDING).embed_query("warm-up")

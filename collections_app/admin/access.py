@@ -11,13 +11,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django_q import models as q_models
 
-from collections_app.admin.base import (
-    RoleGrantForm,
-    SuperuserOnlyAdmin,
-    TenantScopedAdmin,
-    superuser_only,
-)
-from collections_app.admin.roles import grantable_roles
 from collections_app.models import (
     Agent,
     ApiKey,
@@ -27,6 +20,13 @@ from collections_app.models import (
     Tenant,
 )
 from collections_app.services.keys import api_key_create
+from doors.admin.base import (
+    RoleGrantForm,
+    SuperuserOnlyAdmin,
+    TenantScopedAdmin,
+    superuser_only,
+)
+from doors.admin.roles import grantable_roles
 
 # Not any one tenant's: people, groups and the task queue (its rows name every tenant's documents).
 superuser_only(

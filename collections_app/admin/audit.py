@@ -6,9 +6,9 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from collections_app.admin.base import AuditAdmin
-from collections_app.admin.display import key_value_rows
 from collections_app.models import Build, Chunk
+from doors.admin.base import AuditAdmin
+from doors.admin.display import key_value_rows
 
 
 @admin.register(Chunk)

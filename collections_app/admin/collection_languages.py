@@ -11,15 +11,15 @@ from typing import Any
 from django.contrib import admin
 from django.utils.html import format_html
 
-from collections_app.admin.display import table
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
 from collections_app.models import Collection
-from collections_app.services.languages import (
+from collections_app.selectors.languages import (
     LANGUAGE_SHARE_FLOOR,
     MAX_MEASURED_LANGUAGES,
     collection_language_shares,
     measured_languages,
 )
+from doors.admin.display import table
 
 PINNED_HELP = (
     "Language codes, comma-separated (e.g. mk,en), most important first: questions in another language are "

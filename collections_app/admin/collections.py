@@ -13,12 +13,9 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from collections_app.admin.base import TenantScopedAdmin
 from collections_app.admin.collection_languages import CollectionLanguagesAdminMixin, languages_fieldset
-from collections_app.admin.display import shown_value, table
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.reindex import ReindexAdminMixin
-from collections_app.admin.roles import tenants_where
 from collections_app.admin.sources import FolderSourceAdminMixin
 from collections_app.admin.try_search import TrySearchAdminMixin
 from collections_app.exceptions import DomainError
@@ -26,7 +23,10 @@ from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.models import Collection, Role
 from collections_app.services.collections import collection_create, collection_delete, collection_update
 from collections_app.validation import name_problem
-from retrieval.embedding import available_models
+from doors.admin.base import TenantScopedAdmin
+from doors.admin.display import shown_value, table
+from doors.admin.roles import tenants_where
+from embedding import available_models
 
 
 class CollectionForm(forms.ModelForm):
@@ -39,7 +39,7 @@ class CollectionForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if "embedding_alias" in self.fields:
-            # Chosen from the registered models (retrieval.embedding), never typed.
+            # Chosen from the registered models (embedding), never typed.
             model_field = Collection._meta.get_field("embedding_alias")
             current = self.initial.get("embedding_alias") or model_field.default
             choices = [

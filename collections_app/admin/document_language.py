@@ -15,11 +15,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from collections_app.admin.base import object_for_tool
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
 from collections_app.models import Chunk, ChunkKind
 from collections_app.services.languages import document_language_set, document_language_unpin
+from doors.admin.base import object_for_tool
 
 AUTOMATIC = ("", "Automatic: detected from the text")
 

@@ -18,9 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django_q.models import Task
 
-from collections_app.admin.base import TenantScopedAdmin, object_for_tool
 from collections_app.admin.column_roles import ColumnRolesAdminMixin
-from collections_app.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
 from collections_app.admin.document_language import DocumentLanguageAdminMixin
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
 from collections_app.admin.preview import PreviewAdminMixin
@@ -32,6 +30,8 @@ from collections_app.ingestion.formats import family_of
 from collections_app.models import Document, DocumentStatus
 from collections_app.services.documents import document_create, document_delete, document_queue_ingest, upload_filename
 from collections_app.validation import source_uri_problem
+from doors.admin.base import TenantScopedAdmin, object_for_tool
+from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
 
 
 class DocumentUploadForm(forms.ModelForm):

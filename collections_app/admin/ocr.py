@@ -14,7 +14,6 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
-from collections_app.admin.base import object_for_tool
 from collections_app.ingestion.ocr import SCANNED_TEXT_LANGUAGES
 from collections_app.models import Document
 from collections_app.services.ingest_options import (
@@ -24,6 +23,7 @@ from collections_app.services.ingest_options import (
     document_options_update,
     ingest_options_validate,
 )
+from doors.admin.base import object_for_tool
 
 
 def scanned_text_field() -> forms.ChoiceField:

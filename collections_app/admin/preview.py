@@ -19,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from collections_app.admin.base import object_for_tool
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
@@ -31,6 +30,7 @@ from collections_app.services.preview import (
     collection_chunking_with,
     document_chunk_preview,
 )
+from doors.admin.base import object_for_tool
 
 # Paragraphs listed per side; the numbers are always of the whole.
 SHOWN = 60

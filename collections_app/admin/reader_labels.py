@@ -19,7 +19,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from collections_app.admin.base import object_for_tool
 from collections_app.models import Build, Chunk, Collection
 from collections_app.services.labels import (
     MAX_LABELS,
@@ -29,6 +28,7 @@ from collections_app.services.labels import (
     unlabelled_paragraphs,
     unlabelled_warning,
 )
+from doors.admin.base import object_for_tool
 
 # Builds of the document shown on its labels page (the rest are in the builds list).
 RECENT_BUILDS = 5

@@ -19,11 +19,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from collections_app.admin.base import TenantScopedAdmin, object_for_tool
 from collections_app.admin.preview import preview_page
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.services.reindex import collection_reindex
+from doors.admin.base import TenantScopedAdmin, object_for_tool
 
 STALE_HELP = "built with chunking or embedding settings the collection no longer has; a re-index rebuilds it"
 

@@ -16,11 +16,11 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from collections_app.admin.base import object_for_tool
-from collections_app.admin.display import stage_rows
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
+from doors.admin.base import object_for_tool
+from doors.admin.display import stage_rows
 from retrieval.models import Reader
 from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, SearchScope, collection_scope, search
 from retrieval.services import search_event_record_staff

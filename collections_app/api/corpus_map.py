@@ -7,10 +7,10 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from collections_app.api.schema import refusals
 from collections_app.api.views import TenantScopedView
+from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
-from collections_app.services.corpus_map import collection_map_for_reader
+from doors.api.schema import refusals
 
 
 class MapSectionOutput(serializers.Serializer):

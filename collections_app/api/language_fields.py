@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from collections_app.models import Collection
-from collections_app.services.languages import collection_language_shares, collection_languages
+from collections_app.selectors.languages import collection_language_shares, collection_languages
 
 
 class LanguageShareOutput(serializers.Serializer):

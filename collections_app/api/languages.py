@@ -9,10 +9,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from collections_app import selectors
-from collections_app.api.schema import refusals
 from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
 from collections_app.services.languages import document_language_set, document_language_unpin
+from doors.api.schema import refusals
 
 
 class DocumentLanguageInput(serializers.Serializer):

@@ -11,22 +11,10 @@ from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
 from collections_app.services.reindex import reindex_progress
 from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
-from retrieval.embedding import EmbeddingUnavailable, get_model
+from embedding import EmbeddingUnavailable, get_model
 
 # Larger than any page or offset a person pages to; an offset past 2**63 used to reach PostgreSQL (500).
 MAX_OFFSET = 1_000_000_000
-
-
-class ErrorOutput(serializers.Serializer):
-    """The answer to a refusal that names no one field (401, 403, 404, 409, 413, 429, ...)."""
-
-    detail = serializers.CharField()
-
-
-class ValidationErrorOutput(serializers.Serializer):
-    """A 400: each input at fault maps to its messages, e.g. {"name": ["..."]}; or {"detail": "..."}."""
-
-    detail = serializers.CharField(required=False, help_text="when no single field is at fault")
 
 
 COLLECTION_SETTINGS = [

@@ -14,9 +14,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app import selectors
-from collections_app.api.authentication import request_key
-from collections_app.api.permissions import EditorWrites
-from collections_app.api.schema import refusals
 from collections_app.api.serializers import (
     ArchiveImportOutput,
     BuildOutput,
@@ -32,7 +29,6 @@ from collections_app.api.serializers import (
     DocumentUploadOutput,
     IngestOptionsInput,
 )
-from collections_app.api.throttles import UploadsOnly
 from collections_app.exceptions import InvalidIngestOptions
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Collection
@@ -43,10 +39,14 @@ from collections_app.services.ingest_options import document_options_update, ing
 from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, collection_chunking_with, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
+from doors.api.authentication import request_key
+from doors.api.permissions import EditorWrites
+from doors.api.schema import refusals
+from doors.api.throttles import UploadsOnly
 
 
 class TenantScopedView(APIView):
-    # Domain errors raised by the services are answered by collections_app.api.errors, not caught here.
+    # Domain errors raised by the services are answered by doors.api.errors, not caught here.
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]

@@ -11,9 +11,10 @@ Public API:
 from ._text import iter_text_blocks
 from .blocks import Block, ChunkDraft
 from .chunking import ChunkingSettings, chunk_blocks, iter_chunk_blocks
+from .errors import NothingReadable, ParserUnavailable
 from .formats import ACCEPTED_EXTENSIONS, UnsupportedFile, check_upload, extension_of
 from .languages import detect_language, text_search_config
-from .parsing import NothingReadable, parse_document
+from .parsing import parse_document
 
 __all__ = [
     "ACCEPTED_EXTENSIONS",
@@ -21,6 +22,7 @@ __all__ = [
     "ChunkDraft",
     "ChunkingSettings",
     "NothingReadable",
+    "ParserUnavailable",
     "UnsupportedFile",
     "check_upload",
     "chunk_blocks",

@@ -22,7 +22,7 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
-from .parsing import NothingReadable
+from .errors import NothingReadable
 
 # Longest cell the csv module will read (its default, 128 KiB, refuses long descriptions).
 csv.field_size_limit(max(csv.field_size_limit(), 16 * 1024 * 1024))

@@ -20,7 +20,7 @@ from typing import Any
 
 from ._sheets import Row, Table
 from .blocks import Block
-from .parsing import NothingReadable
+from .errors import NothingReadable
 from .values import as_text
 
 # Values a file may expand to: YAML aliases can make a small file expand exponentially.

@@ -36,7 +36,7 @@ from typing import Any
 from collections_app.exceptions import InvalidIngestOptions
 
 from .blocks import Block, ParseResult
-from .parsing import NothingReadable, ParserUnavailable
+from .errors import NothingReadable, ParserUnavailable
 
 logger = logging.getLogger(__name__)
 

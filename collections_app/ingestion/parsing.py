@@ -17,16 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .blocks import ParseResult
+from .errors import NothingReadable
 from .formats import extension_of, family_of
-
-
-class NothingReadable(ValueError):
-    """The file parsed, but no text could be read from it."""
-
-
-class ParserUnavailable(RuntimeError):
-    """A parser needs a program this machine does not have; the message names the install step."""
-
 
 Parser = Callable[[Path, str, dict[str, Any]], ParseResult]
 

@@ -18,8 +18,8 @@ import statistics
 from pathlib import Path
 
 from .blocks import Block, ParseResult
+from .errors import ParserUnavailable
 from .ocr import OcrPlan, ocr_page, ocr_plan
-from .parsing import ParserUnavailable
 
 _HEADING_RATIO = 1.15
 _HEADING_MAX_CHARS = 120

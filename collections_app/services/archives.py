@@ -49,7 +49,7 @@ from collections_app.ingestion.paths import is_excluded, is_junk
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents import FileTooLarge, document_create, stored_files_remove
-from retrieval.embedding import get_model
+from embedding import get_model
 
 # Free disk kept beyond what an import needs, so one import never fills the disk.
 _DISK_MARGIN = 256 * 1024 * 1024

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services.labels import unlabelled_paragraphs, unlabelled_warning
-from retrieval.embedding import EmbeddingUnavailable, get_embedder
+from embedding import EmbeddingUnavailable, get_embedder
 
 
 def build_record(

@@ -8,8 +8,9 @@ from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import check_strategy
 from collections_app.models import Chunk, Collection, ParentReturn, SizeUnit, Tenant
 from collections_app.services.languages import language_codes
+from collections_app.services.reindex import collection_mark_stale
 from collections_app.validation import name_problem, text_problem
-from retrieval.embedding import EmbeddingUnavailable, get_model
+from embedding import EmbeddingUnavailable, get_model
 
 # Bounds of the collection settings. The search API takes `around` and `top_n` up to the same maxima,
 # so a collection cannot configure what a search could not ask for (around 32,767 once returned a
@@ -129,8 +130,6 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
     """Change settings. A chunking field or the embedding model changed marks every document stale (a
     re-index rebuilds them: services/reindex.py); until then searches keep the model the paragraphs were
     built with."""
-    from collections_app.services.reindex import collection_mark_stale
-
     _validate(changes)
     changed = [field for field, value in changes.items() if getattr(collection, field) != value]
     fields = [*changes, "updated_at"]

@@ -34,9 +34,10 @@ from collections_app.ingestion import (
 )
 from collections_app.ingestion.blocks import Attachment, Block
 from collections_app.ingestion.chunking import StrategyNotBuilt
+from collections_app.ingestion.errors import ParserUnavailable
 from collections_app.ingestion.formats import family_of
-from collections_app.ingestion.parsing import ParserUnavailable
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
+from collections_app.selectors import document_title
 from collections_app.services.builds import build_record
 from collections_app.services.labels import (
     LabelsDiffer,
@@ -47,7 +48,7 @@ from collections_app.services.labels import (
 from collections_app.services.languages import document_language_for_publish
 from collections_app.services.metadata_schema import document_records_declare
 from collections_app.services.recovery import document_recover
-from retrieval.embedding import get_embedder, get_model
+from embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -379,12 +380,6 @@ def collection_chunking(*, collection: Collection) -> ChunkingSettings:
 def _token_counter(collection: Collection) -> Callable[[str], int]:
     # The embedding model's own tokenizer, through the embedder's public method.
     return get_embedder(collection.embedding_alias).token_count
-
-
-def document_title(document: Document) -> str:
-    """The first part of every paragraph's breadcrumb: the title the parser found, else the file's name."""
-    title = document.metadata.get("title") if isinstance(document.metadata, dict) else None
-    return str(title) if title else Path(document.filename).stem
 
 
 def _sample(drafts: Iterable[ChunkDraft], chars: int) -> str:

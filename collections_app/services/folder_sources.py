@@ -53,7 +53,7 @@ from collections_app.models import Build, Chunk, Collection, Document, DocumentS
 from collections_app.services.builds import build_record
 from collections_app.services.documents import FileTooLarge, document_create, document_delete, document_ingest
 from collections_app.services.ingest_options import ingest_options_validate
-from retrieval.embedding import get_model
+from embedding import get_model
 
 logger = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from collections_app.exceptions import Conflict, InvalidIngestOptions
 from collections_app.ingestion import navigation_hubs, ocr, records
 from collections_app.models import Document, DocumentStatus
+from collections_app.services.documents import document_queue_ingest
 from collections_app.validation import json_problem
 
 OptionsValidator = Callable[[dict[str, Any]], dict[str, Any]]
@@ -98,8 +99,6 @@ def document_options_update(*, document: Document, changes: dict[str, Any], conf
     cleaned = ingest_options_validate(changes)
     if not confirm_reparse:
         raise ReparseNeedsConfirmation(REPARSE_WARNING)
-    from collections_app.services.documents import document_queue_ingest
-
     with transaction.atomic():
         document = Document.objects.select_for_update().get(pk=document.pk)
         current = document.ingest_options

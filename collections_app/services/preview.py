@@ -15,8 +15,9 @@ from collections_app.exceptions import Invalid
 from collections_app.ingestion import ChunkDraft, ChunkingSettings, chunk_blocks
 from collections_app.ingestion.blocks import Block
 from collections_app.models import Collection, Document, SizeUnit
+from collections_app.services.collections import InvalidSettings, validate_settings
 from collections_app.services.documents import collection_chunking
-from retrieval.embedding import get_embedder
+from embedding import get_embedder
 
 
 class PreviewUnavailable(Invalid):
@@ -36,8 +37,6 @@ class ChunkPreview:
 def collection_chunking_with(*, collection: Collection, changes: dict[str, object]) -> ChunkingSettings:
     """The collection's chunking settings with `changes` (API names: chunk_strategy, chunk_size, chunk_size_unit,
     chunk_overlap, parent_size) applied, checked as the collection form and API check them. Saves nothing."""
-    from collections_app.services.collections import InvalidSettings, validate_settings
-
     validate_settings(changes)
     current = collection_chunking(collection=collection)
     settings = ChunkingSettings(

@@ -28,7 +28,7 @@ from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
-from retrieval.embedding import get_embedder, get_model
+from embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app import selectors
-from collections_app.api.authentication import request_key
-from collections_app.api.permissions import EditorWrites
-from collections_app.api.schema import refusals
 from collections_app.models import Collection
+from doors.api.authentication import request_key
+from doors.api.permissions import EditorWrites
+from doors.api.schema import refusals
 from retrieval.models import CollectionJudge
 from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set
 

@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collections_app.api.authentication import request_key
-from collections_app.api.permissions import AdminOnly
-from collections_app.api.schema import refusals
+from doors.api.authentication import request_key
+from doors.api.permissions import AdminOnly
+from doors.api.schema import refusals
 from retrieval.models import Reader
 from retrieval.services import reader_create, reader_delete, reader_update
 

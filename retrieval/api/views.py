@@ -6,11 +6,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collections_app.api.authentication import request_key
-from collections_app.api.schema import refusals
-from collections_app.api.throttles import SearchThrottle
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
 from collections_app.validation import SafeJSONField
+from doors.api.authentication import request_key
+from doors.api.schema import refusals
+from doors.api.throttles import SearchThrottle
 from retrieval.search import resolve_scope, search
 from retrieval.services import on_behalf_of_agent, search_event_record
 

@@ -24,9 +24,9 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.urls import resolve
 
 from collections_app.exceptions import DomainError
-from collections_app.services.corpus_map import collection_map_for_reader
+from collections_app.selectors.corpus_map import collection_map_for_reader
+from collections_app.selectors.languages import collection_languages
 from collections_app.services.keys import api_key_resolve
-from collections_app.services.languages import collection_languages
 from retrieval.search import searchable_collections
 
 SEARCH_PATH = "/api/search"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from retrieval.embedding import get_model
+from embedding import get_model
 from retrieval.llm import ChatReply
 
 

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from collections_app.ingestion import detect_language, text_search_config
 from collections_app.models import Collection
-from retrieval.embedding import get_model
+from embedding import get_model
 
 from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching

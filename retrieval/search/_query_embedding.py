@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from retrieval.embedding import get_embedder
+from embedding import get_embedder
 
 # Enough for the questions of the searches one process serves at once; more only queue.
 POOL_THREADS = 8

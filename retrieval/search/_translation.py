@@ -23,7 +23,7 @@ from django.conf import settings
 
 from collections_app.ingestion.languages import language_name, normalise
 from collections_app.models import Collection
-from collections_app.services.languages import collection_languages
+from collections_app.selectors.languages import collection_languages
 from retrieval.llm import ChatReply, LLMFailed, chat, llm_configured
 
 from ._costs import CallRecord, chat_call, failed_call

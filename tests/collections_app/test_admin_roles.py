@@ -13,9 +13,9 @@ from django.core.management.base import CommandError
 from django.test import Client, RequestFactory
 
 from collections_app.admin import MembershipForm
-from collections_app.admin.roles import grantable_roles, membership_role_for
 from collections_app.models import ApiKey, Build, Chunk, Collection, Document, Membership, Role, Tenant
 from collections_app.services.collections import collection_create
+from doors.admin.roles import grantable_roles, membership_role_for
 from retrieval.models import SearchEvent
 
 

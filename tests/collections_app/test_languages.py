@@ -13,7 +13,7 @@ import pytest
 
 from collections_app.models import Chunk, Collection, Document
 from collections_app.services.collections import collection_create
-from retrieval.embedding import get_embedder
+from embedding import get_embedder
 
 GERMAN = """# Kündigung
 

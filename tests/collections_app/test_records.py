@@ -146,7 +146,7 @@ def test_options_are_validated_with_a_message_naming_the_problem():
     ],
 )
 def test_a_file_that_does_not_parse_says_where_in_the_file_not_where_on_the_server(tmp_path, name, content, error):
-    from collections_app.ingestion.parsing import NothingReadable
+    from collections_app.ingestion import NothingReadable
 
     with pytest.raises(NothingReadable) as raised:
         parse(tmp_path, name, content)
@@ -157,7 +157,7 @@ def test_a_file_that_does_not_parse_says_where_in_the_file_not_where_on_the_serv
 def test_a_cyclic_yaml_alias_bomb_is_refused_not_expanded(tmp_path):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
-    from collections_app.ingestion.parsing import NothingReadable
+    from collections_app.ingestion import NothingReadable
 
     with pytest.raises(NothingReadable, match="more than 2,000,000 values"):
         parse(tmp_path, "bomb.yaml", "\n".join(lines).encode())

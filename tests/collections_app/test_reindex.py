@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services import reindex
 from collections_app.services.collections import collection_create
-from retrieval.embedding import _registry
-from retrieval.embedding._registry import EmbeddingModel
+from embedding import _registry
+from embedding._registry import EmbeddingModel
 from tests.files.documents import html_bytes
 from tests.files.sections import body
 

@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from retrieval.embedding import EmbeddingModel, EmbeddingUnavailable, get_embedder, get_model
-from retrieval.embedding._providers import OpenAIEmbeddingProvider
+from embedding import EmbeddingModel, EmbeddingUnavailable, get_embedder, get_model
+from embedding._providers import OpenAIEmbeddingProvider
 
 
 class _EmbeddingsDouble(BaseHTTPRequestHandler):

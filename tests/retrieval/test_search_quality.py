@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from collections_app.models import ApiKey, Chunk
-from retrieval.embedding import get_embedder
+from embedding import get_embedder
 from retrieval.search import resolve_scope, search
 from retrieval.search._pipeline import STAGE_ORDER
 from retrieval.search._stages import keyword_retrieve, vector_retrieve

@@ -15,9 +15,9 @@ from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from collections_app.admin.base import AuditAdmin, TenantScopedAdmin
-from collections_app.admin.roles import may, tenants_where
 from collections_app.models import Role
+from doors.admin.base import AuditAdmin, TenantScopedAdmin
+from doors.admin.roles import may, tenants_where
 from retrieval.models import CollectionJudge, ModelCall
 from retrieval.services import JUDGE_MAX_TIMEOUT
 

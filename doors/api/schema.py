@@ -6,14 +6,27 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "collections_app.api.authentication.ApiKeyAuthentication"
+    target_class = "doors.api.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
         return {"type": "http", "scheme": "bearer", "description": "An API key: `Authorization: Bearer kb_...`"}
+
+
+class ErrorOutput(serializers.Serializer):
+    """The answer to a refusal that names no one field (401, 403, 404, 409, 413, 429, ...)."""
+
+    detail = serializers.CharField()
+
+
+class ValidationErrorOutput(serializers.Serializer):
+    """A 400: each input at fault maps to its messages, e.g. {"name": ["..."]}; or {"detail": "..."}."""
+
+    detail = serializers.CharField(required=False, help_text="when no single field is at fault")
 
 
 REFUSALS = {
@@ -31,8 +44,6 @@ REFUSALS = {
 
 def refusals(*codes: int, conflict: str = "") -> dict[int, OpenApiResponse]:
     """The error answers of an operation, for `extend_schema(responses={..., **refusals(400, 401)})`."""
-    from collections_app.api.serializers import ErrorOutput, ValidationErrorOutput
-
     answers = {}
     for code in codes:
         description = REFUSALS[code] if code != 409 else f"Conflict: {conflict}." if conflict else "Conflict."

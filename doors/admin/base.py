@@ -20,8 +20,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
 
-from collections_app.admin.roles import grantable_roles, may, roles_of, tenants_where
 from collections_app.models import Role, Tenant
+from doors.admin.roles import grantable_roles, may, roles_of, tenants_where
 
 
 def object_for_tool(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str, *, change: bool) -> Any:

@@ -18,7 +18,8 @@ from django.db.models import Count, Min, Q
 
 from collections_app.exceptions import Forbidden, Invalid
 from collections_app.models import Chunk, ChunkKind, Collection, Document
-from collections_app.services.documents import document_title
+from collections_app.selectors import document_title
+from retrieval.models import Reader
 
 
 class MapReaderRequired(Invalid):
@@ -54,8 +55,6 @@ def collection_map_for_reader(*, collection: Collection, reader: str | None) -> 
     The rule searches follow (retrieval/search/_scope.py): without a reader the map would quietly show only
     the unlabelled paragraphs; an unknown name is refused the same whether it exists in another tenant or not.
     """
-    from retrieval.models import Reader  # retrieval's models import this app's: imported when used
-
     if reader is None:
         if collection.per_reader:
             raise MapReaderRequired(

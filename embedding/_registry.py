@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 
 from django.conf import settings
 
+from ._model import EmbeddingModel
 from ._providers import (
     E5Provider,
     Embedder,
@@ -16,19 +16,6 @@ from ._providers import (
 
 class EmbeddingUnavailable(Exception):
     """The alias is unknown or its provider is not configured on this deployment."""
-
-
-@dataclass(frozen=True)
-class EmbeddingModel:
-    alias: str
-    provider: str
-    model_id: str
-    dims: int
-    # Calibrated default floor: the cosine similarity below which a hit is
-    # noise for this model (bench/calibrate_floor.py measures it on SciFact).
-    floor: float
-    # Default score_threshold: at or above it a result is badged "supported", below it "weak".
-    supported: float = 0.5
 
 
 # A model nobody calibrated still gets a floor, so "nothing here" stays reachable (never 0 by accident).

@@ -18,10 +18,10 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from collections_app.admin.base import AuditAdmin
-from collections_app.admin.display import shown_value, table
-from collections_app.admin.roles import may, tenants_where
 from collections_app.models import Collection, Role
+from doors.admin.base import AuditAdmin
+from doors.admin.display import shown_value, table
+from doors.admin.roles import may, tenants_where
 from retrieval.models import SearchEvent
 
 # Which count of a stage is "how many candidates it handed on", by stage: the first one present.

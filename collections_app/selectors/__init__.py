@@ -1,12 +1,16 @@
-"""Reads: querysets scoped to the caller's tenant."""
+"""Reads: querysets scoped to the caller's tenant, a collection's languages (languages.py) and its heading
+tree (corpus_map.py). Writes are services; services may read through here, never the other way."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import cast
 
 from django.db.models import Count, Q, QuerySet
 
 from collections_app.models import Build, Collection, Document, Tenant
+
+from .languages import language_counts
 
 
 def collections_for(tenant: Tenant) -> QuerySet[Collection]:
@@ -16,8 +20,6 @@ def collections_for(tenant: Tenant) -> QuerySet[Collection]:
 def collections_with_stale_counts_for(tenant: Tenant) -> QuerySet[Collection]:
     """The tenant's collections, each with how many of its documents are stale (and its paragraphs per
     language), in one query."""
-    from collections_app.services.languages import language_counts
-
     return collections_for(tenant).annotate(
         stale_count=Count("documents", filter=Q(documents__stale=True)), language_counts=language_counts()
     )
@@ -36,3 +38,9 @@ def documents_for(collection: Collection) -> QuerySet[Document]:
 
 def builds_for(collection: Collection) -> QuerySet[Build]:
     return Build.objects.for_tenant(collection.tenant_id).filter(collection=collection).order_by("-built_at")
+
+
+def document_title(document: Document) -> str:
+    """The first part of every paragraph's breadcrumb: the title the parser found, else the file's name."""
+    title = document.metadata.get("title") if isinstance(document.metadata, dict) else None
+    return str(title) if title else Path(document.filename).stem

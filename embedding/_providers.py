@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 import requests
 
 if TYPE_CHECKING:
-    from ._registry import EmbeddingModel
+    from ._model import EmbeddingModel
 
 
 class Embedder(Protocol):

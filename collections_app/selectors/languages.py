@@ -1,0 +1,66 @@
+"""A collection's languages, read: paragraph counts per language label, the measured split, and the list
+searches and the admin use (the pinned list when one is pinned, else those making up at least
+LANGUAGE_SHARE_FLOOR of its paragraphs, at most MAX_MEASURED_LANGUAGES, most frequent first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import JSONField
+from django.db.models.expressions import RawSQL
+
+from collections_app.ingestion.languages import normalise
+from collections_app.models import Chunk, Collection
+
+LANGUAGE_SHARE_FLOOR = 0.05
+MAX_MEASURED_LANGUAGES = 4
+
+
+# Paragraphs of the generation searches read, per language label ("" = undetected), as a JSON object.
+_COUNTS_SQL = f"""
+    SELECT coalesce(jsonb_object_agg(g.language, g.n), '{{}}'::jsonb) FROM (
+        SELECT c.language, count(*) AS n FROM {Chunk._meta.db_table} c
+        WHERE c.collection_id = {Collection._meta.db_table}.id
+          AND c.generation = {Collection._meta.db_table}.active_generation AND c.kind = 'paragraph'
+        GROUP BY c.language
+    ) g
+"""
+
+
+def language_counts() -> RawSQL:
+    """An annotation for a queryset of collections: each one's paragraph counts per language, in its own query."""
+    return RawSQL(_COUNTS_SQL, [], output_field=JSONField())
+
+
+def collection_language_counts(collection: Collection) -> dict[str, int]:
+    annotated = getattr(collection, "language_counts", None)
+    if annotated is not None:
+        return dict(annotated)
+    row = Collection.objects.filter(pk=collection.pk).annotate(counts=language_counts()).values_list("counts").first()
+    return dict(row[0] or {}) if row is not None else {}
+
+
+def collection_language_shares(collection: Collection) -> list[dict[str, Any]]:
+    """The measured split, most frequent first: [{"language", "paragraphs", "share"}]; undetected paragraphs
+    count in the whole but are no language (`language` null)."""
+    counts = collection_language_counts(collection)
+    total = sum(counts.values())
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [{"language": normalise(code) or None, "paragraphs": n, "share": round(n / total, 4)} for code, n in ranked]
+
+
+def measured_languages(shares: list[dict[str, Any]]) -> list[str]:
+    """Languages making up at least LANGUAGE_SHARE_FLOOR of the paragraphs, at most MAX_MEASURED_LANGUAGES."""
+    merged: dict[str, float] = {}
+    for entry in shares:  # an old "sr" and a new "sh" are one language
+        if entry["language"]:
+            merged[entry["language"]] = merged.get(entry["language"], 0.0) + entry["share"]
+    ranked = sorted(merged.items(), key=lambda item: (-item[1], item[0]))
+    return [code for code, share in ranked if share >= LANGUAGE_SHARE_FLOOR][:MAX_MEASURED_LANGUAGES]
+
+
+def collection_languages(collection: Collection, shares: list[dict[str, Any]] | None = None) -> list[str]:
+    """The collection's languages: pinned when pinned (even ones it does not contain yet), else measured."""
+    if collection.languages is not None:
+        return list(collection.languages)
+    return measured_languages(collection_language_shares(collection) if shares is None else shares)

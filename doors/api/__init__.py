@@ -1,0 +1,1 @@
+"""DRF plumbing both APIs share: authentication, permissions, errors, parsers, throttles, schema helpers."""

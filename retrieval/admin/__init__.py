@@ -1,0 +1,7 @@
+"""Admin of the retrieval app, one module per concern; importing the package registers every page.
+
+- searches.py: the searches audit (refused true/false/null, collection, agent and date filters, the trace)
+- judges_and_costs.py: collections' judges (editors) and model calls per agent per day (the tenant's admins)
+"""
+
+from retrieval.admin import judges_and_costs, searches  # noqa: F401  (registers the pages)
