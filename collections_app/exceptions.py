@@ -1,7 +1,7 @@
 """Domain errors: refusals a caller can act on, each saying what kind of refusal it is.
 
 A service raises one with a message for a person ("chunk_overlap must be smaller than chunk_size"),
-never an HTTP status. `meaning` is what the API's one exception handler (collections_app/api/errors.py)
+never an HTTP status. `meaning` is what the API's one exception handler (doors/api/errors.py)
 turns into a status, and `field` names the input at fault so the API (and an admin form) can put the
 message beside it.
 """

@@ -50,6 +50,7 @@ from retrieval.models import CollectionJudge, ModelCall, Reader, SearchEvent
 
 OTHER = "quokka"  # in every name of the other tenant
 OWN = "wombat"
+SCOPED = "scoped-only"  # the one collection of the own tenant an agent-restricted key reaches
 
 # --- the rules ----------------------------------------------------------------------------------------
 # label -> (role needed to read, role needed to add/change/delete); SUPERUSER: not any tenant's page.
@@ -99,6 +100,7 @@ class World:
     objects: dict[tuple[str, str], Any]  # (model label, side) -> a row
     users: dict[str, User]
     keys: dict[str, str]  # role -> secret of an own-tenant key
+    agent_key: str  # an own-tenant editor key whose agent reaches only SCOPED, not the own collection
 
 
 def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
@@ -177,7 +179,10 @@ def _build_world() -> World:
         Membership.objects.create(user=users[role], tenant=tenants["own"], role=role)
         keys[role] = api_key_create(tenant=tenants["own"], role=role, name=f"{OWN}-{role}-key").secret
     users["superuser"] = User.objects.create_superuser(f"root-{OWN}", password="pw")
-    return World(tenants=tenants, objects=objects, users=users, keys=keys)
+    scoped = Agent.objects.create(tenant=tenants["own"], name=f"{OWN}-scoped-agent")
+    scoped.collections.add(Collection.objects.create(tenant=tenants["own"], name=SCOPED))
+    agent_key = api_key_create(tenant=tenants["own"], role=Role.EDITOR, agent=scoped, name=f"{OWN}-agent-key").secret
+    return World(tenants=tenants, objects=objects, users=users, keys=keys, agent_key=agent_key)
 
 
 @pytest.fixture(scope="module")
@@ -464,3 +469,30 @@ def test_naming_another_tenants_collection_in_a_search_answers_as_an_unknown_nam
     assert theirs.content.decode().replace(f"{OTHER}-collection", "X") == nowhere.content.decode().replace(
         "nowhere-collection", "X"
     )
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
+def test_an_agent_key_reaches_only_its_agents_collections(world: World, db, endpoint: Endpoint) -> None:
+    """The agent-restricted row of the matrix: an editor key whose agent reaches only SCOPED meets the own
+    tenant's other collection, at every endpoint, exactly as it meets another tenant's (404 on its id; an
+    unknown name in a search; never listed) — the scope search and MCP keep holds at every door."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.agent_key}")
+    admin_only = endpoint.name in ADMIN_ONLY
+    response = _call(client, endpoint, _api_url(endpoint, world, "own"), "own")
+    assert response.status_code < 500, response.content[:500]
+    if admin_only:
+        assert response.status_code == 403
+    elif "collection_id" in endpoint.params:
+        missing = _call(client, endpoint, _api_url(endpoint, world, "own", missing=True), "own")
+        assert response.status_code == missing.status_code == 404, (response.status_code, response.content[:300])
+    elif endpoint.name == "collection-list" and endpoint.method == "post":
+        assert response.status_code == 403 and "agent" in response.json()["detail"]
+    elif endpoint.name == "collection-list":
+        names = [c["name"] for c in response.json()]
+        assert response.status_code == 200 and names == [SCOPED]
+    elif endpoint.name == "search":
+        # The name the key sent comes back in the refusal, worded as for a name that exists nowhere.
+        assert response.status_code == 400 and "is available to this key" in response.json()["detail"]
+        return
+    assert f"{OWN}-collection" not in response.content.decode(), response.content[:300]

@@ -25,12 +25,15 @@ from collections_app.services.collections import collection_create, collection_d
 from collections_app.validation import name_problem
 from doors.admin.base import TenantScopedAdmin
 from doors.admin.display import shown_value, table
-from doors.admin.roles import tenants_where
+from doors.admin.roles import may, role_in, tenants_where
 from embedding import available_models
 
 
 class CollectionForm(forms.ModelForm):
     """The collection's settings, checked by the same service as the API's (bounds, strategy, model, name)."""
+
+    # The role the service checks changes against; CollectionAdmin.get_form sets the person's own.
+    actor_role: Role | None = Role.VIEWER
 
     class Meta:
         model = Collection
@@ -72,7 +75,7 @@ class CollectionForm(forms.ModelForm):
         changes = self.settings_given()
         if "name" in self.changed_data:
             changes["name"] = self.cleaned_data["name"]
-        return collection_update(collection=copy.copy(self.instance), **changes)
+        return collection_update(collection=copy.copy(self.instance), role=self.actor_role, **changes)
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
@@ -136,6 +139,18 @@ class CollectionAdmin(
             ("Languages", languages_fieldset(obj)),
             ("Advanced", {"classes": ["collapse"], "fields": advanced}),
         ]  # fmt: skip
+
+    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+        form = super().get_form(request, obj, change, **kwargs)
+        # The service decides what this person's role may change (per_reader: admins only).
+        form.actor_role = role_in(request, obj.tenant_id) if obj is not None else Role.VIEWER
+        return form
+
+    def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and not may(request, obj.tenant_id, Role.ADMIN):
+            fields.append("per_reader")  # who reads what is the tenant admins' decision
+        return fields
 
     def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
         initial = {**ADMIN_DEFAULTS, **super().get_changeform_initial_data(request)}

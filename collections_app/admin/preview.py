@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import ChunkStrategy, Collection, Document, SizeUnit
+from collections_app.models import ChunkStrategy, Collection, Document, Role, SizeUnit
 from collections_app.services.collections import CHUNK_SIZE_RANGE, MAX_PARENT_SIZE, collection_update
 from collections_app.services.documents import collection_chunking
 from collections_app.services.preview import (
@@ -31,6 +31,7 @@ from collections_app.services.preview import (
     document_chunk_preview,
 )
 from doors.admin.base import object_for_tool
+from doors.admin.roles import role_in
 
 # Paragraphs listed per side; the numbers are always of the whole.
 SHOWN = 60
@@ -168,7 +169,11 @@ def _apply(
     before = collection.documents.filter(stale=True).count()
     try:
         # A fresh row: the service changes the instance it is given, and a refusal must leave this page's intact.
-        collection_update(collection=Collection.objects.get(pk=collection.pk), **form.changes())
+        collection_update(
+            collection=Collection.objects.get(pk=collection.pk),
+            role=role_in(request, collection.tenant_id) or Role.VIEWER,
+            **form.changes(),
+        )
     except (DomainError, StrategyNotBuilt) as exc:
         form.add_service_error(exc)
         return False

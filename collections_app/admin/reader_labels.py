@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from collections_app.models import Build, Chunk, Collection
+from collections_app.models import Build, Chunk, Collection, Role
 from collections_app.services.labels import (
     MAX_LABELS,
     InvalidLabels,
@@ -28,7 +28,9 @@ from collections_app.services.labels import (
     unlabelled_paragraphs,
     unlabelled_warning,
 )
+from collections_app.services.reader_access import ReaderAccessNeedsAdmin
 from doors.admin.base import object_for_tool
+from doors.admin.roles import role_in
 
 # Builds of the document shown on its labels page (the rest are in the builds list).
 RECENT_BUILDS = 5
@@ -97,8 +99,12 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
         form = DocumentLabelsForm(request.POST or None, initial={"labels": "\n".join(document.labels)})
         if request.method == "POST" and form.is_valid():
             try:
-                document_labels_set(document=document, labels=form.label_list())
-            except InvalidLabels as exc:
+                document_labels_set(
+                    document=document,
+                    labels=form.label_list(),
+                    role=role_in(request, document.tenant_id) or Role.VIEWER,
+                )
+            except (InvalidLabels, ReaderAccessNeedsAdmin) as exc:
                 form.add_error("labels", str(exc))
             else:
                 shown = ", ".join(document.labels) if document.labels else "no labels (every reader may read it)"

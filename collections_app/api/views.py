@@ -39,8 +39,8 @@ from collections_app.services.ingest_options import document_options_update, ing
 from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, collection_chunking_with, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
-from doors.api.authentication import request_key
-from doors.api.permissions import EditorWrites
+from doors.api.authentication import request_key, request_role
+from doors.api.permissions import EditorWrites, EditorWritesNoAgent
 from doors.api.schema import refusals
 from doors.api.throttles import UploadsOnly
 
@@ -50,18 +50,20 @@ class TenantScopedView(APIView):
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
-        # Another tenant's id is simply not found: 404, never 403.
-        return get_object_or_404(selectors.collections_for(request_key(request).tenant), pk=collection_id)
+        # Another tenant's id, or a collection outside an agent key's set, is simply not found: 404, never 403.
+        return get_object_or_404(selectors.collections_for_key(request_key(request)), pk=collection_id)
 
 
 class CollectionListView(TenantScopedView):
+    permission_classes = [EditorWritesNoAgent]
+
     @extend_schema(
         summary="List the collections",
         operation_id="manage_collections_list",
         responses={200: CollectionOutput(many=True), **refusals(401)},
     )
     def get(self, request: Request) -> Response:
-        collections = selectors.collections_with_stale_counts_for(request_key(request).tenant)
+        collections = selectors.collections_with_stale_counts_for(request_key(request))
         return Response(CollectionOutput(collections, many=True).data)
 
     @extend_schema(
@@ -103,7 +105,7 @@ class CollectionDetailView(TenantScopedView):
         collection = self.get_collection(request, collection_id)
         data = CollectionInput(instance=collection, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        collection = collection_update(collection=collection, **data.validated_data)
+        collection = collection_update(collection=collection, role=request_role(request), **data.validated_data)
         return Response(CollectionOutput(collection).data)
 
     @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(401, 403, 404)})
@@ -241,14 +243,14 @@ class DocumentLabelsView(TenantScopedView):
         responses={200: DocumentOutput, **refusals(400, 401, 403, 404, 413, 415)},
         description="Per-reader collections: a reader holding one of the labels may read the document's paragraphs; "
         "[] makes them readable by every reader. Labels on a collection that is not per-reader are a 400. "
-        "Needs an editor or admin key.",
+        "Needs an editor or admin key; adding a label or clearing them (more readers read it) needs an admin key.",
     )
     def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = DocumentLabelsInput(data=request.data)
         data.is_valid(raise_exception=True)
-        document_labels_set(document=document, labels=data.validated_data["labels"])
+        document_labels_set(document=document, labels=data.validated_data["labels"], role=request_role(request))
         document = selectors.documents_for(collection).get(pk=document.pk)
         return Response(DocumentOutput(document).data)
 

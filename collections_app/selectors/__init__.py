@@ -3,24 +3,33 @@ tree (corpus_map.py). Writes are services; services may read through here, never
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import cast
 
 from django.db.models import Count, Q, QuerySet
 
-from collections_app.models import Build, Collection, Document, Tenant
+from collections_app.models import ApiKey, Build, Collection, Document, Tenant
 
 from .languages import language_counts
 
 
-def collections_for(tenant: Tenant) -> QuerySet[Collection]:
+def collections_for(tenant: Tenant | uuid.UUID) -> QuerySet[Collection]:
     return Collection.objects.for_tenant(tenant)
 
 
-def collections_with_stale_counts_for(tenant: Tenant) -> QuerySet[Collection]:
-    """The tenant's collections, each with how many of its documents are stale (and its paragraphs per
-    language), in one query."""
-    return collections_for(tenant).annotate(
+def collections_for_key(key: ApiKey) -> QuerySet[Collection]:
+    """Every collection a key may reach, at every door (search, MCP, the management API): an agent's key
+    its agent's collections, any other key every collection of its tenant. Naming collections narrows this
+    set; nothing widens it."""
+    allowed = collections_for(key.tenant_id)
+    return allowed.filter(agents=key.agent_id) if key.agent_id is not None else allowed
+
+
+def collections_with_stale_counts_for(key: ApiKey) -> QuerySet[Collection]:
+    """The collections a key may reach, each with how many of its documents are stale (and its paragraphs
+    per language), in one query."""
+    return collections_for_key(key).annotate(
         stale_count=Count("documents", filter=Q(documents__stale=True)), language_counts=language_counts()
     )
 

@@ -6,8 +6,9 @@ from django.db import IntegrityError, transaction
 
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import check_strategy
-from collections_app.models import Chunk, Collection, ParentReturn, SizeUnit, Tenant
+from collections_app.models import Chunk, Collection, ParentReturn, Role, SizeUnit, Tenant
 from collections_app.services.languages import language_codes
+from collections_app.services.reader_access import reader_access_check
 from collections_app.services.reindex import collection_mark_stale
 from collections_app.validation import name_problem, text_problem
 from embedding import EmbeddingUnavailable, get_model
@@ -126,12 +127,14 @@ def collection_create(*, tenant: Tenant, name: str, **settings: Any) -> Collecti
     return collection
 
 
-def collection_update(*, collection: Collection, **changes: Any) -> Collection:
-    """Change settings. A chunking field or the embedding model changed marks every document stale (a
-    re-index rebuilds them: services/reindex.py); until then searches keep the model the paragraphs were
-    built with."""
+def collection_update(*, collection: Collection, role: Role | None = None, **changes: Any) -> Collection:
+    """Change settings, as `role` (the key's or the person's; None: the server itself). A chunking field or
+    the embedding model changed marks every document stale (a re-index rebuilds them: services/reindex.py);
+    until then searches keep the model the paragraphs were built with. Changing per_reader needs an admin
+    (services/reader_access.py)."""
     _validate(changes)
     changed = [field for field, value in changes.items() if getattr(collection, field) != value]
+    reader_access_check(role=role, per_reader_changed="per_reader" in changed)
     fields = [*changes, "updated_at"]
     if "embedding_alias" in changed:
         built = Chunk.objects.filter(collection=collection, generation=collection.active_generation).exists()

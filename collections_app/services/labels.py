@@ -19,7 +19,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from collections_app.exceptions import Conflict, Invalid
-from collections_app.models import Chunk, ChunkKind, Collection, Document
+from collections_app.models import Chunk, ChunkKind, Collection, Document, Role
+from collections_app.services.reader_access import labels_widen, reader_access_check
 from collections_app.validation import name_problem
 
 # The column each label is stored in (Document.labels, Chunk.labels and Reader.labels are all this wide).
@@ -65,7 +66,7 @@ def collection_labels_check(*, collection: Collection, labels: list[str]) -> Non
         )
 
 
-def document_labels_set(*, document: Document, labels: Any) -> Document:
+def document_labels_set(*, document: Document, labels: Any, role: Role | None = None) -> Document:
     """Give the document, its attachments (an email's), and at once every paragraph they have, in every
     generation, these reader labels.
 
@@ -75,6 +76,8 @@ def document_labels_set(*, document: Document, labels: Any) -> Document:
     """
     cleaned = labels_clean(labels)
     collection_labels_check(collection=document.collection, labels=cleaned)
+    # Widening who reads it is the tenant admins' decision (services/reader_access.py); `role` None: the server.
+    reader_access_check(role=role, labels_widened=labels_widen(document.labels, cleaned))
     with transaction.atomic():
         # An email's attachments are read with the message: they follow its labels.
         family = _with_attachments(document)

@@ -65,6 +65,13 @@ def may(request: HttpRequest, tenant_id: uuid.UUID | None, needed: Role) -> bool
     return at_least(roles_of(request).get(tenant_id), needed)
 
 
+def role_in(request: HttpRequest, tenant_id: uuid.UUID) -> Role | None:
+    """The person's role in this tenant (a superuser acts as its admin); None: not a member."""
+    if request.user.is_superuser:
+        return Role.ADMIN
+    return roles_of(request).get(tenant_id)
+
+
 def grantable_roles(request: HttpRequest, tenant_id: uuid.UUID | None = None) -> list[Role]:
     """The roles the person may give (to a key or a membership): up to its own, in that tenant or any."""
     if request.user.is_superuser:

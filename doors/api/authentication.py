@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from collections_app.models import ApiKey
+from collections_app.models import ApiKey, Role
 from collections_app.services.keys import api_key_resolve
 
 
@@ -57,3 +57,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
         # Makes DRF answer 401 (not 403) when the key is missing or wrong.
         return 'Bearer realm="kbsite"'
+
+
+def request_role(request: Request) -> Role:
+    """The role of the request's API key."""
+    return Role(request_key(request).role)

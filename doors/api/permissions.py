@@ -34,3 +34,19 @@ class AdminOnly(HasApiKey):
 
     def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
         return super().has_permission(request, view) and role_at_least(request.auth.role, Role.ADMIN)
+
+
+class EditorWritesNoAgent(EditorWrites):
+    """EditorWrites, and an agent's key may not create: it reaches only its agent's collections, and which
+    collections an agent reaches is the tenant admins' call (its Agent row), not something a key widens."""
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        if not super().has_permission(request, view):
+            return False
+        if request.method in permissions.SAFE_METHODS or request.auth.agent_id is None:
+            return True
+        self.message = (
+            "This key belongs to an agent and reaches only its agent's collections: create collections with a "
+            "key of no agent."
+        )
+        return False

@@ -84,7 +84,7 @@ class CollectionJudgeView(APIView):
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
         # Another tenant's id is simply not found: 404, never 403.
-        return get_object_or_404(selectors.collections_for(request_key(request).tenant), pk=collection_id)
+        return get_object_or_404(selectors.collections_for_key(request_key(request)), pk=collection_id)
 
     @extend_schema(
         summary="A collection's judge",

@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from collections_app.exceptions import Forbidden, Invalid
 from collections_app.models import ApiKey, Collection
+from collections_app.selectors import collections_for_key
 from retrieval.models import Reader
 
 
@@ -69,10 +70,8 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader: str | None = 
 
 
 def searchable_collections(key: ApiKey) -> QuerySet[Collection]:
-    """What a key may search when it names no collection: an agent's key its agent's collections, any other
-    key every collection of its tenant."""
-    allowed = Collection.objects.for_tenant(key.tenant_id)
-    return allowed.filter(agents=key.agent_id) if key.agent_id is not None else allowed
+    """What a key may search when it names no collection: the one rule every door shares."""
+    return collections_for_key(key)
 
 
 def collection_scope(*, collection: Collection, reader: Reader | None = None) -> SearchScope:

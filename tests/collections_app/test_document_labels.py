@@ -173,9 +173,35 @@ def test_patching_labels_relabels_every_paragraph_at_once_without_parsing_or_emb
     assert texts_for(cast, "bob@example.com") == ""  # at once: the next search already reads the new labels
     assert "garage" in texts_for(cast, "ada@example.com")
 
-    cleared = cast.editor.patch(labels_url(office), {"labels": []}, format="json")
+    cleared = cast.admin.patch(labels_url(office), {"labels": []}, format="json")  # widening: an admin's call
     assert cleared.status_code == 200 and chunk_labels(office) == [[]] * 3
     assert "garage" in texts_for(cast, "bob@example.com")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "editor_may"),
+    [
+        ([], ["hr"], True),  # an unlabelled document gets a label: fewer readers
+        (["hr", "sales"], ["hr"], True),  # one label dropped, one kept: fewer readers
+        (["hr"], [], False),  # cleared: every reader reads it
+        (["hr"], ["hr", "sales"], False),  # a label added: its holders gain it
+        (["hr"], ["legal"], False),  # swapped: legal's holders gain it
+    ],
+)
+def test_only_an_admin_key_widens_who_reads_a_document(cast, office, before, after, editor_may):
+    """Who reads what is the tenant admins' decision: an editor may narrow a document's readers, never widen."""
+    reader_create(tenant=cast.tenant, name="bob@example.com", labels=["legal"])
+    assert cast.admin.patch(labels_url(office), {"labels": before}, format="json").status_code == 200
+
+    answer = cast.editor.patch(labels_url(office), {"labels": after}, format="json")
+
+    if editor_may:
+        assert answer.status_code == 200 and chunk_labels(office) == [after] * 3
+    else:
+        assert answer.status_code == 403 and "admin" in answer.json()["detail"]
+        assert chunk_labels(office) == [before] * 3  # nothing changed
+        assert cast.admin.patch(labels_url(office), {"labels": after}, format="json").status_code == 200
+        assert chunk_labels(office) == [after] * 3
 
 
 @pytest.mark.parametrize(
@@ -354,6 +380,6 @@ def test_an_emails_attachments_carry_its_labels_and_follow_a_relabel(cast, per_r
     assert attachment.status == "done", attachment.error
     assert attachment.labels == ["hr"] and set(map(tuple, chunk_labels(attachment))) == {("hr",)}
 
-    cast.editor.patch(labels_url(message), {"labels": ["legal"]}, format="json")
+    assert cast.admin.patch(labels_url(message), {"labels": ["legal"]}, format="json").status_code == 200
     attachment.refresh_from_db()
     assert attachment.labels == ["legal"] and set(map(tuple, chunk_labels(attachment))) == {("legal",)}
