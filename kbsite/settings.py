@@ -130,6 +130,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so its 400 for a bad filter, year or id in an admin URL wraps the admin views alone.
+    "doors.admin.middleware.AdminBadInputMiddleware",
 ]
 
 ROOT_URLCONF = "kbsite.urls"

@@ -19,6 +19,7 @@ from django.db.models import Count, Min, Q
 from collections_app.exceptions import Forbidden, Invalid
 from collections_app.models import Chunk, ChunkKind, Collection, Document
 from collections_app.selectors import document_title
+from collections_app.validation import text_problem
 from retrieval.models import Reader
 
 
@@ -28,6 +29,10 @@ class MapReaderRequired(Invalid):
 
 class MapUnknownReader(Forbidden):
     pass
+
+
+class MapReaderInvalid(Invalid):
+    field = "reader"
 
 
 @dataclass
@@ -54,7 +59,12 @@ def collection_map_for_reader(*, collection: Collection, reader: str | None) -> 
 
     The rule searches follow (retrieval/search/_scope.py): without a reader the map would quietly show only
     the unlabelled paragraphs; an unknown name is refused the same whether it exists in another tenant or not.
+    Every door (REST, MCP) reaches the reader's name through here, so a name no row can hold (NUL, a lone
+    surrogate) is refused here, before the database sees it.
     """
+    problem = text_problem(reader) if reader is not None else None
+    if problem:
+        raise MapReaderInvalid(f"reader {problem}")
     if reader is None:
         if collection.per_reader:
             raise MapReaderRequired(

@@ -24,7 +24,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.urls import resolve
 
 from collections_app.exceptions import DomainError
-from collections_app.selectors.corpus_map import collection_map_for_reader
+from collections_app.selectors.corpus_map import MapReaderInvalid, collection_map_for_reader
 from collections_app.selectors.languages import collection_languages
 from collections_app.services.keys import api_key_resolve
 from retrieval.search import searchable_collections
@@ -192,6 +192,8 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
         except DomainError as exc:
             if exc.meaning == "forbidden":  # an unknown reader reads nothing anywhere: say so once
                 return 403, {"reader": [str(exc)]}
+            if isinstance(exc, MapReaderInvalid):  # a name no row can hold: the REST map's 400, word for word
+                return 400, {"reader": [str(exc)]}
             corpus_map, why_no_map = None, str(exc)
         listed.append(
             {

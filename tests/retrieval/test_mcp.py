@@ -182,3 +182,26 @@ def test_mcp_over_http_answers_what_it_cannot_serve_with_a_4xx(client) -> None:
     assert garbage.status_code == 400, garbage.content
     assert listed.status_code == 200, listed.content
     assert {t["name"] for t in listed.json()["result"]["tools"]} == {"search", "collections"}
+
+
+# (A lone surrogate never gets this far: the MCP SDK's JSON parser answers it with a JSON-RPC parse error.)
+@pytest.mark.parametrize("reader", ["\x00", "ada\x00@example.com"])
+def test_a_reader_name_no_row_can_hold_is_the_same_400_over_mcp_as_over_rest(corpus, client, reader) -> None:
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {corpus['secret']}", "HTTP_ACCEPT": "application/json, text/event-stream"}
+    call = {"name": "collections", "arguments": {"reader": reader}}
+
+    mcp = client.post(
+        "/mcp",
+        data={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+        content_type="application/json",
+        HTTP_MCP_PROTOCOL_VERSION="2025-06-18",
+        **auth,
+    )
+
+    rest = corpus["api"].get(f"/api/manage/collections/{corpus['collection'].pk}/map", {"reader": reader})
+    assert rest.status_code == 400 and "reader" in rest.json()
+    assert "result" in mcp.json(), mcp.content[:400]
+    result = mcp.json()["result"]
+    assert mcp.status_code == 200 and result["isError"] is True
+    said = result["content"][0]["text"]
+    assert "400" in said and "NUL" in said, said  # the platform's words, not the database's
