@@ -32,7 +32,7 @@ def _parameters(model_admin: admin.ModelAdmin, user: User) -> list[str]:
     changelist = model_admin.get_changelist_instance(request)
     names = {"q", "o", "p"}
     for spec in changelist.filter_specs:
-        names.update(spec.expected_parameters() or [])
+        names.update(name for name in spec.expected_parameters() or [] if name)
     if model_admin.date_hierarchy:
         names.update(f"{model_admin.date_hierarchy}__{part}" for part in ("year", "month", "day"))
     return sorted(names)
