@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from our own static files: docs work offline
     "django_q",
+    "doors",
     "collections_app",
     "retrieval",
 ]
@@ -207,14 +208,12 @@ def env_rate(name: str, default: str) -> str:
     return value
 
 
-# Rate limits per API key: 429 with Retry-After past them. Counted in KB_THROTTLE_CACHE, a per-process
-# local-memory cache by default (see docs/DECISIONS.md: with N server processes a key gets up to N times the rate).
+# Rate limits per API key: 429 with Retry-After past them. Counted in the database every web process shares
+# (doors/api/throttles.py: a sliding log per key), so the rate holds however many processes serve.
 KB_THROTTLE_SEARCH = env_rate("KB_THROTTLE_SEARCH", "600/min")
 KB_THROTTLE_UPLOAD = env_rate("KB_THROTTLE_UPLOAD", "120/min")
-KB_THROTTLE_CACHE = "throttle"
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "kb-throttle"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "kbsite API",

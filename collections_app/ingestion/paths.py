@@ -37,7 +37,9 @@ def is_excluded(relative_path: str, patterns: list[str]) -> bool:
 def is_junk(relative_path: str) -> bool:
     """Files nobody means to import: dotfiles and dot-folders, macOS resource forks, Office lock files."""
     parts = PurePosixPath(relative_path.replace("\\", "/")).parts
-    return any(p.startswith(".") or p == "__MACOSX" or p.startswith("~$") or p == "Thumbs.db" for p in parts)
+    # "." and ".." are steps of a path, not dot-names: a path that climbs out is refused by name, never skipped.
+    dotted = [p for p in parts if p not in (".", "..")]
+    return any(p.startswith(".") or p == "__MACOSX" or p.startswith("~$") or p == "Thumbs.db" for p in dotted)
 
 
 @lru_cache(maxsize=256)

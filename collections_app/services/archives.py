@@ -183,11 +183,11 @@ def _plan(infos: list[zipfile.ZipInfo], exclude_patterns: list[str], result: Arc
     excluded: list[str] = []
     for info in infos:
         name = info.filename
-        if info.is_dir() or is_junk(name):
-            continue
         parts = PurePosixPath(name.replace("\\", "/")).parts
         if name.startswith(("/", "\\")) or ".." in parts or not parts:
-            _skip(result, name, "its path leads outside the archive")
+            _skip(result, name, "its path leads outside the archive")  # named, before any rule that skips quietly
+        elif info.is_dir() or is_junk(name):
+            continue
         elif stat.S_ISLNK(info.external_attr >> 16):
             _skip(result, name, "it is a symbolic link")
         elif is_excluded(name, exclude_patterns):

@@ -128,9 +128,8 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
     report = RecoveryReport()
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
     candidates = list(Document.objects.filter(status__in=_IN_FLIGHT, updated_at__lt=grace).values_list("pk", flat=True))
-    if not candidates:
-        return report
     queued = _queued_ingests()
+    # Swept on every pass, with or without documents to recover: rows nothing will ever finish.
     _forget_finished(queued, parsing={str(pk) for pk in candidates})
     for document_id in candidates:
         outcome = _recover_one(str(document_id), queued.get(str(document_id), []), cluster_start=cluster_start)
@@ -148,16 +147,19 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
 
 
 def _forget_finished(queued: dict[str, list[_QueuedIngest]], *, parsing: set[str]) -> None:
-    """Delete started rows of documents that finished anyway (a later delivery did the work, or the
-    worker died between publishing and the acknowledgement); nothing else would ever remove them."""
+    """Delete rows nothing would ever remove or finish: started rows of documents that finished anyway (a
+    later delivery did the work, or the worker died between publishing and the acknowledgement), and any row
+    of a document deleted since (a crashed cluster's taken rows would otherwise stay locked for `retry`,
+    hours), unless a live worker still holds its lease."""
     from django_q.models import OrmQ
 
+    existing = {str(pk) for pk in Document.objects.filter(pk__in=list(queued)).values_list("pk", flat=True)}
     stale = [
         row.row_id
         for document_id, rows in queued.items()
         if document_id not in parsing
         for row in rows
-        if row.started and not document_lease_held(document_id=document_id)
+        if (row.started or document_id not in existing) and not document_lease_held(document_id=document_id)
     ]
     if stale:
         OrmQ.objects.using(_orm_alias()).filter(pk__in=stale).delete()

@@ -1,40 +1,77 @@
-"""Per-key rate limits (429 with Retry-After), rates from settings so a deployment or a test can change them."""
+"""Per-key rate limits (429 with Retry-After), rates from settings so a deployment or a test can change them.
+
+Counted as a sliding log in PostgreSQL, which every web process shares: each allowed request is a row
+(doors.models.RateHit) kept for one period, and a request is allowed while the key has fewer rows than
+its rate in the last period. One key's requests take its turn under a transaction-scoped advisory lock, so
+two processes never both take the last place. A log, not a counter per clock window: no burst of twice
+the rate across a window's edge, and Retry-After is exactly when the oldest counted request leaves.
+"""
 
 from __future__ import annotations
 
+import math
+from datetime import datetime, timedelta
+
 from django.conf import settings
-from django.core.cache import caches
-from rest_framework.throttling import SimpleRateThrottle
+from django.db import connection, transaction
+from django.utils import timezone
+from rest_framework.throttling import BaseThrottle
+
+from doors.models import RateHit
+
+# The advisory-lock namespace of rate limits (the first of PostgreSQL's two int4 keys).
+RATE_LOCK_NAMESPACE = 7_301
 
 
-class KeyRateThrottle(SimpleRateThrottle):
+class KeyRateThrottle(BaseThrottle):
     """Counts requests per API key (not per address: many agents may share one NAT, one agent many hosts).
 
-    DRF's ScopedRateThrottle keys on `user.pk`, which a key principal does not have, and reads its rates
-    once at import; this one reads `settings.<setting>` on every request, so override_settings works.
-    An empty rate switches the limit off.
+    Reads `settings.<setting>` on every request, so override_settings works. An empty rate switches the
+    limit off.
     """
 
+    scope = ""
     setting = ""
 
     def __init__(self) -> None:
-        # Deliberately not super().__init__(): that reads the rate from DRF's import-time settings.
-        self.cache = caches[settings.KB_THROTTLE_CACHE]
+        self.retry_after: float | None = None
 
     def allow_request(self, request, view) -> bool:  # type: ignore[no-untyped-def]
-        self.rate = self.get_rate()
-        if not self.rate:
+        rate = getattr(settings, self.setting, "") or None
+        if not rate or request.auth is None:  # no limit, or refused by authentication anyway
             return True
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request, view)
+        limit, seconds = parse_rate(rate)
+        oldest = rate_take(f"{self.scope}:{request.auth.pk}", limit=limit, period=seconds)
+        if oldest is None:
+            return True
+        self.retry_after = (oldest + timedelta(seconds=seconds) - timezone.now()).total_seconds()
+        return False
 
-    def get_rate(self) -> str | None:
-        return getattr(settings, self.setting, "") or None
+    def wait(self) -> float | None:
+        # Whole seconds, at least one: Retry-After is an integer, and 0 would invite an immediate retry.
+        return max(1, math.ceil(self.retry_after)) if self.retry_after is not None else None
 
-    def get_cache_key(self, request, view) -> str | None:  # type: ignore[no-untyped-def]
-        if request.auth is None:
-            return None  # refused by authentication anyway
-        return f"throttle_{self.scope}_{request.auth.pk}"
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """ "600/min" → (600, 60): DRF's spelling (s, m, h, d by their first letter), checked by settings.env_rate."""
+    count, period = rate.split("/")
+    return int(count), {"s": 1, "m": 60, "h": 3600, "d": 86400}[period[0]]
+
+
+def rate_take(bucket: str, *, limit: int, period: float) -> datetime | None:
+    """Take one of the bucket's `limit` places in the last `period` seconds: None when taken, else the time
+    of the oldest request still counted (the place frees `period` after it)."""
+    now = timezone.now()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [RATE_LOCK_NAMESPACE, bucket])
+        hits = RateHit.objects.filter(bucket=bucket)
+        hits.filter(at__lte=now - timedelta(seconds=period)).delete()
+        counted = list(hits.order_by("at").values_list("at", flat=True)[: max(limit, 1)])
+        if len(counted) < limit:
+            RateHit.objects.create(bucket=bucket, at=now)
+            return None
+        return counted[0]
 
 
 class SearchThrottle(KeyRateThrottle):

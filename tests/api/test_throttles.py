@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
-from django.core.cache import caches
+import requests
 
 from collections_app.models import Role
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts(settings):
-    caches[settings.KB_THROTTLE_CACHE].clear()
-    yield
-    caches[settings.KB_THROTTLE_CACHE].clear()
+from collections_app.services.keys import api_key_create
 
 
 def test_searches_past_the_rate_get_429_with_retry_after_and_other_keys_go_on(cast, collection, settings):
@@ -50,3 +45,31 @@ def test_uploads_past_the_rate_get_429_but_reading_the_list_does_not_count(cast,
 def test_an_empty_rate_switches_the_limit_off(cast, collection, settings):
     settings.KB_THROTTLE_SEARCH = ""
     assert all(cast.viewer.post("/api/search", {"query": "bikes"}, format="json").status_code == 200 for _ in range(5))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_rate_holds_for_concurrent_requests_on_separate_connections(cast, collection, settings, live_server):
+    """Counted in the database every web process shares, under one lock per key: 4 clients on their own
+    connections, 40 searches at once on one key, and exactly the rate gets through."""
+    settings.KB_THROTTLE_SEARCH = "10/min"
+    secret = api_key_create(tenant=cast.tenant, role=Role.VIEWER).secret
+    statuses: list[int] = []
+
+    def searches() -> None:
+        with requests.Session() as session:
+            for _ in range(10):
+                answer = session.post(
+                    f"{live_server.url}/api/search",
+                    json={"query": "bikes", "around": 0},
+                    headers={"Authorization": f"Bearer {secret}"},
+                    timeout=60,
+                )
+                statuses.append(answer.status_code)
+
+    clients = [threading.Thread(target=searches) for _ in range(4)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+
+    assert sorted(statuses) == [200] * 10 + [429] * 30

@@ -102,6 +102,21 @@ def test_encrypted_oversize_unsupported_and_nested_members_are_named_in_warnings
     assert sorted(summary.refused or []) == ["big.txt", "inner.zip", "secret.txt", "setup.exe"]
 
 
+def test_members_whose_paths_climb_out_of_the_zip_are_named_in_the_answer_and_the_build(cast, collection, upload):
+    content = zip_bytes({"returns.md": RETURNS, "../../x.txt": DELIVERY, "a/../../b.txt": DELIVERY})
+
+    response = upload(cast.editor, collection, "climbing.zip", content)
+
+    assert response.status_code == 202
+    answer = response.json()
+    assert [d["filename"] for d in answer["documents"]] == ["returns.md"]
+    warnings = " | ".join(answer["warnings"])
+    assert "../../x.txt not imported: its path leads outside the archive" in warnings
+    assert "a/../../b.txt not imported: its path leads outside the archive" in warnings
+    summary = Build.objects.get(collection=collection, document=None)
+    assert sorted(summary.refused or []) == ["b.txt", "x.txt"]  # by name only, never the path
+
+
 @pytest.mark.parametrize(
     ("limits", "members", "expected"),
     [

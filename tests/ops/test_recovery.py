@@ -13,7 +13,7 @@ from django_q.models import OrmQ, Task
 from django_q.signing import SignedPackage
 
 from collections_app.models import Chunk, Document, DocumentStatus
-from collections_app.services.documents import document_create
+from collections_app.services.documents import document_create, document_delete
 from collections_app.services.recovery import (
     INGEST_FUNC,
     STARTED,
@@ -111,6 +111,19 @@ def test_a_task_taken_but_not_started_is_alive_until_its_cluster_is_gone(
     with django_capture_on_commit_callbacks(execute=True):
         assert documents_recover(cluster_start=True).requeued == [str(stuck.pk)]
     assert len(ingest_rows(stuck)) == 1
+
+
+def test_the_sweep_releases_queue_rows_of_deleted_documents_whatever_their_lock(stuck, queued):
+    """After a crash, rows a dead cluster had taken (locked for `retry`, hours) of documents deleted since
+    are removed by the next pass, even when no document is left to recover."""
+    taken = queue_row(stuck, lock=timezone.now() + dt.timedelta(hours=8))
+    started = queue_row(stuck, lock=STARTED)
+    waiting = queue_row(stuck, lock=timezone.now() - dt.timedelta(seconds=1))
+    document_delete(document=stuck)
+
+    documents_recover()
+
+    assert not OrmQ.objects.filter(pk__in=[taken.pk, started.pk, waiting.pk]).exists()
 
 
 def test_a_document_that_died_too_often_ends_in_error(stuck, queued, settings):
