@@ -241,8 +241,8 @@ def document_queue_ingest(*, document: Document, reingest: bool = False) -> None
         )
     shown = document.filename if len(document.filename) <= 44 else document.filename[:43] + "…"
     options: dict[str, str] = {}
-    large_queue = getattr(settings, "KB_LARGE_DOCUMENT_QUEUE", "")
-    if large_queue and document.size > getattr(settings, "KB_LARGE_DOCUMENT_BYTES", _STREAM_TEXT_ABOVE):
+    large_queue = settings.KB_LARGE_DOCUMENT_QUEUE
+    if large_queue and document.size > settings.KB_LARGE_DOCUMENT_BYTES:
         # A large document is read by a cluster of its own (django-q2's named clusters: Q_CLUSTER_NAME), so
         # hours of embedding never hold up the small documents behind it. Off unless that cluster is set up.
         options["cluster"] = large_queue
@@ -294,16 +294,14 @@ def document_ingest(*, document_id: str) -> None:
     logger.info("document %s ingested: %d chunks in %.1fs", document.pk, staging.count, time.monotonic() - started)
 
 
-# Text files above this size are read and chunked as a stream instead of through unstructured (which holds the
-# whole file and its elements in memory). Below it, unstructured's title detection is worth its cost.
-_STREAM_TEXT_ABOVE = 4 * 1024 * 1024
+# Text files above KB_STREAM_TEXT_ABOVE bytes are read and chunked as a stream instead of through unstructured
+# (which holds the whole file and its elements in memory). Below it, unstructured's title detection is worth its cost.
 _STREAMED_EXTENSIONS = (".txt", ".md")
 
 
 def document_streams(document: Document) -> bool:
     """Whether this document is read as a stream (large .txt/.md), with bounded memory."""
-    limit = getattr(settings, "KB_STREAM_TEXT_ABOVE", _STREAM_TEXT_ABOVE)
-    return extension_of(document.filename) in _STREAMED_EXTENSIONS and document.size > limit
+    return extension_of(document.filename) in _STREAMED_EXTENSIONS and document.size > settings.KB_STREAM_TEXT_ABOVE
 
 
 def _blocks_of(document: Document) -> list[Block]:
@@ -453,7 +451,7 @@ class _Staging:
     """
 
     def __init__(self) -> None:
-        directory = getattr(settings, "KB_STAGING_DIR", None)
+        directory = settings.KB_STAGING_DIR or None  # "": the system's temporary directory
         self._drafts = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - closed by __exit__
         self._vectors = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - closed by __exit__
         self.count = 0
