@@ -36,8 +36,9 @@ def explained(document, code: str, *, keywords: bool) -> list[str]:  # type: ign
     from django.db import connection, transaction
 
     from collections_app.models import Chunk
+    from collections_app.sql import keyword_vector
 
-    index = ", search_vector = to_tsvector(kb_ts_config(%(code)s), text) || to_tsvector('simple', text)"
+    index = f", search_vector = {keyword_vector('%(code)s')}"
     sql = f"""
         EXPLAIN (ANALYZE) UPDATE {Chunk._meta.db_table} SET language = %(code)s {index if keywords else ""}
         WHERE document_id = %(document)s

@@ -47,6 +47,7 @@ from collections_app.services.labels import (
 from collections_app.services.languages import document_language_for_publish
 from collections_app.services.metadata_schema import document_records_declare
 from collections_app.services.recovery import document_recover
+from collections_app.sql import advisory_key, advisory_xact_lock, keyword_vector
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -171,9 +172,8 @@ def _upload_again(existing: Document, *, queue: bool) -> UploadResult:
 def _lock_content(collection: Collection, content_hash: str) -> None:
     # One upload of this content into this collection at a time, until the transaction ends. The key is 64 bits
     # of a hash, so two different contents share a lock only by a 1-in-2^64 chance (and then merely wait).
-    digest = hashlib.sha256(f"document-content:{collection.pk}:{content_hash}".encode()).digest()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)])
+        advisory_xact_lock(cursor, advisory_key(f"document-content:{collection.pk}:{content_hash}"))
 
 
 def stored_files_remove(names: list[str]) -> None:
@@ -623,14 +623,11 @@ def document_rows_write(
 
 
 def _index_keywords(document: Document) -> None:
-    # Each paragraph is indexed with its own language's stemmer and with the
-    # 'simple' configuration, so a question in another language (or a name,
-    # a code) still finds exact words. All of the document's paragraphs at once: they were just written.
+    # All of the document's paragraphs at once: they were just written.
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            UPDATE {Chunk._meta.db_table} SET search_vector =
-                to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+            UPDATE {Chunk._meta.db_table} SET search_vector = {keyword_vector()}
             WHERE document_id = %s AND kind = 'paragraph'
             """,
             [document.pk],

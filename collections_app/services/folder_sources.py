@@ -53,6 +53,7 @@ from collections_app.models import Build, Chunk, Collection, Document, DocumentS
 from collections_app.services.builds import build_record
 from collections_app.services.documents import FileTooLarge, document_create, document_delete, document_ingest
 from collections_app.services.ingest_options import ingest_options_validate
+from collections_app.sql import advisory_try_lock, advisory_unlock
 from retrieval.embedding import get_model
 
 logger = logging.getLogger(__name__)
@@ -347,14 +348,13 @@ def _sync_lock(collection: Collection) -> Iterator[None]:
     """One sync of a collection at a time (a scheduled one and a manual one could meet)."""
     key = collection.pk.int >> 65  # a positive bigint from the UUID
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        if not cursor.fetchone()[0]:
+        if not advisory_try_lock(cursor, key):
             raise FolderSourceBusy(f"a sync of {collection.name} is already running")
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            advisory_unlock(cursor, key)
 
 
 # --- schedules ----------------------------------------------------------------------------------------------------

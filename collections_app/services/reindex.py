@@ -28,6 +28,7 @@ from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
+from collections_app.sql import keyword_vector
 from retrieval.embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -216,8 +217,7 @@ def collection_cutover(*, collection: Collection, generation: int) -> None:
             # The keyword index (and, through its triggers, the BM25 statistics) of the new generation.
             cursor.execute(
                 f"""
-                UPDATE {table} SET search_vector =
-                    to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+                UPDATE {table} SET search_vector = {keyword_vector()}
                 WHERE collection_id = %s AND generation = %s AND kind = 'paragraph' AND search_vector IS NULL
                 """,
                 [locked.pk, generation],
