@@ -95,7 +95,7 @@ def main() -> None:
             )
             for i, text in enumerate(texts)
         )
-        ingestion._index_keywords(document)  # the keyword index (and postings) as ingestion builds them
+        ingestion.document_keywords_index(document)  # the keyword index (and postings) as ingestion builds them
         for code in ("en", "de"):
             started = time.perf_counter()
             document_language_set(document=document, language=code)

@@ -158,15 +158,15 @@ def document_stage(*, document: Document, generation: int) -> int:
     One transaction per document, so a run stopped half way keeps every document it finished.
     """
     collection = document.collection
-    with ingestion._Staging() as staging:
+    with ingestion.Staging() as staging:
         if ingestion.document_streams(document):
-            ingestion._stage_streamed(document, collection, staging)
+            ingestion.document_stage_stream(document, collection, staging)
         elif document.blocks is None:
             raise NotRechunkable(f"{document.filename} has no stored parser output; upload it again to read it")
         else:
             blocks = [Block.from_json(b) for b in document.blocks]
-            staging.add_all(ingestion._chunk(document, collection, blocks))
-        ingestion._embed(document, collection, staging)
+            staging.add_all(ingestion.document_chunk(document, collection, blocks))
+        ingestion.document_embed(document, collection, staging)
         with transaction.atomic():
             # Two runs of one collection may overlap (asked twice): rows are only ever written into the
             # generation still waiting, never into one a cutover has made live (it would lack its keyword index).
