@@ -1,6 +1,19 @@
-"""Publishing: the staged paragraphs replace the document's rows in one transaction, searchable at its commit."""
+"""Publishing: the staged paragraphs replace the document's rows in one transaction, searchable at its commit.
+
+One transaction (ARCHITECTURE, contract 1): readers see the old paragraphs until the whole new set replaces
+them, however long writing them takes. Its steps, in order:
+
+1. lock the collection and read who may read the document and its pinned language as they stand now;
+2. choose the generation the rows go to (the one searches read, or a pending re-index's);
+3. replace the document's rows (COPY, _rows.py);
+4. index their keywords, unless they wait for a re-index's cutover;
+5. mark the document done;
+6. record the build.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -12,53 +25,51 @@ from collections_app.services.documents._staging import Staging
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
 from collections_app.sql import keyword_vector
-from retrieval.embedding import get_model
+from retrieval.embedding import EmbeddingModel, get_model
 
 
 def document_publish(document: Document, collection: Collection, staging: Staging) -> None:
-    """Replace the document's paragraphs with the staged set, in one transaction (rows with COPY: _rows.py)."""
+    """Replace the document's paragraphs with the staged set, in one transaction."""
     model = get_model(collection.embedding_alias)
-    # One transaction: readers see the old paragraphs until the whole new set replaces them (ARCHITECTURE,
-    # contract 1), however long writing them takes.
     with transaction.atomic():
-        # The generation searches read; locked so a re-index's cutover (services/reindex.py) cannot switch
-        # generations between this read and the commit. A re-index carries these rows over at its cutover.
-        locked = Collection.objects.select_for_update().get(pk=collection.pk)
-        generation = locked.active_generation
+        locked = _lock_collection(collection)
         labels = document_labels_for_publish(document)  # as they stand now, not when the task started
         pinned = document_language_for_publish(document)  # an editor's language wins over detection
-        waiting = locked.served_alias != collection.embedding_alias
-        if waiting:
-            # A model change waits for its re-index: these vectors are the new model's and must not join the
-            # old model's ranking. They wait in the re-index's generation and go live at its cutover.
-            if locked.reindex_generation is None:
-                Collection.objects.filter(pk=locked.pk).update(reindex_generation=locked.active_generation + 1)
-            generation = locked.reindex_generation or locked.active_generation + 1
-        Chunk.objects.filter(document=document).delete()
-        published = document_rows_write(
-            document=document, staging=staging, generation=generation, labels=labels, language=pinned
-        )
-        if not waiting:
+        target = _target_generation(locked, collection)
+        published = _replace_rows(document, staging, target.generation, labels, pinned)
+        if not target.waiting:
             document_keywords_index(document)
-        Document.objects.filter(pk=document.pk).update(
-            status=DocumentStatus.DONE,
-            error="",
-            progress=100,
-            language=pinned or document.language,
-            language_detected=document.language,
-            stale=False,
-            updated_at=timezone.now(),
-        )
-        build_record(
-            collection=collection,
-            document=document,
-            model=model.alias,  # build_record looks up the identity the provider reports
-            dims=staging.dims,
-            passages=published,
-            refused=[],
-            built_from=built_from_upload(document),
-            unlabelled=0 if labels else published,
-        )
+        _mark_done(document, pinned)
+        _record_build(document, collection, model, staging, published, labels)
+
+
+def _lock_collection(collection: Collection) -> Collection:
+    # The generation searches read; locked so a re-index's cutover (services/reindex.py) cannot switch
+    # generations between this read and the commit. A re-index carries these rows over at its cutover.
+    return Collection.objects.select_for_update().get(pk=collection.pk)
+
+
+@dataclass(frozen=True)
+class _Target:
+    generation: int
+    waiting: bool  # for a re-index's cutover: no keyword index until then
+
+
+def _target_generation(locked: Collection, collection: Collection) -> _Target:
+    if locked.served_alias == collection.embedding_alias:
+        return _Target(locked.active_generation, waiting=False)
+    # A model change waits for its re-index: these vectors are the new model's and must not join the
+    # old model's ranking. They wait in the re-index's generation and go live at its cutover.
+    if locked.reindex_generation is None:
+        Collection.objects.filter(pk=locked.pk).update(reindex_generation=locked.active_generation + 1)
+    return _Target(locked.reindex_generation or locked.active_generation + 1, waiting=True)
+
+
+def _replace_rows(document: Document, staging: Staging, generation: int, labels: list[str], pinned: str) -> int:
+    Chunk.objects.filter(document=document).delete()
+    return document_rows_write(
+        document=document, staging=staging, generation=generation, labels=labels, language=pinned
+    )
 
 
 def document_keywords_index(document: Document) -> None:
@@ -74,6 +85,38 @@ def document_keywords_index(document: Document) -> None:
             """,
             [document.pk],
         )
+
+
+def _mark_done(document: Document, pinned: str) -> None:
+    Document.objects.filter(pk=document.pk).update(
+        status=DocumentStatus.DONE,
+        error="",
+        progress=100,
+        language=pinned or document.language,
+        language_detected=document.language,
+        stale=False,
+        updated_at=timezone.now(),
+    )
+
+
+def _record_build(
+    document: Document,
+    collection: Collection,
+    model: EmbeddingModel,
+    staging: Staging,
+    published: int,
+    labels: list[str],
+) -> None:
+    build_record(
+        collection=collection,
+        document=document,
+        model=model.alias,  # build_record looks up the identity the provider reports
+        dims=staging.dims,
+        passages=published,
+        refused=[],
+        built_from=built_from_upload(document),
+        unlabelled=0 if labels else published,
+    )
 
 
 def built_from_upload(document: Document) -> str:
