@@ -8,12 +8,12 @@
    process's peak RSS is the worker's alone:
    (with DEBUG off, as a production worker runs)
    a. loads the embedding model (every worker holds it; its RSS is reported as the baseline);
-   b. chunking, timed: `_stage_streamed` — the streamed parse, chunk, language labels and staging to disk
+   b. chunking, timed: `document_stage_stream` — the streamed parse, chunk, language labels and staging to disk
       that `document_ingest` runs for a text file over KB_STREAM_TEXT_ABOVE;
    c. embedding, timed over a bounded sample (--sample paragraphs, default 320) with the real model,
       staged as ingestion stages them: chunks/s;
    d. the other paragraphs get stand-in vectors (the sample's vectors plus noise, renormalised) — embedding
-      them for real would take hours — and then the publish step runs for real (`_publish`: one
+      them for real would take hours — and then the publish step runs for real (`document_publish`: one
       transaction, INSERTs of 500, keyword index, build record), timed. `--no-publish` skips c's stand-ins
       and d.
 4. Prints what was measured and what is estimated (whole embedding = paragraphs / measured rate), then
@@ -128,7 +128,7 @@ def worker(document_id: str, sample: int, publish: bool) -> dict[str, float | in
     from django.conf import settings
 
     from collections_app.models import Chunk, Document
-    from collections_app.services.documents import _publish, _stage_streamed, _Staging, document_streams
+    from collections_app.services.documents import Staging, document_publish, document_stage_stream, document_streams
     from embedding import get_embedder
 
     figures: dict[str, float | int | str] = {"rss_start_mb": rss_mb()}
@@ -140,9 +140,9 @@ def worker(document_id: str, sample: int, publish: bool) -> dict[str, float | in
     embedder.embed_passages(["warm-up: the model is loaded before anything is timed"])
     figures["rss_model_loaded_mb"] = rss_mb()
 
-    with _Staging() as staging:
+    with Staging() as staging:
         started = time.perf_counter()
-        _stage_streamed(document, collection, staging)
+        document_stage_stream(document, collection, staging)
         figures["chunk_s"] = time.perf_counter() - started
         figures["chunks"] = staging.count
         figures["rss_after_chunking_mb"] = rss_mb()
@@ -175,7 +175,7 @@ def worker(document_id: str, sample: int, publish: bool) -> dict[str, float | in
             staging.add_vectors(noisy.tolist())
             left -= n
         started = time.perf_counter()
-        _publish(document, collection, staging)
+        document_publish(document, collection, staging)
         figures["publish_s"] = time.perf_counter() - started
         figures["published"] = Chunk.objects.filter(document=document).count()
         figures["status"] = Document.objects.get(pk=document.pk).status

@@ -290,7 +290,7 @@ def main() -> int:
         """Per document, the texts a build with the collection's current settings embeds."""
         texts = []
         for document in Document.objects.filter(collection=collection, status=DocumentStatus.DONE):
-            drafts = ingestion._chunk(document, collection, [Block.from_json(b) for b in document.blocks or []])
+            drafts = ingestion.document_chunk(document, collection, [Block.from_json(b) for b in document.blocks or []])
             title = document_title(document)
             texts.append([d.embedding_text(title) for d in drafts if d.kind == "paragraph"])
         return texts

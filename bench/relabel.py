@@ -36,8 +36,9 @@ def explained(document, code: str, *, keywords: bool) -> list[str]:  # type: ign
     from django.db import connection, transaction
 
     from collections_app.models import Chunk
+    from collections_app.sql import keyword_vector
 
-    index = ", search_vector = to_tsvector(kb_ts_config(%(code)s), text) || to_tsvector('simple', text)"
+    index = f", search_vector = {keyword_vector('%(code)s')}"
     sql = f"""
         EXPLAIN (ANALYZE) UPDATE {Chunk._meta.db_table} SET language = %(code)s {index if keywords else ""}
         WHERE document_id = %(document)s
@@ -94,7 +95,7 @@ def main() -> None:
             )
             for i, text in enumerate(texts)
         )
-        ingestion._index_keywords(document)  # the keyword index (and postings) as ingestion builds them
+        ingestion.document_keywords_index(document)  # the keyword index (and postings) as ingestion builds them
         for code in ("en", "de"):
             started = time.perf_counter()
             document_language_set(document=document, language=code)

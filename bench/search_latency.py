@@ -275,6 +275,7 @@ def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> d
     from django.db import connection, transaction
 
     from collections_app.models import Document, DocumentStatus
+    from collections_app.sql import keyword_vector
 
     copies = max(1, math.ceil(args.target / len(chunks)))  # copy 0 is the original
     rng = random.Random(args.seed)
@@ -296,8 +297,7 @@ def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> d
             cursor.execute(
                 f"""
                 INSERT INTO collections_app_chunk ({", ".join(_COPY_COLUMNS)}, search_vector)
-                SELECT {", ".join(_COPY_COLUMNS)},
-                       to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+                SELECT {", ".join(_COPY_COLUMNS)}, {keyword_vector()}
                 FROM bench_chunk
                 """
             )

@@ -1,19 +1,23 @@
-"""gunicorn settings for `make run` (Procfile `web`): loopback by default, sized for a small machine."""
+"""gunicorn settings for `make run` (Procfile `web`): loopback by default, sized for a small machine.
 
-import os
+gunicorn's arbiter loads this before Django (importing kbsite.settings here would start the embedded
+PostgreSQL in the arbiter), so its variables are read with kbsite/env.py's readers, as settings.py reads its own.
+"""
 
-bind = f"{os.environ.get('KB_BIND', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+from kbsite.env import env_int, env_str, port
+
+bind = f"{env_str('KB_BIND', '127.0.0.1')}:{port()}"
 # Threads, so that many searchers waiting on PostgreSQL do not need a process each; two processes,
 # so that one busy embedding a query does not stop the other answering.
 worker_class = "gthread"
-workers = int(os.environ.get("KB_WEB_WORKERS", "2"))
-threads = int(os.environ.get("KB_WEB_THREADS", "4"))
+workers = env_int("KB_WEB_WORKERS", 2)
+threads = env_int("KB_WEB_THREADS", 4)
 # A 100 MB upload over a slow link takes a while; a stuck request is still cut off.
-timeout = int(os.environ.get("KB_WEB_TIMEOUT", "120"))
+timeout = env_int("KB_WEB_TIMEOUT", 120)
 graceful_timeout = 10
 # The web server loads the embedding model at start, so the first search does not pay for it.
 raw_env = ["KB_WARM_EMBEDDING=1"]
-accesslog = os.environ.get("KB_ACCESS_LOG", "-") or None
+accesslog = env_str("KB_ACCESS_LOG", "-") or None
 errorlog = "-"
 # Requests never carry a server path back: gunicorn's own error pages stay terse.
 proc_name = "kbsite-web"

@@ -72,8 +72,9 @@ if __name__ == "__main__":
     # so `make run` can refuse before it migrates a database a live server is using).
     import sys
 
+    from kbsite.env import var_dir
+
     name = sys.argv[1] if len(sys.argv) > 1 else "kbsite"
-    var_dir = Path(os.environ.get("KB_VAR_DIR", Path(__file__).resolve().parent.parent / "var"))
-    holder = run_lock_holder(var_dir, name)
+    holder = run_lock_holder(var_dir(), name)
     if holder is not None:
         sys.exit(f"{name} is already running (pid {holder}): stop it first")

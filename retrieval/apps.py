@@ -1,7 +1,7 @@
-import os
 import threading
 
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class RetrievalConfig(AppConfig):
@@ -13,13 +13,11 @@ class RetrievalConfig(AppConfig):
         # Loading the default model takes about a second; the web server and
         # the cluster do it at start (make run sets this) so the first search
         # or upload does not pay for it.
-        if os.environ.get("KB_WARM_EMBEDDING") == "1":
+        if settings.KB_WARM_EMBEDDING:
             threading.Thread(target=_warm, name="warm-embedding", daemon=True).start()
 
 
 def _warm() -> None:
-    from django.conf import settings
-
     from embedding import get_embedder
 
     get_embedder(settings.KB_DEFAULT_EMBEDDING).embed_query("warm-up")

@@ -2,7 +2,7 @@
 
 `unstructured` reads a whole file and builds every element (and spaCy's view of it) in memory: a 60 MB text
 file took a worker past 700 MB and more than ten minutes. Above `KB_STREAM_TEXT_ABOVE` bytes (see
-services/documents.py) a text file is read here instead, line by line:
+services/documents/_read.py) a text file is read here instead, line by line:
 
 - paragraphs are runs of lines between blank lines, their lines joined with a space;
 - Markdown: ATX (`# Title`) and setext (underlined) headings build the heading trail, fenced code blocks

@@ -1,10 +1,10 @@
 """Folder sources: a collection mirrors a folder on the server, set by the deployment only.
 
 `KB_COLLECTION_<NAME>_FOLDER` in the environment (NAME: the collection's name upper-cased,
-anything but A-Z and 0-9 turned into `_`) names the folder; the API cannot set or see it,
-and no answer, build record, warning or log line carries it (ARCHITECTURE.md, "Paths never
-travel"): files are known by their path relative to the folder, documents by
-`folder://<collection name>/<relative path>`.
+anything but A-Z and 0-9 turned into `_`; settings.py collects them into `KB_COLLECTION_FOLDERS` at
+start-up) names the folder; the API cannot set or see it, and no answer, build record, warning or log
+line carries it (ARCHITECTURE.md, "Paths never travel"): files are known by their path relative to the
+folder, documents by `folder://<collection name>/<relative path>`.
 
 A sync (`folder_sync`) imports new files, replaces changed ones (same path, new content:
 the new document is read first and the old one deleted only once the new one is `done`,
@@ -53,6 +53,7 @@ from collections_app.models import Build, Chunk, Collection, Document, DocumentS
 from collections_app.services.builds import build_record
 from collections_app.services.documents import FileTooLarge, document_create, document_delete, document_ingest
 from collections_app.services.ingest_options import ingest_options_validate
+from collections_app.sql import advisory_try_lock, advisory_unlock
 from embedding import get_model
 
 logger = logging.getLogger(__name__)
@@ -90,17 +91,22 @@ class FolderSync:
     build: Build | None = None
 
 
+def folder_source_name(collection_name: str) -> str:
+    """The NAME of KB_COLLECTION_<NAME>_FOLDER: the key of settings.KB_COLLECTION_FOLDERS (and _FOLDER_OPTIONS)."""
+    return re.sub(r"[^A-Z0-9]", "_", collection_name.upper())
+
+
 def folder_env_name(collection_name: str) -> str:
-    return f"KB_COLLECTION_{re.sub(r'[^A-Z0-9]', '_', collection_name.upper())}_FOLDER"
+    return f"KB_COLLECTION_{folder_source_name(collection_name)}_FOLDER"
 
 
 def folder_source_configured(collection: Collection) -> bool:
-    return bool(os.environ.get(folder_env_name(collection.name), "").strip())
+    return bool(settings.KB_COLLECTION_FOLDERS.get(folder_source_name(collection.name), ""))
 
 
 def folder_source_root(collection: Collection) -> Path:
     env = folder_env_name(collection.name)
-    value = os.environ.get(env, "").strip()
+    value = settings.KB_COLLECTION_FOLDERS.get(folder_source_name(collection.name), "")
     if not value:
         raise FolderSourceNotConfigured(
             f"collection {collection.name} has no folder source: the deployment sets one with {env} in the environment"
@@ -114,7 +120,7 @@ def folder_source_root(collection: Collection) -> Path:
 def folder_source_options(collection: Collection) -> dict[str, Any]:
     """The import options the deployment set for the folder source (KB_COLLECTION_<NAME>_FOLDER_OPTIONS)."""
     env = folder_env_name(collection.name) + "_OPTIONS"
-    value = os.environ.get(env, "").strip()
+    value = settings.KB_COLLECTION_FOLDER_OPTIONS.get(folder_source_name(collection.name), "")
     if not value:
         return {}
     try:
@@ -342,14 +348,13 @@ def _sync_lock(collection: Collection) -> Iterator[None]:
     """One sync of a collection at a time (a scheduled one and a manual one could meet)."""
     key = collection.pk.int >> 65  # a positive bigint from the UUID
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        if not cursor.fetchone()[0]:
+        if not advisory_try_lock(cursor, key):
             raise FolderSourceBusy(f"a sync of {collection.name} is already running")
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            advisory_unlock(cursor, key)
 
 
 # --- schedules ----------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from django.utils import timezone
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, normalise
 from collections_app.models import Chunk, Document, DocumentStatus
+from collections_app.sql import keyword_vector
 
 
 class InvalidLanguage(Invalid):
@@ -139,7 +140,7 @@ def _relabel_rows(document: Document, label_sql: str, params: dict[str, Any]) ->
             f"""
             UPDATE {table} SET language = {label_sql},
                 search_vector = CASE WHEN search_vector IS NULL THEN NULL
-                    ELSE to_tsvector(kb_ts_config({label_sql}), text) || to_tsvector('simple', text) END
+                    ELSE {keyword_vector(label_sql)} END
             WHERE document_id = %(document)s AND language IS DISTINCT FROM {label_sql}
             """,
             {**params, "document": document.pk},

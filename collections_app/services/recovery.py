@@ -40,6 +40,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from collections_app.models import Document, DocumentStatus
+from collections_app.sql import advisory_try_lock, advisory_unlock
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +70,8 @@ def document_lease(*, document_id: str) -> Iterator[bool]:
         raw.autocommit = True
         # Named after the worker's pid, so an operator (or a test) can see who holds what in pg_stat_activity.
         raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-ingest pid={os.getpid()}"])
-        held = raw.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [_lease_key(document_id)])
-        acquired = bool(held.fetchone()[0])
+        with raw.cursor() as cursor:
+            acquired = advisory_try_lock(cursor, _lease_key(document_id))
         if not acquired:
             logger.info(
                 "document %s is already being ingested by a live worker; this delivery does nothing", document_id
@@ -83,10 +84,9 @@ def document_lease(*, document_id: str) -> Iterator[bool]:
 def document_lease_held(*, document_id: str) -> bool:
     """Whether a live process holds the document's lease (checked by taking it for an instant)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [_lease_key(document_id)])
-        if not cursor.fetchone()[0]:
+        if not advisory_try_lock(cursor, _lease_key(document_id)):
             return True
-        cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [_lease_key(document_id)])
+        advisory_unlock(cursor, _lease_key(document_id))
     return False
 
 

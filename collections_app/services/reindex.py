@@ -28,6 +28,7 @@ from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
+from collections_app.sql import keyword_vector
 from embedding import get_embedder, get_model
 
 logger = logging.getLogger(__name__)
@@ -157,15 +158,15 @@ def document_stage(*, document: Document, generation: int) -> int:
     One transaction per document, so a run stopped half way keeps every document it finished.
     """
     collection = document.collection
-    with ingestion._Staging() as staging:
+    with ingestion.Staging() as staging:
         if ingestion.document_streams(document):
-            ingestion._stage_streamed(document, collection, staging)
+            ingestion.document_stage_stream(document, collection, staging)
         elif document.blocks is None:
             raise NotRechunkable(f"{document.filename} has no stored parser output; upload it again to read it")
         else:
             blocks = [Block.from_json(b) for b in document.blocks]
-            staging.add_all(ingestion._chunk(document, collection, blocks))
-        ingestion._embed(document, collection, staging)
+            staging.add_all(ingestion.document_chunk(document, collection, blocks))
+        ingestion.document_embed(document, collection, staging)
         with transaction.atomic():
             # Two runs of one collection may overlap (asked twice): rows are only ever written into the
             # generation still waiting, never into one a cutover has made live (it would lack its keyword index).
@@ -216,8 +217,7 @@ def collection_cutover(*, collection: Collection, generation: int) -> None:
             # The keyword index (and, through its triggers, the BM25 statistics) of the new generation.
             cursor.execute(
                 f"""
-                UPDATE {table} SET search_vector =
-                    to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)
+                UPDATE {table} SET search_vector = {keyword_vector()}
                 WHERE collection_id = %s AND generation = %s AND kind = 'paragraph' AND search_vector IS NULL
                 """,
                 [locked.pk, generation],

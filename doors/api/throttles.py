@@ -17,27 +17,27 @@ from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
 
+from collections_app.sql import advisory_xact_lock
 from doors.models import RateHit
-
-# The advisory-lock namespace of rate limits (the first of PostgreSQL's two int4 keys).
-RATE_LOCK_NAMESPACE = 7_301
 
 
 class KeyRateThrottle(BaseThrottle):
     """Counts requests per API key (not per address: many agents may share one NAT, one agent many hosts).
 
-    Reads `settings.<setting>` on every request, so override_settings works. An empty rate switches the
+    Reads its rate from settings on every request, so override_settings works. An empty rate switches the
     limit off.
     """
 
     scope = ""
-    setting = ""
+
+    def rate(self) -> str:
+        raise NotImplementedError
 
     def __init__(self) -> None:
         self.retry_after: float | None = None
 
     def allow_request(self, request, view) -> bool:  # type: ignore[no-untyped-def]
-        rate = getattr(settings, self.setting, "") or None
+        rate = self.rate()
         if not rate or request.auth is None:  # no limit, or refused by authentication anyway
             return True
         limit, seconds = parse_rate(rate)
@@ -64,7 +64,7 @@ def rate_take(bucket: str, *, limit: int, period: float) -> datetime | None:
     now = timezone.now()
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [RATE_LOCK_NAMESPACE, bucket])
+            advisory_xact_lock(cursor, f"kbsite-rate:{bucket}")
         hits = RateHit.objects.filter(bucket=bucket)
         hits.filter(at__lte=now - timedelta(seconds=period)).delete()
         counted = list(hits.order_by("at").values_list("at", flat=True)[: max(limit, 1)])
@@ -76,12 +76,16 @@ def rate_take(bucket: str, *, limit: int, period: float) -> datetime | None:
 
 class SearchThrottle(KeyRateThrottle):
     scope = "search"
-    setting = "KB_THROTTLE_SEARCH"
+
+    def rate(self) -> str:
+        return str(settings.KB_THROTTLE_SEARCH)
 
 
 class UploadThrottle(KeyRateThrottle):
     scope = "upload"
-    setting = "KB_THROTTLE_UPLOAD"
+
+    def rate(self) -> str:
+        return str(settings.KB_THROTTLE_UPLOAD)
 
 
 class UploadsOnly(UploadThrottle):

@@ -29,7 +29,7 @@ from collections_app.models import Collection
 
 from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
-# Facts of the document every paragraph carries (services/documents.py copies them onto its chunks):
+# Facts of the document every paragraph carries (services/documents/_rows.py copies them onto its chunks):
 # the platform keys `author` and `created`, and an email's subject, recipients and thread.
 DOCUMENT_KEYS = {
     "author": {"type": "string"},

@@ -49,25 +49,25 @@ def test_a_message_and_its_attachment_link_to_each_other(cast, staff, collection
     assert f"/admin/collections_app/document/{message.pk}/change/" in attachment_page
 
 
-def test_the_collection_page_names_the_variable_never_the_folder(staff, collection, tmp_path, monkeypatch):
+def test_the_collection_page_names_the_variable_never_the_folder(staff, collection, tmp_path, settings):
     url = f"/admin/collections_app/collection/{collection.pk}/change/"
     assert "none (the deployment can set one with KB_COLLECTION_HANDBOOK_FOLDER)" in staff.get(url).content.decode()
 
     folder = tmp_path / "handbook-source"
     folder.mkdir()
     (folder / "delivery.txt").write_text("Parcels leave the warehouse every weekday morning.\n")
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER", str(folder))
+    settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(folder)}
     page = staff.get(url).content.decode()
 
     assert "set by the deployment (KB_COLLECTION_HANDBOOK_FOLDER)" in page
     assert str(tmp_path) not in page
 
 
-def test_the_sync_action_queues_a_folder_sync(staff, collection, tmp_path, monkeypatch):
+def test_the_sync_action_queues_a_folder_sync(staff, collection, tmp_path, settings):
     folder = tmp_path / "handbook-source"
     folder.mkdir()
     (folder / "delivery.txt").write_text("Parcels leave the warehouse every weekday morning.\n")
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER", str(folder))
+    settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(folder)}
 
     response = staff.post(
         "/admin/collections_app/collection/",

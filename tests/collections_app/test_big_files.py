@@ -10,9 +10,10 @@ import pytest
 
 from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks, iter_chunk_blocks, iter_text_blocks
 from collections_app.models import Chunk, Document
-from collections_app.services import documents
 from collections_app.services.documents import document_create, document_ingest
+from embedding import get_embedder
 
+EMBEDDER = "collections_app.services.documents._embed.get_embedder"  # where ingestion asks for its model
 RETURNS = "Goods can be sent back within thirty days of purchase if they are unused and in their box."
 DELIVERY = "Parcels leave the warehouse every weekday morning and arrive within two working days."
 
@@ -66,7 +67,7 @@ def test_progress_moves_and_is_visible_while_a_large_document_is_embedded(cast, 
     settings.KB_EMBED_BATCH = 4
     held = document_create(collection=collection, filename="handbook.md", content=io.BytesIO(handbook_md(8)))
     seen: list[tuple[str, int]] = []
-    real = documents.get_embedder(collection.embedding_alias)
+    real = get_embedder(collection.embedding_alias)
 
     class Watching:
         def __getattr__(self, name: str):
@@ -77,7 +78,7 @@ def test_progress_moves_and_is_visible_while_a_large_document_is_embedded(cast, 
             seen.append((document.status, document.progress))
             return real.embed_passages(texts)
 
-    with mock.patch.object(documents, "get_embedder", return_value=Watching()):
+    with mock.patch(EMBEDDER, return_value=Watching()):
         document_ingest(document_id=str(held.document.pk))
 
     assert len(seen) == 4  # 16 paragraphs in batches of 4
@@ -92,7 +93,7 @@ def test_a_failed_rebuild_leaves_the_old_paragraphs_as_they_were(cast, collectio
     held = document_create(collection=collection, filename="handbook.md", content=io.BytesIO(handbook_md(8)))
     document_ingest(document_id=str(held.document.pk))
     before = list(Chunk.objects.filter(document=held.document).values_list("pk", "text"))
-    real = documents.get_embedder(collection.embedding_alias)
+    real = get_embedder(collection.embedding_alias)
     calls = []
 
     class FailingHalfWay:
@@ -107,7 +108,7 @@ def test_a_failed_rebuild_leaves_the_old_paragraphs_as_they_were(cast, collectio
                 raise RuntimeError("the model server went away")
             return real.embed_passages(texts)
 
-    with mock.patch.object(documents, "get_embedder", return_value=FailingHalfWay()):
+    with mock.patch(EMBEDDER, return_value=FailingHalfWay()):
         document_ingest(document_id=str(held.document.pk))
 
     assert len(calls) == 3

@@ -59,13 +59,15 @@ def nothing_read_again(monkeypatch):
         raise AssertionError("relabelling parsed, embedded or queued an ingestion")
 
     for name in (
-        "collections_app.services.documents",
+        "collections_app.services.documents._read",
         "collections_app.ingestion",
         "collections_app.ingestion.parsing",
     ):
         monkeypatch.setattr(f"{name}.parse_document", never)
-    monkeypatch.setattr("collections_app.services.documents.get_embedder", never)
-    monkeypatch.setattr("collections_app.services.documents.document_queue_ingest", never)
+    for name in ("collections_app.services.documents._chunk", "collections_app.services.documents._embed"):
+        monkeypatch.setattr(f"{name}.get_embedder", never)
+    for name in ("collections_app.services.documents", "collections_app.services.documents._upload"):
+        monkeypatch.setattr(f"{name}.document_queue_ingest", never)
 
 
 # --- upload ---------------------------------------------------------------------------------------------------
@@ -268,14 +270,14 @@ def test_a_rechunk_and_a_reindex_keep_the_documents_labels(cast, office, django_
 def test_a_relabel_while_the_document_is_being_embedded_is_not_undone_by_its_publish(
     cast, per_reader, upload, monkeypatch
 ):
-    real_embed = ingestion._embed
+    real_embed = ingestion.document_embed
 
     def embed_then_relabel(document, collection, staging):
         real_embed(document, collection, staging)
         # An editor relabels while the task is between embedding and publishing (no transaction is open here).
         document_labels_set(document=Document.objects.get(pk=document.pk), labels=["hr"])
 
-    monkeypatch.setattr(ingestion, "_embed", embed_then_relabel)
+    monkeypatch.setattr("collections_app.services.documents._ingest.document_embed", embed_then_relabel)
     answer = upload(cast.editor, per_reader, "office.html", html_bytes(SECTIONS), labels='["sales"]')
     document = Document.objects.get(pk=answer.json()["document_id"])
     assert document.status == "done"

@@ -20,7 +20,7 @@ DELIVERY = "Parcels leave the warehouse every weekday morning and arrive within 
 
 
 @pytest.fixture
-def source(tmp_path: Path, monkeypatch) -> Path:
+def source(tmp_path: Path, settings) -> Path:
     folder = tmp_path / "handbook-source"
     (folder / "guide").mkdir(parents=True)
     (folder / "guide" / "returns.md").write_text(RETURNS)
@@ -29,7 +29,7 @@ def source(tmp_path: Path, monkeypatch) -> Path:
     (folder / "guide" / "README.md").write_text("# Guide\n\nLinks to the guide's pages.\n")
     (folder / ".hidden.md").write_text("# Hidden\n\nAn editor's scratch file.\n")
     (folder / "setup.exe").write_bytes(b"MZ\x90\x00")
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER", str(folder))
+    settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(folder)}
     return folder
 
 
@@ -125,15 +125,15 @@ def test_an_empty_folder_never_wipes_the_collection(handbook, source):
     assert len(folder_documents(handbook)) == 2
 
 
-def test_a_collection_without_a_folder_source_says_which_variable_sets_it(handbook, monkeypatch):
-    monkeypatch.delenv("KB_COLLECTION_HANDBOOK_FOLDER", raising=False)
+def test_a_collection_without_a_folder_source_says_which_variable_sets_it(handbook, settings):
+    settings.KB_COLLECTION_FOLDERS = {}
 
     with pytest.raises(CommandError, match="KB_COLLECTION_HANDBOOK_FOLDER"):
         sync("handbook")
 
 
-def test_a_missing_folder_is_an_error_without_its_path(handbook, monkeypatch, tmp_path):
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER", str(tmp_path / "not-there"))
+def test_a_missing_folder_is_an_error_without_its_path(handbook, settings, tmp_path):
+    settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(tmp_path / "not-there")}
 
     with pytest.raises(CommandError) as raised:
         sync("handbook")
@@ -203,12 +203,12 @@ def test_a_changed_file_that_cannot_be_read_leaves_its_last_good_version(handboo
     assert versions.count() == 1 and versions.get().chunks.filter(text__contains="three working days").exists()
 
 
-def test_documents_of_a_renamed_collection_are_adopted_not_imported_again(handbook, source, monkeypatch):
+def test_documents_of_a_renamed_collection_are_adopted_not_imported_again(handbook, source, settings):
     sync("handbook")
     before = {d.content_hash: d.pk for d in folder_documents(handbook).values()}
     handbook.name = "staff handbook"
     handbook.save()
-    monkeypatch.setenv("KB_COLLECTION_STAFF_HANDBOOK_FOLDER", str(source))
+    settings.KB_COLLECTION_FOLDERS = {**settings.KB_COLLECTION_FOLDERS, "STAFF_HANDBOOK": str(source)}
 
     out, _ = sync("staff handbook")
 

@@ -157,13 +157,13 @@ def test_a_hub_uploaded_on_its_own_is_indexed(cast, collection, upload):
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch) -> Path:
+def folder(tmp_path: Path, settings) -> Path:
     root = tmp_path / "handbook-source"
     (root / "docs" / "customers").mkdir(parents=True)
     (root / "README.md").write_text(PROJECT_README)
     (root / "docs" / "README.md").write_text(DOCS_INDEX)
     (root / "docs" / "customers" / "returns.md").write_bytes(RETURNS)
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER", str(root))
+    settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(root)}
     return root
 
 
@@ -177,9 +177,7 @@ def folder_paths(collection) -> list[str]:
     return sorted(Document.objects.filter(collection=collection).values_list("source_uri", flat=True))
 
 
-def test_a_folder_sync_skips_a_hub_and_its_build_says_so_until_the_option_keeps_it(
-    cast, collection, folder, monkeypatch
-):
+def test_a_folder_sync_skips_a_hub_and_its_build_says_so_until_the_option_keeps_it(cast, collection, folder, settings):
     out = sync()
 
     assert folder_paths(collection) == ["folder://handbook/README.md", "folder://handbook/docs/customers/returns.md"]
@@ -192,7 +190,7 @@ def test_a_folder_sync_skips_a_hub_and_its_build_says_so_until_the_option_keeps_
     assert "docs/README.md: navigation hub" in out  # the operator sees it too
     assert str(folder) not in "".join(build.warnings)
 
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER_OPTIONS", '{"keep_navigation_readmes": true}')
+    settings.KB_COLLECTION_FOLDER_OPTIONS = {"HANDBOOK": '{"keep_navigation_readmes": true}'}
     sync()
 
     assert "folder://handbook/docs/README.md" in folder_paths(collection)
@@ -200,7 +198,7 @@ def test_a_folder_sync_skips_a_hub_and_its_build_says_so_until_the_option_keeps_
     assert not [w for w in latest.warnings if "navigation hub" in w]
 
     # Turning the option off again removes the hub, as an exclude pattern would, and says why.
-    monkeypatch.delenv("KB_COLLECTION_HANDBOOK_FOLDER_OPTIONS")
+    settings.KB_COLLECTION_FOLDER_OPTIONS = {}
     sync()
 
     assert "folder://handbook/docs/README.md" not in folder_paths(collection)
@@ -212,8 +210,8 @@ def test_a_folder_sync_skips_a_hub_and_its_build_says_so_until_the_option_keeps_
     ("value", "message"),
     [("keep", "is not JSON"), ('{"table_mode": "sheet"}', "takes only keep_navigation_readmes")],
 )
-def test_bad_folder_options_stop_the_sync_naming_the_variable(cast, collection, folder, monkeypatch, value, message):
-    monkeypatch.setenv("KB_COLLECTION_HANDBOOK_FOLDER_OPTIONS", value)
+def test_bad_folder_options_stop_the_sync_naming_the_variable(cast, collection, folder, settings, value, message):
+    settings.KB_COLLECTION_FOLDER_OPTIONS = {"HANDBOOK": value}
 
     with pytest.raises(CommandError, match=message) as refused:
         sync()

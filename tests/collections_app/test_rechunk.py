@@ -100,7 +100,7 @@ def test_rechunk_applies_the_collections_settings_to_the_stored_blocks_without_t
         raise AssertionError("rechunk called the parser")
 
     for module in (
-        "collections_app.services.documents",
+        "collections_app.services.documents._read",
         "collections_app.ingestion",
         "collections_app.ingestion.parsing",
     ):

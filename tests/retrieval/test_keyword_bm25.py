@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 
 from collections_app.models import Chunk, Collection, Document, KeywordStats, KeywordTerm, Tenant
+from collections_app.sql import keyword_vector
 from retrieval.search._stages import keyword_retrieve
 from retrieval.search._visibility import Visibility
 
@@ -21,8 +22,7 @@ def index(collection: Collection, texts: list[str], name: str = "doc") -> Docume
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE collections_app_chunk SET search_vector = "
-            "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text) WHERE id = ANY(%s)",
+            f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE id = ANY(%s)",
             [[c.pk for c in chunks]],
         )
     return document
@@ -135,8 +135,7 @@ def test_a_question_meets_each_searched_collections_own_stemmer(collection) -> N
     Chunk.objects.filter(document=document).update(language="de")
     with connection.cursor() as cursor:  # indexed under German, as ingestion indexes a German paragraph
         cursor.execute(
-            "UPDATE collections_app_chunk SET search_vector = "
-            "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text) WHERE document_id = %s",
+            f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE document_id = %s",
             [document.pk],
         )
     visible = Visibility(collection.tenant_id, [str(collection.pk), str(german.pk)])

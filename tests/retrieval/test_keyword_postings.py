@@ -17,6 +17,7 @@ from collections_app.models import Chunk, Collection, Document, KeywordPosting, 
 from collections_app.services import reindex
 from collections_app.services.collections import collection_update
 from collections_app.services.documents import document_delete
+from collections_app.sql import keyword_vector
 from retrieval.search import _stages
 from retrieval.search._stages import keyword_retrieve
 from retrieval.search._visibility import Visibility
@@ -30,10 +31,10 @@ def paragraph_words(collection: Collection) -> dict[str, dict[str, int]]:
     """Each readable paragraph's words and their counts, tokenized by PostgreSQL from its text."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)
             FROM collections_app_chunk c JOIN collections_app_collection col ON col.id = c.collection_id,
-                 unnest(to_tsvector(kb_ts_config(c.language), c.text) || to_tsvector('simple', c.text)) u
+                 unnest({keyword_vector("c.language", "c.text")}) u
             WHERE c.collection_id = %s AND c.kind = 'paragraph' AND c.generation = col.active_generation
             """,
             [collection.pk],
@@ -130,8 +131,7 @@ def index(collection: Collection, texts: list[str], name: str = "doc", labels: l
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE collections_app_chunk SET search_vector = "
-            "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text) WHERE document_id = %s",
+            f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE document_id = %s",
             [document.pk],
         )
     return document
@@ -166,8 +166,7 @@ def test_scores_are_plain_bm25_and_postings_follow_inserts_index_updates_and_del
     Chunk.objects.filter(document=first, ordinal=1).update(text="Parcels for the office leave on weekdays.")
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE collections_app_chunk SET search_vector = "
-            "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text) WHERE document_id = %s",
+            f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE document_id = %s",
             [first.pk],
         )
     assert postings(collection) == expected_postings(collection)

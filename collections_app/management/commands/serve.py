@@ -75,7 +75,7 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda signum, frame: stopping.set())
 
-        env = {**os.environ, "PORT": os.environ.get("PORT", "8000"), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PORT": settings.PORT, "PYTHONUNBUFFERED": "1"}
         parent = os.getpid()
 
         def in_own_session_dying_with_us() -> None:
@@ -112,7 +112,7 @@ class Command(BaseCommand):
         for child in children.values():
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)  # once: see the module's docstring
-        deadline = time.monotonic() + float(os.environ.get("KB_STOP_SECONDS", "30"))
+        deadline = time.monotonic() + settings.KB_STOP_SECONDS
         while time.monotonic() < deadline and any(child.poll() is None for child in children.values()):
             time.sleep(0.2)
         for name, child in children.items():

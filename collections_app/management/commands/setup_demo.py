@@ -77,7 +77,7 @@ class Command(BaseCommand):
         credentials["api_key"] = secret
         _write_credentials(credentials)
 
-        port = os.environ.get("PORT", "8000")
+        port = settings.PORT
         shown = password or "(not known here: set one with `manage.py changepassword admin`)"
         self.stdout.write("")
         self.stdout.write("kbsite demo tenant 'demo' is ready.")

@@ -1,7 +1,7 @@
 """Find stored files that no document names, and remove them (an operator's command).
 
 Uploads write their file inside the transaction that creates the document and remove it if that
-transaction fails (services/documents.py), so new orphans come only from a process killed between the
+transaction fails (services/documents/_upload.py), so new orphans come only from a process killed between the
 write and the commit, or from versions before that. A file younger than `--min-age` is left alone: it may
 belong to an upload whose transaction has not committed yet.
 

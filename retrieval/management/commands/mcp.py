@@ -6,8 +6,7 @@ process lists). Messages go over stdin/stdout; nothing else is written to stdout
 
 from __future__ import annotations
 
-import os
-
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from collections_app.services.keys import api_key_resolve
@@ -18,7 +17,7 @@ class Command(BaseCommand):
     help = "Serve the MCP tools (search, collections) over stdio as the API key in KB_MCP_KEY."
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
-        secret = os.environ.get("KB_MCP_KEY", "").strip()
+        secret = settings.KB_MCP_KEY.strip()
         if not secret:
             raise CommandError("set KB_MCP_KEY to the API key the MCP server acts as (create one: create_api_key)")
         if api_key_resolve(secret=secret) is None:

@@ -1,0 +1,59 @@
+"""Documents: upload, ingestion (read, chunk, embed, publish) and deletion.
+
+The public API is what this module exports; the private modules are by job, in the order a document meets them:
+
+- _upload.py: an upload stored under a safe name, its row, its ingestion queued (or the document already held);
+- _queue.py: the ingestion task, queued once the transaction commits (large documents to their own cluster);
+- _ingest.py: the task's job, step by step, and a failure recorded as such;
+- _read.py: stored parser output, the parser and its attachments, or a large text file read as a stream;
+- _chunk.py: paragraphs cut with the collection's settings and labelled with their languages;
+- _staging.py: the nameless files paragraphs and vectors wait in between the steps;
+- _embed.py: vectors for the staged paragraphs, batch by batch, with progress;
+- _publish.py: the new rows replace the old in one transaction, with their keyword index and build record;
+- _rows.py: the rows written with COPY (a re-index writes its generation with it too);
+- _delete.py: a document, its paragraphs and attachments removed, its originals after the commit.
+
+services/reindex.py rebuilds documents from the same steps (Staging, document_chunk, document_stage_stream,
+document_embed, document_rows_write) into a generation of its own.
+"""
+
+from collections_app.services.documents._chunk import (
+    collection_chunking,
+    document_chunk,
+    document_stage_stream,
+)
+from collections_app.services.documents._delete import document_delete
+from collections_app.services.documents._embed import document_embed
+from collections_app.services.documents._ingest import document_ingest
+from collections_app.services.documents._publish import document_keywords_index, document_publish
+from collections_app.services.documents._queue import document_queue_ingest
+from collections_app.services.documents._read import document_streams
+from collections_app.services.documents._rows import document_rows_write
+from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._upload import (
+    FileTooLarge,
+    UploadResult,
+    document_create,
+    stored_files_remove,
+    upload_filename,
+)
+
+__all__ = [
+    "FileTooLarge",
+    "Staging",
+    "UploadResult",
+    "collection_chunking",
+    "document_chunk",
+    "document_create",
+    "document_delete",
+    "document_embed",
+    "document_ingest",
+    "document_keywords_index",
+    "document_publish",
+    "document_queue_ingest",
+    "document_rows_write",
+    "document_stage_stream",
+    "document_streams",
+    "stored_files_remove",
+    "upload_filename",
+]

@@ -1,0 +1,26 @@
+"""Embedding the staged paragraphs, one batch at a time, with progress the admin and the API can show."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from collections_app.models import Collection, Document
+from collections_app.selectors import document_title
+from collections_app.services.documents._chunk import windows
+from collections_app.services.documents._staging import Staging
+from embedding import get_embedder
+
+
+def document_embed(document: Document, collection: Collection, staging: Staging) -> None:
+    embedder = get_embedder(collection.embedding_alias)
+    batch = settings.KB_EMBED_BATCH
+    title = document_title(document)
+    done = 0
+    # Parent sections (hierarchical) are never embedded: only paragraphs are matched.
+    for part in windows(staging.drafts(), batch):
+        embedded = [d for d in part if d.kind == "paragraph"]
+        staging.add_vectors(embedder.embed_passages([d.embedding_text(title) for d in embedded]))
+        done += len(part)
+        # Embedding is the slow step: report progress between 10 % and 95 %, committed at once (no
+        # transaction is open here) so the admin and the API show it while a large document is read.
+        Document.objects.filter(pk=document.pk).update(progress=10 + int(85 * done / staging.count))

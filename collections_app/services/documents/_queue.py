@@ -1,0 +1,42 @@
+"""Queueing a document's ingestion: a django-q2 task, written once the transaction commits."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from collections_app.models import Document, DocumentStatus
+
+
+def document_queue_ingest(*, document: Document, reingest: bool = False) -> None:
+    """Queue the document's ingestion once the transaction commits.
+
+    `reingest=True` (an editor's re-ingest) shows it `queued` at once, until its task starts reading it; its
+    paragraphs stay searchable meanwhile. The task is named after the file, with the document's id for the
+    recovery (services/recovery.py finds a document's tasks by "ingest document <id>").
+    """
+    from django_q.tasks import async_task
+
+    document_id = str(document.pk)
+    if reingest:
+        document.status, document.progress, document.error = DocumentStatus.QUEUED, 0, ""
+        Document.objects.filter(pk=document.pk).update(
+            status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
+        )
+    shown = document.filename if len(document.filename) <= 44 else document.filename[:43] + "…"
+    options: dict[str, str] = {}
+    large_queue = settings.KB_LARGE_DOCUMENT_QUEUE
+    if large_queue and document.size > settings.KB_LARGE_DOCUMENT_BYTES:
+        # A large document is read by a cluster of its own (django-q2's named clusters: Q_CLUSTER_NAME), so
+        # hours of embedding never hold up the small documents behind it. Off unless that cluster is set up.
+        options["cluster"] = large_queue
+    transaction.on_commit(
+        lambda: async_task(
+            "collections_app.tasks.ingest_document",
+            document_id,
+            task_name=f"{shown} (ingest document {document_id})",
+            group="ingestion",
+            **options,
+        )
+    )

@@ -1,0 +1,56 @@
+"""Raw SQL more than one service writes, spelled once: the keyword-index expression and advisory locks.
+
+The database's own copies (kb_ts_config and the keyword-statistics triggers) live in migrations, which are
+never edited; what is here must stay equivalent to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Protocol
+
+
+def keyword_vector(language: str = "language", text: str = "text") -> str:
+    """The keyword index of a paragraph (Chunk.search_vector), as an SQL expression.
+
+    Each paragraph is indexed with its own language's stemmer (kb_ts_config, migration 0004) and with the
+    'simple' configuration, so a question in another language (or a name, a code) still finds exact words.
+    `language` and `text` are SQL expressions (columns, placeholders), never values.
+    """
+    return f"to_tsvector(kb_ts_config({language}), {text}) || to_tsvector('simple', {text})"
+
+
+class Cursor(Protocol):
+    """A DB-API cursor: Django's, or psycopg's on a connection of its own."""
+
+    def execute(self, sql: str, params: list[Any], /) -> object: ...
+
+    def fetchone(self) -> Any: ...
+
+
+# An advisory lock's key: a 64-bit integer, or a text PostgreSQL hashes to one (hashtextextended(text, 0)).
+LockKey = int | str
+
+
+def advisory_key(name: str) -> int:
+    """64 bits of a name's SHA-256, as a signed bigint: two names share a lock by a 1-in-2^64 chance."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+def _key_sql(key: LockKey) -> str:
+    return "hashtextextended(%s, 0)" if isinstance(key, str) else "%s"
+
+
+def advisory_xact_lock(cursor: Cursor, key: LockKey) -> None:
+    """Wait for the lock; it is held until the transaction ends."""
+    cursor.execute(f"SELECT pg_advisory_xact_lock({_key_sql(key)})", [key])
+
+
+def advisory_try_lock(cursor: Cursor, key: LockKey) -> bool:
+    """Take the session lock if nobody holds it (held until advisory_unlock or the session ends)."""
+    cursor.execute(f"SELECT pg_try_advisory_lock({_key_sql(key)})", [key])
+    return bool(cursor.fetchone()[0])
+
+
+def advisory_unlock(cursor: Cursor, key: LockKey) -> None:
+    cursor.execute(f"SELECT pg_advisory_unlock({_key_sql(key)})", [key])
