@@ -183,6 +183,23 @@ class Collection(TenantOwned):
         blank=True,
         help_text="Glob patterns never imported from a folder source or a zip, e.g. **/README.md.",
     )
+    # A folder source belongs to this collection, never to a name: a folder under the tenant's own folder
+    # of KB_FOLDER_SOURCES_ROOT, relative to it, set by the tenant's admins (services/folder_sources.py).
+    # An absolute path only where a legacy KB_COLLECTION_<NAME>_FOLDER was bound to this collection.
+    # Never in an API answer, a build record or a log line.
+    folder_source = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="A folder under this tenant's folder of KB_FOLDER_SOURCES_ROOT, relative to it (e.g. hr-share). "
+        "Set by the tenant's admins.",
+    )
+    folder_source_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Import options of the folder source, as a zip upload takes them, e.g. {"keep_navigation_readmes": '
+        "true}.",
+    )
     # Generations: searches read only the paragraphs of `active_generation`. A re-index builds the next one
     # beside it (`reindex_generation`) and switches in one transaction (services/reindex.py).
     active_generation = models.PositiveIntegerField(default=0, editable=False)

@@ -8,7 +8,7 @@ from django_q.signals import post_execute_in_worker, pre_execute
 from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.services.archives import archive_build_record
 from collections_app.services.documents import document_ingest
-from collections_app.services.folder_sources import FolderSourceError, folder_sync
+from collections_app.services.folder_sources import FolderSourceError, folder_sources_adopt_legacy, folder_sync
 from collections_app.services.recovery import document_lease, ingest_task_started
 from collections_app.services.reindex import collection_reindex_run
 
@@ -70,6 +70,11 @@ def record_archive_build(
 
 
 def sync_folder_source(collection_id: str) -> None:
+    try:
+        folder_sources_adopt_legacy()  # before the row is read: adopting may give it its folder
+    except FolderSourceError as exc:
+        logger.warning("folder sync of collection %s skipped: %s", collection_id, exc)
+        return
     collection = Collection.objects.filter(pk=collection_id).first()
     if collection is None:
         return  # deleted since the schedule was made

@@ -182,9 +182,13 @@ KB_STREAM_TEXT_ABOVE = env_int("KB_STREAM_TEXT_ABOVE", 4 * 1024 * 1024)
 KB_STAGING_DIR = env_str("KB_STAGING_DIR")
 KB_LARGE_DOCUMENT_QUEUE = env_str("KB_LARGE_DOCUMENT_QUEUE")
 KB_LARGE_DOCUMENT_BYTES = env_int("KB_LARGE_DOCUMENT_BYTES", 4 * 1024 * 1024)
-# Folder sources, set by the deployment only: KB_COLLECTION_<NAME>_FOLDER names a collection's folder and
-# KB_COLLECTION_<NAME>_FOLDER_OPTIONS its import options (a JSON object), NAME being the collection's name
-# upper-cased with anything but A-Z and 0-9 turned into `_`. Collected here, by NAME, once at start-up.
+# Folder sources belong to a collection: a tenant's admins choose a folder under KB_FOLDER_SOURCES_ROOT/<tenant
+# name>/ (empty: no folder sources). Set by the operator, who decides what each tenant's folder holds.
+KB_FOLDER_SOURCES_ROOT = env_str("KB_FOLDER_SOURCES_ROOT")
+# Legacy: KB_COLLECTION_<NAME>_FOLDER named a collection's folder by the collection's name alone (NAME upper-cased,
+# anything but A-Z and 0-9 turned into `_`), and _FOLDER_OPTIONS its import options. Each is bound once to the one
+# collection of that name (services/folder_sources.py: folder_sources_adopt_legacy), and refused when two
+# tenants have one. Collected here, by NAME, once at start-up.
 KB_COLLECTION_FOLDERS = env_named("KB_COLLECTION_", "_FOLDER")
 KB_COLLECTION_FOLDER_OPTIONS = env_named("KB_COLLECTION_", "_FOLDER_OPTIONS")
 # With KB_SYNC_EVERY_MINUTES > 0, `manage.py sync_collection --schedule` makes a django-q2 schedule that syncs

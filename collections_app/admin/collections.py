@@ -22,6 +22,7 @@ from collections_app.exceptions import DomainError
 from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.models import Collection, Role
 from collections_app.services.collections import collection_create, collection_delete, collection_update
+from collections_app.services.folder_sources import FolderSourceError, folder_source_options_set, folder_source_set
 from collections_app.validation import name_problem
 from doors.admin.base import TenantScopedAdmin
 from doors.admin.display import shown_value, table
@@ -73,9 +74,17 @@ class CollectionForm(forms.ModelForm):
             data = self.cleaned_data
             return collection_create(tenant=data["tenant"], name=data["name"], **self.settings_given())
         changes = self.settings_given()
+        # The folder source has its own service: the tenant's admins only, a folder inside the tenant's own.
+        folder = changes.pop("folder_source", None)
+        options = changes.pop("folder_source_options", None)
         if "name" in self.changed_data:
             changes["name"] = self.cleaned_data["name"]
-        return collection_update(collection=copy.copy(self.instance), role=self.actor_role, **changes)
+        collection = collection_update(collection=copy.copy(self.instance), role=self.actor_role, **changes)
+        if folder is not None:
+            collection = folder_source_set(collection=collection, folder=folder, role=self.actor_role)
+        if options is not None:
+            collection = folder_source_options_set(collection=collection, options=options, role=self.actor_role)
+        return collection
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
@@ -87,7 +96,7 @@ class CollectionForm(forms.ModelForm):
             with transaction.atomic():
                 self.save_through_service()
                 transaction.set_rollback(True)
-        except (DomainError, StrategyNotBuilt) as exc:
+        except (DomainError, StrategyNotBuilt, FolderSourceError) as exc:
             field = getattr(exc, "field", None) or ("chunk_strategy" if isinstance(exc, StrategyNotBuilt) else None)
             self.add_error(field if field in self.fields else None, str(exc))
         return data
@@ -119,15 +128,15 @@ class CollectionAdmin(
     list_filter = ["tenant", "chunk_strategy", "per_reader"]
     list_select_related = ["tenant"]
     search_fields = ["name"]
-    readonly_fields = ["documents_by_status", "reindex_shown", "metadata_schema_shown", "folder_source", "created_at",
-                       "updated_at"]  # fmt: skip
+    readonly_fields = ["documents_by_status", "reindex_shown", "metadata_schema_shown", "folder_source_shown",
+                       "created_at", "updated_at"]  # fmt: skip
     actions = ["sync_folder_source", "reindex"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).annotate(document_count=Count("documents"))
 
     def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
-        basics = BASICS if obj is None else [*BASICS, "documents_by_status", "reindex_shown", "folder_source"]
+        basics = BASICS if obj is None else [*BASICS, "documents_by_status", "reindex_shown", "folder_source_shown"]
         advanced = ["exclude_patterns"] if obj is None else ["metadata_schema_shown", "exclude_patterns",
                                                                "created_at", "updated_at"]  # fmt: skip
         return [
@@ -138,7 +147,24 @@ class CollectionAdmin(
                            "description": "How searches of this collection find, rank and return paragraphs."}),
             ("Languages", languages_fieldset(obj)),
             ("Advanced", {"classes": ["collapse"], "fields": advanced}),
+            *self._folder_source_fieldset(request, obj),
         ]  # fmt: skip
+
+    def _folder_source_fieldset(self, request, obj):  # type: ignore[no-untyped-def]
+        # Who reads what a folder holds is the tenant admins' call: only they see and set the folder.
+        if obj is None or not may(request, obj.tenant_id, Role.ADMIN):
+            return []
+        return [
+            (
+                "Folder source",
+                {
+                    "classes": ["collapse"],
+                    "fields": ["folder_source", "folder_source_options"],
+                    "description": f"A folder under KB_FOLDER_SOURCES_ROOT/{obj.tenant.name}/ "
+                    "that this collection mirrors; only the tenant's admins see or change it.",
+                },
+            )
+        ]
 
     def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
         form = super().get_form(request, obj, change, **kwargs)

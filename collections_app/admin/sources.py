@@ -3,8 +3,8 @@
 - Document page: the message an attachment belongs to, and a message's attachments, as links.
 - Document upload: a .zip imports each member (archive_import) and lands on the collection's documents,
   with what was not imported shown as warnings.
-- Collection page: whether the deployment gave it a folder source (the variable's name, never the path),
-  and an action that queues a sync.
+- Collection page: its folder source (a folder under the tenant's own folder of KB_FOLDER_SOURCES_ROOT, which
+  only the tenant's admins see and set), and an action that queues a sync.
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ from collections_app.ingestion import UnsupportedFile
 from collections_app.models import Collection, Document
 from collections_app.services.archives import ArchiveRefused, InsufficientStorage, archive_import
 from collections_app.services.documents import FileTooLarge
-from collections_app.services.folder_sources import folder_env_name, folder_source_configured
+from collections_app.services.folder_sources import (
+    FolderSourceError,
+    folder_source_configured,
+    folder_sources_adopt_legacy,
+)
 
 
 class AttachmentsAdminMixin:
@@ -88,19 +92,23 @@ class ArchiveUploadAdminMixin:
 
 
 class FolderSourceAdminMixin:
-    """A collection's folder source, as the deployment set it (add "folder_source"), and a sync action."""
+    """A collection's folder source as its members see it (add "folder_source_shown"), and a sync action."""
 
     @admin.display(description="folder source")
-    def folder_source(self, obj: Collection) -> str:
-        env = folder_env_name(obj.name)
+    def folder_source_shown(self, obj: Collection) -> str:
         if folder_source_configured(obj):
-            return f"set by the deployment ({env}); synced by manage.py sync_collection or its schedule"
-        return f"none (the deployment can set one with {env})"
+            return "set by an admin of this tenant; synced by the action below, manage.py sync_collection or a schedule"
+        return f"none (an admin of this tenant can choose a folder under KB_FOLDER_SOURCES_ROOT/{obj.tenant.name}/)"
 
     @admin.action(description="Sync the folder source now", permissions=["change"])
     def sync_folder_source(self, request, queryset):  # type: ignore[no-untyped-def]
         from django_q.tasks import async_task
 
+        try:
+            folder_sources_adopt_legacy()  # a legacy variable is bound to its one collection before anything reads it
+        except FolderSourceError as exc:
+            self.message_user(request, str(exc), messages.ERROR)  # type: ignore[attr-defined]
+            return
         queued, skipped = [], []
         for collection in self.manageable(request, queryset):  # type: ignore[attr-defined]  # not a viewer's
             if not folder_source_configured(collection):

@@ -1,10 +1,17 @@
-"""Folder sources: a collection mirrors a folder on the server, set by the deployment only.
+"""Folder sources: a collection mirrors a folder on the server, chosen by its tenant's admins.
 
-`KB_COLLECTION_<NAME>_FOLDER` in the environment (NAME: the collection's name upper-cased,
-anything but A-Z and 0-9 turned into `_`; settings.py collects them into `KB_COLLECTION_FOLDERS` at
-start-up) names the folder; the API cannot set or see it, and no answer, build record, warning or log
-line carries it (ARCHITECTURE.md, "Paths never travel"): files are known by their path relative to the
-folder, documents by `folder://<collection name>/<relative path>`.
+A folder source belongs to one collection of one tenant, never to a name. The operator sets
+KB_FOLDER_SOURCES_ROOT and puts (or mounts) each tenant's folders under `<root>/<tenant name>/`; a
+tenant's admin then gives a collection one of them, relative to that folder (`folder_source_set`). A path
+that is absolute, climbs out (`..`), leads out through a symbolic link, or lands in another tenant's folder
+is refused, when it is set and again at every sync. The API cannot set or see it, and no answer, build
+record, warning or log line carries it (ARCHITECTURE.md, "Paths never travel"): files are known by their
+path relative to the folder, documents by `folder://<collection name>/<relative path>`.
+
+Legacy: KB_COLLECTION_<NAME>_FOLDER named a folder by the collection's name alone, so a second tenant that
+made a collection of that name read the first one's folder. `folder_sources_adopt_legacy` binds each such
+variable once to the one collection of that name (saying which tenant), and refuses while two tenants have
+one; after that the variable is never read for any other collection.
 
 A sync (`folder_sync`) imports new files, replaces changed ones (same path, new content:
 the new document is read first and the old one deleted only once the new one is `done`,
@@ -16,10 +23,9 @@ sync's Build can then say exactly how many paragraphs it built and which files c
 be read, and a changed file's old version is deleted only after its successor is done.
 A scheduled sync is one django-q2 task, so it still runs off the web process.
 
-`KB_COLLECTION_<NAME>_FOLDER_OPTIONS` (a JSON object, set by the deployment too) holds the options of
-the import, as a .zip upload takes them: `{"keep_navigation_readmes": true}` indexes README.md files
-that are navigation hubs (mostly links and headings), which a sync otherwise skips, naming each one
-and why in its Build (ingestion/navigation_hubs.py).
+`Collection.folder_source_options` holds the options of the import, as a .zip upload takes them:
+`{"keep_navigation_readmes": true}` indexes README.md files that are navigation hubs (mostly links and
+headings), which a sync otherwise skips, naming each one and why in its Build (ingestion/navigation_hubs.py).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from collections_app.exceptions import InvalidIngestOptions
+from collections_app.exceptions import Forbidden, Invalid, InvalidIngestOptions
 from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.formats import family_of
 from collections_app.ingestion.navigation_hubs import (
@@ -49,11 +55,12 @@ from collections_app.ingestion.navigation_hubs import (
     skipped_line,
 )
 from collections_app.ingestion.paths import is_excluded, is_junk
-from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
+from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus, Role, Tenant, role_at_least
 from collections_app.services.builds import build_record
 from collections_app.services.documents import FileTooLarge, document_create, document_delete, document_ingest
 from collections_app.services.ingest_options import ingest_options_validate
 from collections_app.sql import advisory_try_lock, advisory_unlock
+from collections_app.validation import text_problem
 from embedding import get_model
 
 logger = logging.getLogger(__name__)
@@ -92,43 +99,174 @@ class FolderSync:
 
 
 def folder_source_name(collection_name: str) -> str:
-    """The NAME of KB_COLLECTION_<NAME>_FOLDER: the key of settings.KB_COLLECTION_FOLDERS (and _FOLDER_OPTIONS)."""
+    """The NAME of a legacy KB_COLLECTION_<NAME>_FOLDER: the key of settings.KB_COLLECTION_FOLDERS."""
     return re.sub(r"[^A-Z0-9]", "_", collection_name.upper())
 
 
-def folder_env_name(collection_name: str) -> str:
-    return f"KB_COLLECTION_{folder_source_name(collection_name)}_FOLDER"
+def folder_env_name(name: str) -> str:
+    return f"KB_COLLECTION_{name}_FOLDER"
 
 
-def folder_source_configured(collection: Collection) -> bool:
-    return bool(settings.KB_COLLECTION_FOLDERS.get(folder_source_name(collection.name), ""))
+class FolderSourceRefused(Invalid):
+    field = "folder_source"
 
 
-def folder_source_root(collection: Collection) -> Path:
-    env = folder_env_name(collection.name)
-    value = settings.KB_COLLECTION_FOLDERS.get(folder_source_name(collection.name), "")
-    if not value:
+def tenant_folder(tenant: Tenant) -> Path:
+    """`<KB_FOLDER_SOURCES_ROOT>/<tenant name>`: where this tenant's folder sources may be, and nowhere else."""
+    if not settings.KB_FOLDER_SOURCES_ROOT:
         raise FolderSourceNotConfigured(
-            f"collection {collection.name} has no folder source: the deployment sets one with {env} in the environment"
+            "folder sources are off on this server: the operator turns them on with KB_FOLDER_SOURCES_ROOT"
         )
-    root = Path(value)
-    if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
-        raise FolderSourceError(f"the folder named by {env} is not a readable folder on this server")
-    return root
+    name = tenant.name
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
+        raise FolderSourceError(f"tenant {name!r} cannot have a folder of its own: its name is not a folder name")
+    return Path(settings.KB_FOLDER_SOURCES_ROOT) / name
 
 
-def folder_source_options(collection: Collection) -> dict[str, Any]:
-    """The import options the deployment set for the folder source (KB_COLLECTION_<NAME>_FOLDER_OPTIONS)."""
-    env = folder_env_name(collection.name) + "_OPTIONS"
-    value = settings.KB_COLLECTION_FOLDER_OPTIONS.get(folder_source_name(collection.name), "")
-    if not value:
-        return {}
+def folder_source_set(*, collection: Collection, folder: str, role: Role | None) -> Collection:
+    """Give the collection a folder source (`folder` relative to its tenant's folder; "" removes it).
+
+    Who reads what a folder holds is the tenant admins' decision (`role` None: the operator)."""
+    if role is not None and not role_at_least(role, Role.ADMIN):
+        raise FolderSourceForbidden("a collection's folder source is set by an admin of its tenant")
+    folder = folder.strip().replace("\\", "/")
+    if folder:
+        _folder_source_resolve(collection.tenant, folder)
+    collection.folder_source = folder
+    collection.save(update_fields=["folder_source", "updated_at"])
+    return collection
+
+
+def folder_source_options_set(*, collection: Collection, options: Any, role: Role | None) -> Collection:
+    if role is not None and not role_at_least(role, Role.ADMIN):
+        raise FolderSourceForbidden("a collection's folder source is set by an admin of its tenant")
     try:
-        return ingest_options_validate(json.loads(value), scope="import")
+        cleaned = ingest_options_validate(options or {}, scope="import")
+    except InvalidIngestOptions as exc:
+        raise FolderSourceRefused(f"folder source options: {exc}") from exc
+    collection.folder_source_options = cleaned
+    collection.save(update_fields=["folder_source_options", "updated_at"])
+    return collection
+
+
+class FolderSourceForbidden(Forbidden):
+    pass
+
+
+def _folder_source_resolve(tenant: Tenant, folder: str) -> Path:
+    """The real folder a relative folder source names, checked: inside the tenant's folder, readable."""
+    shown = f"KB_FOLDER_SOURCES_ROOT/{tenant.name}/{folder}"
+    problem = text_problem(folder)
+    if problem:
+        raise FolderSourceRefused(f"the folder {problem}")
+    relative = PurePosixPath(folder)
+    if relative.is_absolute() or ".." in relative.parts or re.match(r"^[A-Za-z]:", folder):
+        raise FolderSourceRefused(
+            f"give the folder relative to this tenant's folder (KB_FOLDER_SOURCES_ROOT/{tenant.name}/), "
+            "without .. or a leading /"
+        )
+    base = tenant_folder(tenant)
+    try:
+        real_base = base.resolve(strict=True)
+        real = (base / relative).resolve(strict=True)
+    except (FileNotFoundError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise FolderSourceRefused(f"{shown} is not a folder on this server") from exc
+    if real != real_base and not real.is_relative_to(real_base):
+        # A symbolic link out of the tenant's folder: another tenant's folder, or anywhere else on the server.
+        raise FolderSourceRefused(f"{shown} leads outside this tenant's folder")
+    if not real.is_dir() or not os.access(real, os.R_OK | os.X_OK):
+        raise FolderSourceRefused(f"{shown} is not a readable folder on this server")
+    return real
+
+
+def _adopt_legacy_options(collection: Collection, name: str) -> None:
+    """A legacy folder's KB_COLLECTION_<NAME>_FOLDER_OPTIONS, copied onto the collection it is bound to: while the
+    folder is the operator's variable, so are its options (none set: none)."""
+    value = settings.KB_COLLECTION_FOLDER_OPTIONS.get(name, "")
+    env = folder_env_name(name) + "_OPTIONS"
+    try:
+        options = ingest_options_validate(json.loads(value), scope="import") if value else {}
     except json.JSONDecodeError as exc:
         raise FolderSourceError(f'{env} is not JSON; set it to an object, e.g. {{"{OPTION}": true}}') from exc
     except InvalidIngestOptions as exc:
         raise FolderSourceError(f"{env}: {exc}") from exc
+    if collection.folder_source_options != options:
+        collection.folder_source_options = options
+        collection.save(update_fields=["folder_source_options", "updated_at"])
+
+
+def folder_source_configured(collection: Collection) -> bool:
+    return bool(collection.folder_source)
+
+
+def folder_source_root(collection: Collection) -> Path:
+    """The folder to sync, checked again now: a link inside it may have changed since it was set."""
+    folder = collection.folder_source
+    if not folder:
+        raise FolderSourceNotConfigured(
+            f"collection {collection.name} has no folder source: an admin of tenant {collection.tenant.name} "
+            f"gives it one (a folder under KB_FOLDER_SOURCES_ROOT/{collection.tenant.name}/) on its admin page"
+        )
+    if Path(folder).is_absolute():  # bound from a legacy variable by the operator's own setting
+        root = Path(folder)
+        if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
+            raise FolderSourceError(
+                f"the legacy folder source of {collection.name} (a KB_COLLECTION_<NAME>_FOLDER variable) is not a "
+                "readable folder on this server"
+            )
+        return root
+    try:
+        return _folder_source_resolve(collection.tenant, folder)
+    except FolderSourceRefused as exc:
+        raise FolderSourceError(str(exc)) from exc
+
+
+def folder_source_options(collection: Collection) -> dict[str, Any]:
+    """The import options of the folder source (checked when set; checked again, as the rules may change)."""
+    try:
+        return ingest_options_validate(collection.folder_source_options or {}, scope="import")
+    except InvalidIngestOptions as exc:
+        raise FolderSourceError(f"folder source options of {collection.name}: {exc}") from exc
+
+
+def folder_sources_adopt_legacy() -> list[str]:
+    """Bind every legacy KB_COLLECTION_<NAME>_FOLDER to the one collection of that name, once; what was done,
+    one line each, for the operator. Refused (FolderSourceError) while a NAME matches collections of several
+    tenants and none holds the folder yet: naming the tenant is the operator's decision."""
+    lines = []
+    for name, value in sorted(settings.KB_COLLECTION_FOLDERS.items()):
+        if not value:
+            continue
+        env = folder_env_name(name)
+        matching = [
+            c for c in Collection.objects.select_related("tenant").order_by("tenant__name")
+            if folder_source_name(c.name) == name
+        ]  # fmt: skip
+        bound = [c for c in matching if c.folder_source == value]
+        if bound:  # adopted before; the variable names nothing else now (its options stay the operator's)
+            _adopt_legacy_options(bound[0], name)
+            continue
+        if not matching:
+            lines.append(f"{env} names no collection: ignored")
+            continue
+        if len(matching) > 1:
+            tenants = ", ".join(c.tenant.name for c in matching)
+            raise FolderSourceError(
+                f"{env} names a collection that tenants {tenants} each have: refusing to guess which one it is. "
+                "Move the folder under KB_FOLDER_SOURCES_ROOT/<tenant name>/, have that tenant's admin choose "
+                "it on the collection's page, and remove the variable."
+            )
+        collection = matching[0]
+        collection.folder_source = value
+        collection.save(update_fields=["folder_source", "updated_at"])
+        _adopt_legacy_options(collection, name)
+        lines.append(
+            f"{env} is now bound to collection {collection.name} of tenant {collection.tenant.name}, and to no "
+            "other: another tenant's collection of that name never reads it. Move the folder under "
+            f"KB_FOLDER_SOURCES_ROOT/{collection.tenant.name}/ and remove the variable when convenient."
+        )
+        logger.warning("%s", lines[-1])
+    return lines
 
 
 def folder_sync(*, collection: Collection, progress: Progress | None = None) -> FolderSync:
@@ -367,9 +505,9 @@ def folder_sync_schedules_update() -> list[str]:
     """
     from django_q.models import Schedule
 
+    done: list[str] = folder_sources_adopt_legacy()
     minutes = settings.KB_SYNC_EVERY_MINUTES
-    wanted = {str(c.pk): c for c in Collection.objects.select_related("tenant") if folder_source_configured(c)}
-    done: list[str] = []
+    wanted = {str(c.pk): c for c in Collection.objects.select_related("tenant").exclude(folder_source="")}
     for schedule in Schedule.objects.filter(name__startswith=SCHEDULE_PREFIX):
         if minutes <= 0 or schedule.name.removeprefix(SCHEDULE_PREFIX) not in wanted:
             schedule.delete()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from collections_app.models import Build, Document
+from collections_app.models import Build, Document, Role
+from collections_app.services.folder_sources import folder_source_set
 from tests.files.archives import HANDBOOK_ZIP, zip_bytes
 from tests.files.email import eml_bytes
 
@@ -49,18 +50,19 @@ def test_a_message_and_its_attachment_link_to_each_other(cast, staff, collection
     assert f"/admin/collections_app/document/{message.pk}/change/" in attachment_page
 
 
-def test_the_collection_page_names_the_variable_never_the_folder(staff, collection, tmp_path, settings):
+def test_the_collection_page_says_whether_it_has_a_folder_source_never_where(staff, collection, tmp_path, settings):
     url = f"/admin/collections_app/collection/{collection.pk}/change/"
-    assert "none (the deployment can set one with KB_COLLECTION_HANDBOOK_FOLDER)" in staff.get(url).content.decode()
+    page = staff.get(url).content.decode()
+    assert "none (an admin of this tenant can choose a folder under KB_FOLDER_SOURCES_ROOT/acme/)" in page
 
-    folder = tmp_path / "handbook-source"
-    folder.mkdir()
-    (folder / "delivery.txt").write_text("Parcels leave the warehouse every weekday morning.\n")
-    settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(folder)}
+    settings.KB_FOLDER_SOURCES_ROOT = str(tmp_path)
+    (tmp_path / "acme" / "handbook-source").mkdir(parents=True)
+    folder_source_set(collection=collection, folder="handbook-source", role=Role.ADMIN)
     page = staff.get(url).content.decode()
 
-    assert "set by the deployment (KB_COLLECTION_HANDBOOK_FOLDER)" in page
-    assert str(tmp_path) not in page
+    assert "set by an admin of this tenant" in page
+    assert str(tmp_path) not in page and "handbook-source" not in page  # an editor: not even the relative folder
+    assert 'name="folder_source"' not in page
 
 
 def test_the_sync_action_queues_a_folder_sync(staff, collection, tmp_path, settings):

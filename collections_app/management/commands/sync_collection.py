@@ -1,4 +1,5 @@
-"""Sync a collection with its folder source (KB_COLLECTION_<NAME>_FOLDER), or (re)make the sync schedules."""
+"""Sync a collection with its folder source, or (re)make the sync schedules. Legacy KB_COLLECTION_<NAME>_FOLDER
+variables are bound to their one collection first (or refused while two tenants have a collection of that name)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,19 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from collections_app.models import Collection
-from collections_app.services.folder_sources import FolderSourceError, folder_sync, folder_sync_schedules_update
+from collections_app.services.folder_sources import (
+    FolderSourceError,
+    folder_sources_adopt_legacy,
+    folder_sync,
+    folder_sync_schedules_update,
+)
 
 
 class Command(BaseCommand):
     help = (
         "Import new and changed files of a collection's folder source, remove documents whose file is gone, "
-        "and record a Build. The folder is set by the deployment only: KB_COLLECTION_<NAME>_FOLDER. "
+        "and record a Build. The folder is set by an admin of the collection's tenant, under "
+        "KB_FOLDER_SOURCES_ROOT/<tenant name>/. "
         "With --schedule: make one django-q2 schedule per folder source (every KB_SYNC_EVERY_MINUTES)."
     )
 
@@ -28,6 +35,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:  # type: ignore[no-untyped-def]
+        try:
+            for line in folder_sources_adopt_legacy():
+                self.stdout.write(self.style.WARNING(line))
+        except FolderSourceError as exc:
+            raise CommandError(str(exc)) from exc
         if options["schedule"]:
             for line in folder_sync_schedules_update():
                 self.stdout.write(line)
