@@ -19,8 +19,7 @@ from django.db import models
 
 from collections_app.models import Chunk
 from retrieval.models import CollectionJudge, ModelCall, SearchEvent
-from retrieval.search._judge import verdict
-from retrieval.search._planning import sub_questions
+from retrieval.search import sub_questions, verdict
 from tests.files.documents import html_bytes
 
 KNOWLEDGE = [

@@ -18,7 +18,7 @@ import pytest
 from collections_app.models import Chunk, Collection, Document
 from collections_app.services.collections import collection_create
 from retrieval.models import ModelCall, SearchEvent
-from retrieval.search._pipeline import STAGE_ORDER
+from retrieval.search import STAGE_ORDER
 from tests.files.documents import html_bytes
 
 GERMAN = [

@@ -12,10 +12,7 @@ import pytest
 
 from collections_app.models import ApiKey, Chunk
 from retrieval.embedding import get_embedder
-from retrieval.search import resolve_scope, search
-from retrieval.search._pipeline import STAGE_ORDER
-from retrieval.search._stages import keyword_retrieve, vector_retrieve
-from retrieval.search._visibility import Visibility
+from retrieval.search import STAGE_ORDER, Visibility, keyword_retrieve, resolve_scope, search, vector_retrieve
 from tests.files.documents import html_bytes
 
 SECTIONS = [
