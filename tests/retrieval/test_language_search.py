@@ -20,6 +20,7 @@ from collections_app.services.collections import collection_create
 from retrieval.models import ModelCall, SearchEvent
 from retrieval.search import STAGE_ORDER
 from tests.files.documents import html_bytes
+from tests.margins import assert_clears, assert_leads, cosines
 
 GERMAN = [
     (1, "Arbeitsvertrag", ""),
@@ -248,6 +249,7 @@ def test_an_english_question_finds_the_macedonian_leave_policy_through_its_trans
     assert keyword["by_language"]["mk"] >= 1
     assert keyword["lexical_by_config"]["simple"] >= 1
     assert first_has(answer, "Секој вработен има право на платен годишен одмор")
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the leave paragraph")
     # The trace (stored in the audit) never holds the question or its translation.
     event = SearchEvent.objects.get(pk=answer["search_id"])
     stored = json.dumps(event.stages, ensure_ascii=False)
@@ -282,6 +284,7 @@ def test_a_question_in_the_collections_language_is_not_translated(cast, macedoni
     assert translator.translated_into == []
     assert "by_language" not in stage(answer, "keyword retrieval")["counts"]
     assert first_has(answer, "Секој вработен има право на платен годишен одмор")
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the leave paragraph")
 
 
 def test_each_planned_sub_question_is_translated(cast, macedonian_policy, translator) -> None:
@@ -298,6 +301,9 @@ def test_each_planned_sub_question_is_translated(cast, macedonian_policy, transl
     keyword = [s["counts"] for s in answer["trace"] if s["stage"] == "keyword retrieval"]
     assert all(k["by_language"]["en"] == 0 and k["by_language"]["mk"] >= 1 for k in keyword)
     assert any_has(answer, "платен годишен одмор") and any_has(answer, "дневница")
+    for words in ("платен годишен одмор", "дневница"):
+        score = next(r["score"] for r in answer["results"] if words in r["text"])
+        assert_clears(score, answer["floor"], what=f"the paragraph on {words}")
 
 
 def test_a_translator_that_fails_is_reported_and_the_search_goes_on_untranslated(
@@ -360,4 +366,6 @@ def test_the_vector_stage_alone_finds_a_paragraph_written_in_the_other_language(
     # (Measured: the small model puts a same-language paragraph on another subject first, 0.01-0.015 higher.)
     found = [r for r in answer["results"] if r["language"] == language]
     assert found and expected in found[0]["text"], [(r["text"][:30], r["score"]) for r in answer["results"]]
-    assert found[0]["score"] >= answer["floor"]
+    assert_clears(found[0]["score"], answer["floor"], what="the answering paragraph")
+    rivals = [s for s in cosines(bilingual, question) if s.language == language and expected not in s.text]
+    assert_leads(found[0]["score"], rivals[0].score, what=f"the answering paragraph, against {rivals[0].text[:20]!r}")
