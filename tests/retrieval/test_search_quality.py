@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -15,6 +12,7 @@ from retrieval.embedding import get_embedder
 from retrieval.search import STAGE_ORDER, Visibility, keyword_retrieve, resolve_scope, search, vector_retrieve
 from tests.files.documents import html_bytes
 from tests.margins import assert_clears, assert_falls_short, best_cosine
+from tests.standins import Late, Reply, Request, serve
 
 SECTIONS = [
     (1, "Office", ""),
@@ -137,53 +135,29 @@ def test_each_result_carries_its_paragraphs_metadata(cast, collection, upload) -
     assert_clears(result["score"], answer["floor"], what="the espresso ticket")
 
 
-class StandIn:
-    """A local /rerank server: scores each text by whether it holds a word, or fails as told."""
+@dataclass
+class Reranker:
+    """What the /rerank stand-in does: score each text by whether it holds a word, or fail as told."""
 
-    def __init__(self) -> None:
-        self.mode, self.word, self.requests = "ok", "Lunch", 0
+    mode: str = "ok"  # ok | error (HTTP 500) | slow (answers after the timeout)
+    word: str = "Lunch"
+    requests: list[Request] = field(default_factory=list)
 
-    def serve(self) -> Iterator[str]:
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                stand_in.requests += 1
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if stand_in.mode == "slow":
-                    time.sleep(1.5)
-                if stand_in.mode == "error":
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                answer = [
-                    {"index": i, "score": 0.97 if stand_in.word in text else 0.05}
-                    for i, text in enumerate(body["texts"])
-                ]
-                payload = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/rerank"
-        server.shutdown()
+    def scores(self, request: Request) -> list[float] | Reply | Late:
+        if self.mode == "error":
+            return Reply(status=500)
+        scores = [0.97 if self.word in text else 0.05 for text in request.body["texts"]]
+        return Late(scores, 1.5) if self.mode == "slow" else scores
 
 
 @pytest.fixture
-def reranker(settings):
-    stand_in = StandIn()
-    serving = stand_in.serve()
-    settings.KB_RERANK_URL = next(serving)
-    settings.KB_RERANK_TIMEOUT = 0.5
-    yield stand_in
-    next(serving, None)
+def reranker(settings) -> Iterator[Reranker]:
+    reranker = Reranker()
+    with serve(rerank=reranker.scores) as server:
+        reranker.requests = server.requests
+        settings.KB_RERANK_URL = server.url + "/rerank"
+        settings.KB_RERANK_TIMEOUT = 0.5
+        yield reranker
 
 
 def test_the_reranker_orders_the_candidates_when_it_answers(cast, office, reranker) -> None:
@@ -194,7 +168,7 @@ def test_the_reranker_orders_the_candidates_when_it_answers(cast, office, rerank
     assert stage(answer, "rerank")["status"] == "ran"
     assert "Lunch" in answer["results"][0]["text"]
     assert answer["results"][0]["badge"] == "supported"  # 0.97 on the reranker's scale clears 0.60
-    assert reranker.requests == 1
+    assert len(reranker.requests) == 1
 
 
 @pytest.mark.parametrize("mode", ["error", "slow"])
