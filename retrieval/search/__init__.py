@@ -3,10 +3,20 @@
     answer = search(scope=..., query=..., top_n=...)
 
 Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCollections`, `InvalidFilters`.
+
+The stages' building blocks are public too, for the bench and for tests that check a stage on its own:
+`STAGE_ORDER` (the order every answer lists its stages in), the retrievals (`keyword_retrieve`,
+`vector_retrieve`, their `Hit`), the one visibility predicate (`Visibility`, `VISIBLE_SQL`, `FROM_VISIBLE`),
+fusion (`fuse`, `zscore_fusion`, `reciprocal_rank_fusion` and the plain `zscores`, `zscore_combine`,
+`rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`), the trace (`Trace`) and how
+a chat model's reply is read (the judge's `verdict`, the planner's `sub_questions`).
 """
 
 from ._filters import InvalidFilters
-from ._pipeline import SearchAnswer, search
+from ._fusion import fuse, ranked, reciprocal_rank_fusion, rrf_combine, zscore_combine, zscore_fusion, zscores
+from ._judge import verdict
+from ._pipeline import STAGE_ORDER, SearchAnswer, search
+from ._planning import sub_questions
 from ._scope import (
     ReaderRequired,
     SearchScope,
@@ -16,18 +26,40 @@ from ._scope import (
     resolve_scope,
     searchable_collections,
 )
-from ._stages import EmbeddingWidthMismatch
+from ._stages import EmbeddingWidthMismatch, Hit, keyword_retrieve, passes_floor, vector_retrieve
+from ._trace import Trace
+from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from ._window import build_windows
 
 __all__ = [
+    "FROM_VISIBLE",
+    "STAGE_ORDER",
+    "VISIBLE_SQL",
     "EmbeddingWidthMismatch",
+    "Hit",
     "InvalidFilters",
     "ReaderRequired",
     "SearchAnswer",
     "SearchScope",
+    "Trace",
     "UnknownCollections",
     "UnknownReader",
+    "Visibility",
+    "build_windows",
     "collection_scope",
+    "fuse",
+    "keyword_retrieve",
+    "passes_floor",
+    "ranked",
+    "reciprocal_rank_fusion",
     "resolve_scope",
+    "rrf_combine",
     "search",
     "searchable_collections",
+    "sub_questions",
+    "vector_retrieve",
+    "verdict",
+    "zscore_combine",
+    "zscore_fusion",
+    "zscores",
 ]

@@ -8,17 +8,20 @@ import pytest
 
 from collections_app.models import ApiKey
 from embedding import get_embedder
-from retrieval.search import resolve_scope, search
-from retrieval.search._fusion import (
+from retrieval.search import (
+    Hit,
+    Visibility,
     fuse,
+    keyword_retrieve,
     ranked,
+    resolve_scope,
     rrf_combine,
+    search,
+    vector_retrieve,
     zscore_combine,
     zscore_fusion,
     zscores,
 )
-from retrieval.search._stages import Hit, keyword_retrieve, vector_retrieve
-from retrieval.search._visibility import Visibility
 from tests.files.documents import html_bytes
 
 # --- plain data ------------------------------------------------------------------------------------------

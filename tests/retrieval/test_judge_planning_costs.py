@@ -1,17 +1,15 @@
 """The judge, query planning and the cost of model calls, against a local stand-in of the chat endpoint.
 
-The stand-in speaks OpenAI's /chat/completions: asked as the planner it splits a question at " and ";
-asked as the judge it approves, refuses, stalls or talks nonsense, as the test tells it. Searches run over
-real documents with the real default embedding model.
+The stand-in (tests/standins.py) speaks OpenAI's /chat/completions: asked as the planner it splits a question
+at " and "; asked as the judge it approves, refuses, stalls or talks nonsense, as the test tells it. Searches
+run over real documents with the real default embedding model.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -19,9 +17,10 @@ from django.db import models
 
 from collections_app.models import Chunk
 from retrieval.models import CollectionJudge, ModelCall, SearchEvent
-from retrieval.search._judge import verdict
-from retrieval.search._planning import sub_questions
+from retrieval.search import sub_questions, verdict
 from tests.files.documents import html_bytes
+from tests.margins import assert_clears
+from tests.standins import Late, Request, serve
 
 KNOWLEDGE = [
     (1, "Office", ""),
@@ -37,89 +36,46 @@ TOKENS_IN, TOKENS_OUT = 321, 7  # what the stand-in reports as each call's usage
 PLANNER, JUDGE = "search engine over a document collection", "You check a search engine's results"
 
 
-class ChatStandIn:
-    """A local chat endpoint. `judge`: approve | refuse | slow | babble. Records each request it gets."""
+@dataclass
+class Chat:
+    """What the chat stand-in answers. `judge`: approve | refuse | slow | babble. A reranker and a remote
+    embedding model (3 wide) answer beside it, on the same server."""
 
-    def __init__(self) -> None:
-        self.judge = "approve"
-        self.requests: list[dict[str, Any]] = []
-        self.authorizations: list[str | None] = []
+    judge: str = "approve"
+    requests: list[Request] = field(default_factory=list)  # every request the server got, /rerank's included
 
-    def serve(self) -> Iterator[str]:
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stand_in.requests.append(body)
-                stand_in.authorizations.append(self.headers.get("Authorization"))
-                if self.path == "/rerank":  # a reranker beside the chat model: every text scores alike
-                    self._answer([{"index": i, "score": 0.9} for i in range(len(body["texts"]))])
-                    return
-                if self.path == "/v1/embeddings":  # a remote embedding model, 3 wide
-                    self._answer({"data": [{"index": 0, "embedding": [1.0, 0.0, 0.0]}], "model": body["model"]})
-                    return
-                if self.path != "/v1/chat/completions":
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-                if PLANNER in system:
-                    parts = [p.strip(" ?") + "?" for p in user.split(" and ")]
-                    content = json.dumps({"questions": parts})
-                elif JUDGE not in system:  # another use of the endpoint (a translator): echoed
-                    content = user
-                elif stand_in.judge == "slow":
-                    time.sleep(1.5)
-                    content = '{"answers": true}'
-                else:
-                    content = {"approve": '{"answers": true}', "refuse": '{"answers": false}'}.get(
-                        stand_in.judge, "I am not sure what you mean."
-                    )
-                answer = {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion",
-                    "model": body["model"] or "stand-in-model",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT},
-                }
-                self._answer(answer)
-
-            def _answer(self, answer: Any) -> None:
-                payload = json.dumps(answer).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass  # the client gave up waiting (the timeout test)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-        server.shutdown()
+    def answer(self, request: Request) -> str | Late:
+        if PLANNER in request.system:
+            return json.dumps({"questions": [p.strip(" ?") + "?" for p in request.user.split(" and ")]})
+        if JUDGE not in request.system:  # another use of the endpoint (a translator): echoed
+            return request.user
+        if self.judge == "slow":
+            return Late('{"answers": true}', 1.5)
+        return {"approve": '{"answers": true}', "refuse": '{"answers": false}'}.get(
+            self.judge, "I am not sure what you mean."
+        )
 
     def kinds(self) -> list[str]:
         """What each chat request was: planner, judge or other (requests to /rerank or /embeddings are not)."""
-        systems = [r["messages"][0]["content"] for r in self.requests if "messages" in r]
+        systems = [r.system for r in self.requests if "messages" in r.body]
         return [("planner" if PLANNER in s else "judge" if JUDGE in s else "other") for s in systems]
 
 
 @pytest.fixture
-def chat(settings) -> Iterator[ChatStandIn]:
-    stand_in = ChatStandIn()
-    serving = stand_in.serve()
-    settings.KB_LLM_URL = next(serving)
-    settings.KB_LLM_MODEL = "judge-7b"
-    settings.KB_LLM_TIMEOUT = 5
-    settings.KB_LLM_API_KEY = "sk-test"
-    yield stand_in
-    next(serving, None)
+def chat(settings) -> Iterator[Chat]:
+    chat = Chat()
+    with serve(
+        chat=chat.answer,
+        rerank=lambda request: [0.9] * len(request.body["texts"]),  # every text scores alike
+        embeddings=lambda request: [[1.0, 0.0, 0.0] for _ in request.body["input"]],
+        usage=(TOKENS_IN, TOKENS_OUT),
+    ) as server:
+        chat.requests = server.requests
+        settings.KB_LLM_URL = server.url + "/v1"
+        settings.KB_LLM_MODEL = "judge-7b"
+        settings.KB_LLM_TIMEOUT = 5
+        settings.KB_LLM_API_KEY = "sk-test"
+        yield chat
 
 
 @pytest.fixture
@@ -151,12 +107,13 @@ def test_a_judge_that_approves_makes_refused_false_and_keeps_the_results(cast, j
 
     assert answer["refused"] is False
     assert "bikes" in answer["results"][0]["text"]
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the bicycle paragraph")
     judge = stage(answer, "judge")
     assert judge["status"] == "ran" and judge["counts"]["verdict"] == "approved"
     assert judge["counts"]["model"] == "judge-7b"
     # The judge read the paragraphs it was asked about, and the key was sent.
-    assert "bikes" in chat.requests[-1]["messages"][-1]["content"]
-    assert chat.authorizations[-1] == "Bearer sk-test"
+    assert "bikes" in chat.requests[-1].user
+    assert chat.requests[-1].authorization == "Bearer sk-test"
     assert SearchEvent.objects.get(pk=answer["search_id"]).refused is False
 
 
@@ -184,6 +141,7 @@ def test_a_judge_that_times_out_leaves_refused_null_with_the_reason(cast, judged
     assert judge["status"] == "failed"
     assert "did not answer within 0.3 s" in judge["reason"] and "refused is null" in judge["reason"]
     assert "bikes" in answer["results"][0]["text"]  # the search still answers, unjudged
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the bicycle paragraph")
     assert SearchEvent.objects.get(pk=answer["search_id"]).refused is None
 
 

@@ -7,8 +7,7 @@ from django.db import connection
 
 from collections_app.models import Chunk, Collection, Document, KeywordStats, KeywordTerm, Tenant
 from collections_app.sql import keyword_vector
-from retrieval.search._stages import keyword_retrieve
-from retrieval.search._visibility import Visibility
+from retrieval.search import Visibility, keyword_retrieve
 
 
 def index(collection: Collection, texts: list[str], name: str = "doc") -> Document:

@@ -18,9 +18,7 @@ from collections_app.services import reindex
 from collections_app.services.collections import collection_update
 from collections_app.services.documents import document_delete
 from collections_app.sql import keyword_vector
-from retrieval.search import _stages
-from retrieval.search._stages import keyword_retrieve
-from retrieval.search._visibility import Visibility
+from retrieval.search import Visibility, _stages, keyword_retrieve
 from tests.files.documents import html_bytes
 from tests.files.sections import SECTIONS
 

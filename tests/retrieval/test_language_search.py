@@ -2,15 +2,14 @@
 
 Real documents in German, English, Serbian (Latin and Cyrillic) and Macedonian, ingested and labelled by the
 project's labeller, searched with the real default embedding model. The chat endpoint that translates is a
-local stand-in started here (it speaks OpenAI's /chat/completions).
+local stand-in (tests/standins.py: it speaks OpenAI's /chat/completions).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -18,8 +17,10 @@ import pytest
 from collections_app.models import Chunk, Collection, Document
 from collections_app.services.collections import collection_create
 from retrieval.models import ModelCall, SearchEvent
-from retrieval.search._pipeline import STAGE_ORDER
+from retrieval.search import STAGE_ORDER
 from tests.files.documents import html_bytes
+from tests.margins import assert_clears, assert_leads, cosines
+from tests.standins import Reply, Request, serve
 
 GERMAN = [
     (1, "Arbeitsvertrag", ""),
@@ -66,63 +67,33 @@ TRANSLATIONS = {
 }
 
 
-class TranslatorStandIn:
-    """A local chat endpoint: translates what TRANSLATIONS knows, plans nothing, fails when told to."""
+@dataclass
+class Translator:
+    """What the chat stand-in answers: translates what TRANSLATIONS knows, plans nothing, fails when told to."""
 
-    def __init__(self) -> None:
-        self.fail = False
-        self.split = False  # as the planner: split a question at " and "
-        self.translated_into: list[str] = []
-        self.requests: list[dict[str, Any]] = []
+    fail: bool = False
+    split: bool = False  # as the planner: split a question at " and "
+    translated_into: list[str] = field(default_factory=list)
 
-    def serve(self) -> Iterator[str]:
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stand_in.requests.append(body)
-                system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-                if "search engine over a document collection" in system:  # the planner
-                    parts = [p.strip(" ?") + "?" for p in user.split(" and ")] if stand_in.split else [user]
-                    content = json.dumps({"questions": parts})
-                else:
-                    language = system.split("Translate the user's question into ")[1].split(".")[0]
-                    stand_in.translated_into.append(language)
-                    if stand_in.fail:
-                        self.send_response(503)
-                        self.end_headers()
-                        return
-                    content = TRANSLATIONS.get((user, language), user)
-                payload = json.dumps({
-                    "model": "translator-7b",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 40, "completion_tokens": 12},
-                }).encode()  # fmt: skip
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-        server.shutdown()
+    def answer(self, request: Request) -> str | Reply:
+        if "search engine over a document collection" in request.system:  # the planner
+            parts = [p.strip(" ?") + "?" for p in request.user.split(" and ")] if self.split else [request.user]
+            return json.dumps({"questions": parts})
+        language = request.system.split("Translate the user's question into ")[1].split(".")[0]
+        self.translated_into.append(language)
+        if self.fail:
+            return Reply(status=503)
+        return TRANSLATIONS.get((request.user, language), request.user)
 
 
 @pytest.fixture
-def translator(settings) -> Iterator[TranslatorStandIn]:
-    stand_in = TranslatorStandIn()
-    serving = stand_in.serve()
-    settings.KB_LLM_URL = next(serving)
-    settings.KB_LLM_MODEL = "translator-7b"
-    settings.KB_LLM_TIMEOUT = 5
-    yield stand_in
-    next(serving, None)
+def translator(settings) -> Iterator[Translator]:
+    translator = Translator()
+    with serve(chat=translator.answer) as server:
+        settings.KB_LLM_URL = server.url + "/v1"
+        settings.KB_LLM_MODEL = "translator-7b"
+        settings.KB_LLM_TIMEOUT = 5
+        yield translator
 
 
 @pytest.fixture
@@ -248,6 +219,7 @@ def test_an_english_question_finds_the_macedonian_leave_policy_through_its_trans
     assert keyword["by_language"]["mk"] >= 1
     assert keyword["lexical_by_config"]["simple"] >= 1
     assert first_has(answer, "Секој вработен има право на платен годишен одмор")
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the leave paragraph")
     # The trace (stored in the audit) never holds the question or its translation.
     event = SearchEvent.objects.get(pk=answer["search_id"])
     stored = json.dumps(event.stages, ensure_ascii=False)
@@ -282,6 +254,7 @@ def test_a_question_in_the_collections_language_is_not_translated(cast, macedoni
     assert translator.translated_into == []
     assert "by_language" not in stage(answer, "keyword retrieval")["counts"]
     assert first_has(answer, "Секој вработен има право на платен годишен одмор")
+    assert_clears(answer["results"][0]["score"], answer["floor"], what="the leave paragraph")
 
 
 def test_each_planned_sub_question_is_translated(cast, macedonian_policy, translator) -> None:
@@ -298,6 +271,9 @@ def test_each_planned_sub_question_is_translated(cast, macedonian_policy, transl
     keyword = [s["counts"] for s in answer["trace"] if s["stage"] == "keyword retrieval"]
     assert all(k["by_language"]["en"] == 0 and k["by_language"]["mk"] >= 1 for k in keyword)
     assert any_has(answer, "платен годишен одмор") and any_has(answer, "дневница")
+    for words in ("платен годишен одмор", "дневница"):
+        score = next(r["score"] for r in answer["results"] if words in r["text"])
+        assert_clears(score, answer["floor"], what=f"the paragraph on {words}")
 
 
 def test_a_translator_that_fails_is_reported_and_the_search_goes_on_untranslated(
@@ -360,4 +336,6 @@ def test_the_vector_stage_alone_finds_a_paragraph_written_in_the_other_language(
     # (Measured: the small model puts a same-language paragraph on another subject first, 0.01-0.015 higher.)
     found = [r for r in answer["results"] if r["language"] == language]
     assert found and expected in found[0]["text"], [(r["text"][:30], r["score"]) for r in answer["results"]]
-    assert found[0]["score"] >= answer["floor"]
+    assert_clears(found[0]["score"], answer["floor"], what="the answering paragraph")
+    rivals = [s for s in cosines(bilingual, question) if s.language == language and expected not in s.text]
+    assert_leads(found[0]["score"], rivals[0].score, what=f"the answering paragraph, against {rivals[0].text[:20]!r}")

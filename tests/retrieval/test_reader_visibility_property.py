@@ -27,7 +27,7 @@ from collections_app.models import Chunk, ChunkKind, Collection, Document
 from collections_app.services.collections import collection_create, collection_update
 from collections_app.services.labels import document_labels_set
 from retrieval.models import Reader
-from retrieval.search._visibility import VISIBLE_SQL
+from retrieval.search import VISIBLE_SQL
 from retrieval.services import reader_create
 
 LABELS = ["hr", "sales", "legal", "ops"]

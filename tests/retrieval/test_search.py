@@ -8,6 +8,7 @@ from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
 from retrieval.models import SearchEvent
 from tests.files.documents import html_bytes
+from tests.margins import assert_clears, assert_falls_short, assert_leads, best_cosine, cosines
 
 # Four unrelated paragraphs. The question below paraphrases the bicycle one
 # and shares none of its content words.
@@ -50,9 +51,13 @@ def search(client, **body):
     return response.json()
 
 
-def test_a_paraphrase_with_no_shared_keyword_finds_its_paragraph_first(cast, office):
+def test_a_paraphrase_with_no_shared_keyword_finds_its_paragraph_first(cast, collection, office):
     bikes = Chunk.objects.get(text__contains="bikes")
     answer = search(cast.viewer, query=PARAPHRASE, around=0)
+    # First by meaning alone: the bicycle paragraph's cosine leads every other paragraph's.
+    best, runner_up = cosines(collection, PARAPHRASE)[:2]
+    assert "bikes" in best.text
+    assert_leads(best.score, runner_up.score, what="the bicycle paragraph")
 
     first = answer["results"][0]
     assert first["chunk_id"] == str(bikes.pk)
@@ -63,7 +68,8 @@ def test_a_paraphrase_with_no_shared_keyword_finds_its_paragraph_first(cast, off
         "source_uri": "upload://office.html",
     }
     assert first["collection"] == "handbook" and first["language"] == "en"
-    assert first["score"] >= answer["floor"] > 0
+    assert answer["floor"] > 0
+    assert_clears(first["score"], answer["floor"], what="the bicycle paragraph")
 
 
 def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(cast, office):
@@ -80,10 +86,12 @@ def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(ca
     assert answer["around"] == 1
 
 
-def test_the_floor_travels_back_and_an_unrelated_question_finds_nothing(cast, office):
-    answer = search(cast.viewer, query="What is the boiling point of liquid nitrogen in kelvin?")
+def test_the_floor_travels_back_and_an_unrelated_question_finds_nothing(cast, collection, office):
+    nitrogen = "What is the boiling point of liquid nitrogen in kelvin?"
+    answer = search(cast.viewer, query=nitrogen)
     assert answer["results"] == []
     assert answer["floor"] == pytest.approx(0.80)
+    assert_falls_short(best_cosine(collection, nitrogen), answer["floor"], what="nitrogen's best paragraph")
 
 
 def test_a_floor_of_zero_turns_it_off(cast, collection, office):
@@ -137,12 +145,16 @@ def test_naming_collections_narrows_the_search(cast, office, upload):
         b"The underground garage closes at ten in the evening on weekdays.",
     )
 
-    everywhere = {r["collection"] for r in search(cast.viewer, query="garage closing time")["results"]}
+    answer = search(cast.viewer, query="garage closing time")
+    everywhere = {r["collection"] for r in answer["results"]}
     only = {
         r["collection"] for r in search(cast.viewer, query="garage closing time", collections=["garage"])["results"]
     }
     assert everywhere == {"handbook", "garage"}
     assert only == {"garage"}
+    # The handbook is among the answers because its parking paragraph passes the floor.
+    handbook = max(r["score"] for r in answer["results"] if r["collection"] == "handbook")
+    assert_clears(handbook, answer["floor"], what="the handbook's best paragraph")
 
 
 def test_each_search_is_audited_without_the_question(cast, office):
@@ -166,8 +178,12 @@ def test_vectors_of_another_width_are_a_clear_409_not_a_silent_miss(cast, office
     assert "handbook (768 dimensions)" in response.json()["detail"] and "rebuild" in response.json()["detail"]
 
 
-def test_with_around_zero_neighbouring_hits_stay_separate_results(cast, office):
+def test_with_around_zero_neighbouring_hits_stay_separate_results(cast, collection, office):
+    # The floor off: every paragraph is a hit, each the neighbour of the next, whatever its score on this CPU.
+    collection.min_score = 0
+    collection.save()
     answer = search(cast.viewer, query="garage bikes", around=0, top_n=8)
+    assert len(answer["results"]) == Chunk.objects.filter(document_id=office).count() == 4
     assert all(r["passages"] == 1 for r in answer["results"])
     assert len({r["chunk_id"] for r in answer["results"]}) == len(answer["results"])
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.search._fusion import reciprocal_rank_fusion
-from retrieval.search._stages import Hit, passes_floor
-from retrieval.search._trace import Trace
-from retrieval.search._window import build_windows
+from retrieval.search import Hit, Trace, build_windows, passes_floor, reciprocal_rank_fusion
 
 
 def hit(chunk: str, ordinal: int = 0, semantic: float | None = None, document: str = "d1") -> Hit:

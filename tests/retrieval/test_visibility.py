@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from collections_app.models import Chunk, Collection, Document, Tenant
-from retrieval.search._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from retrieval.search import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
 
 def visible_texts(visibility: Visibility) -> set[str]:
