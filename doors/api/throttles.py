@@ -2,9 +2,10 @@
 
 Counted as a sliding log in PostgreSQL, which every web process shares: each allowed request is a row
 (doors.models.RateHit) kept for one period, and a request is allowed while the key has fewer rows than
-its rate in the last period. One key's requests take its turn under a transaction-scoped advisory lock, so
-two processes never both take the last place. A log, not a counter per clock window: no burst of twice
-the rate across a window's edge, and Retry-After is exactly when the oldest counted request leaves.
+its rate in the last period. One key's requests take their turn under a transaction-scoped advisory lock, so
+two processes never both take the last place; the turn is one statement (kb_rate_take, a database function).
+A log, not a counter per clock window: no burst of twice the rate across a window's edge, and Retry-After is
+exactly when the oldest counted request leaves.
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ import math
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 from rest_framework.throttling import BaseThrottle
-
-from collections_app.sql import advisory_xact_lock
-from doors.models import RateHit
 
 
 class KeyRateThrottle(BaseThrottle):
@@ -60,18 +58,12 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 def rate_take(bucket: str, *, limit: int, period: float) -> datetime | None:
     """Take one of the bucket's `limit` places in the last `period` seconds: None when taken, else the time
-    of the oldest request still counted (the place frees `period` after it)."""
-    now = timezone.now()
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            advisory_xact_lock(cursor, f"kbsite-rate:{bucket}")
-        hits = RateHit.objects.filter(bucket=bucket)
-        hits.filter(at__lte=now - timedelta(seconds=period)).delete()
-        counted = list(hits.order_by("at").values_list("at", flat=True)[: max(limit, 1)])
-        if len(counted) < limit:
-            RateHit.objects.create(bucket=bucket, at=now)
-            return None
-        return counted[0]
+    of the oldest request still counted (the place frees `period` after it). One statement: the database
+    function kb_rate_take (doors/migrations/0002) holds the key's lock, forgets, counts and takes."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT kb_rate_take(%s, %s, %s)", [bucket, limit, period])
+        oldest: datetime | None = cursor.fetchone()[0]
+    return oldest
 
 
 class SearchThrottle(KeyRateThrottle):
