@@ -134,7 +134,7 @@ def collection_update(*, collection: Collection, **changes: Any) -> Collection:
     changed = [field for field, value in changes.items() if getattr(collection, field) != value]
     fields = [*changes, "updated_at"]
     if "embedding_alias" in changed:
-        built = Chunk.objects.filter(collection=collection, generation=collection.active_generation).exists()
+        built = Chunk.objects.filter(collection=collection).live().exists()
         # With paragraphs built, the old model keeps serving them until the re-index's cutover.
         collection.active_alias = collection.served_alias if built else ""
         fields.append("active_alias")
