@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from django import forms
@@ -72,7 +71,9 @@ class CollectionForm(forms.ModelForm):
         changes = self.settings_given()
         if "name" in self.changed_data:
             changes["name"] = self.cleaned_data["name"]
-        return collection_update(collection=copy.copy(self.instance), **changes)
+        # The row as stored, not self.instance: by save_model the form has copied the new values onto it, and the
+        # service must see what changes (documents made stale, the model searches keep).
+        return collection_update(collection=Collection.objects.get(pk=self.instance.pk), **changes)
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()

