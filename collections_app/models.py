@@ -18,7 +18,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-from collections_app.ingestion.chunking import CHUNK_STRATEGIES, built_strategies
+from collections_app.ingestion.chunking import CHUNK_STRATEGIES, CHUNKING_DEFAULTS, built_strategies
 
 
 class Role(models.TextChoices):
@@ -106,23 +106,26 @@ class ParentReturn(models.TextChoices):
 class Collection(TenantOwned):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="", help_text="What this collection holds, for people.")
+    # The chunking defaults are CHUNKING_DEFAULTS (ingestion/chunking.py), the one set the API and the admin share.
     chunk_strategy = models.CharField(
         max_length=20,
         choices=ChunkStrategy.choices,
-        default=ChunkStrategy.STRUCTURE,
+        default=CHUNKING_DEFAULTS.strategy,
         help_text="How documents are cut into paragraphs: structure packs a section's blocks; fixed keeps each "
         "block; page makes one per page or slide; hierarchical adds parent sections. Planned ones are refused.",
     )
     chunk_size = models.PositiveIntegerField(
-        default=1000, help_text="The largest paragraph, in the unit below. Changing it applies to the next ingestion."
+        default=CHUNKING_DEFAULTS.size,
+        help_text="The largest paragraph, in the unit below. Changing it applies to the next ingestion.",
     )
     chunk_overlap = models.PositiveIntegerField(
-        default=200, help_text="How much of the previous paragraph a long section's next one repeats (below the size)."
+        default=CHUNKING_DEFAULTS.overlap,
+        help_text="How much of the previous paragraph a long section's next one repeats (below the size).",
     )
     chunk_size_unit = models.CharField(
         max_length=10,
         choices=SizeUnit.choices,
-        default=SizeUnit.CHARS,
+        default=CHUNKING_DEFAULTS.unit,
         help_text="Characters, or tokens of the embedding model (what the model actually reads).",
     )
     parent_size = models.PositiveIntegerField(
