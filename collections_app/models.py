@@ -8,6 +8,8 @@ remember.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from typing import ClassVar, Self
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -16,7 +18,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-from collections_app.ingestion.chunking import CHUNK_STRATEGIES, built_strategies
+from collections_app.ingestion.chunking import CHUNK_STRATEGIES, CHUNKING_DEFAULTS, built_strategies
 
 
 class Role(models.TextChoices):
@@ -45,7 +47,7 @@ class Tenant(models.Model):
 
 
 class TenantQuerySet(models.QuerySet):
-    def for_tenant(self, tenant: Tenant | uuid.UUID) -> TenantQuerySet:
+    def for_tenant(self, tenant: Tenant | uuid.UUID) -> Self:
         return self.filter(tenant=tenant)
 
 
@@ -104,23 +106,26 @@ class ParentReturn(models.TextChoices):
 class Collection(TenantOwned):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="", help_text="What this collection holds, for people.")
+    # The chunking defaults are CHUNKING_DEFAULTS (ingestion/chunking.py), the one set the API and the admin share.
     chunk_strategy = models.CharField(
         max_length=20,
         choices=ChunkStrategy.choices,
-        default=ChunkStrategy.STRUCTURE,
+        default=CHUNKING_DEFAULTS.strategy,
         help_text="How documents are cut into paragraphs: structure packs a section's blocks; fixed keeps each "
         "block; page makes one per page or slide; hierarchical adds parent sections. Planned ones are refused.",
     )
     chunk_size = models.PositiveIntegerField(
-        default=1000, help_text="The largest paragraph, in the unit below. Changing it applies to the next ingestion."
+        default=CHUNKING_DEFAULTS.size,
+        help_text="The largest paragraph, in the unit below. Changing it applies to the next ingestion.",
     )
     chunk_overlap = models.PositiveIntegerField(
-        default=200, help_text="How much of the previous paragraph a long section's next one repeats (below the size)."
+        default=CHUNKING_DEFAULTS.overlap,
+        help_text="How much of the previous paragraph a long section's next one repeats (below the size).",
     )
     chunk_size_unit = models.CharField(
         max_length=10,
         choices=SizeUnit.choices,
-        default=SizeUnit.CHARS,
+        default=CHUNKING_DEFAULTS.unit,
         help_text="Characters, or tokens of the embedding model (what the model actually reads).",
     )
     parent_size = models.PositiveIntegerField(
@@ -347,6 +352,43 @@ class ChunkKind(models.TextChoices):
     PARENT = "parent", "parent section"
 
 
+# A row without reader labels (Chunk, Document). The column is never NULL; SQL spells it cardinality(labels) = 0.
+UNLABELLED = models.Q(labels=[])
+
+
+class ChunkQuerySet(TenantQuerySet):
+    """Which paragraphs a read is about, each rule spelt once for the ORM.
+
+    The search stages read paragraphs in SQL; their twin of these rules is retrieval/search/_visibility.py
+    (VISIBLE_SQL), and a property test (tests/retrieval/test_visibility.py) keeps the two selecting the same rows.
+    """
+
+    def live(self) -> Self:
+        """Rows of the generation searches read (the collection's `active_generation`): paragraphs and parent
+        sections alike. A re-index's staged generation and an abandoned one are not live.
+
+        Read from the collection row in the same query, so a cutover committed meanwhile is seen."""
+        return self.filter(generation=models.F("collection__active_generation"))
+
+    def paragraphs(self) -> Self:
+        """What search matches and returns: not the hierarchical strategy's parent sections."""
+        return self.filter(kind=ChunkKind.PARAGRAPH)
+
+    def unlabelled(self) -> Self:
+        """Rows carrying no reader label: in a per-reader collection, anybody's. (`labels` is never NULL.)"""
+        return self.filter(UNLABELLED)
+
+    def readable_by(self, reader_labels: Iterable[str] | None) -> Self:
+        """Rows a reader holding `reader_labels` may read: everything in a collection that is not per-reader;
+        in a per-reader one, the unlabelled rows and those sharing at least one label with the reader. None
+        (no reader) or no labels: only the unlabelled rows of per-reader collections."""
+        readable = models.Q(collection__per_reader=False) | UNLABELLED
+        labels = sorted(set(reader_labels or ()))
+        if labels:
+            readable |= models.Q(labels__overlap=labels)
+        return self.filter(readable)
+
+
 class Chunk(TenantOwned):
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
@@ -369,6 +411,8 @@ class Chunk(TenantOwned):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     # Which build of the collection this row belongs to; searches read Collection.active_generation only.
     generation = models.PositiveIntegerField(default=0)
+
+    objects: ClassVar[models.Manager[Chunk]] = ChunkQuerySet.as_manager()
 
     class Meta:
         ordering = ["document", "ordinal"]

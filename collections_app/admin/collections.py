@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from django import forms
@@ -57,8 +56,13 @@ class CollectionForm(forms.ModelForm):
             )
 
     def settings_given(self) -> dict:
-        """What the service is given: every setting for a new collection, the changed ones for an existing one."""
-        fields = self.fields if self.instance._state.adding else self.changed_data
+        """What the service is given: every setting for a new collection, the changed ones for an existing one.
+
+        An overlap the editor left as it was is not given: a size or unit changed beside it then brings its own
+        (services/collections.py: collection_chunking_with), as in the API."""
+        fields = list(self.fields) if self.instance._state.adding else self.changed_data
+        if "chunk_overlap" not in self.changed_data:
+            fields = [f for f in fields if f != "chunk_overlap"]
         return {f: self.cleaned_data[f] for f in fields if f in self.cleaned_data and f not in ("tenant", "name")}
 
     def clean_name(self) -> str:
@@ -79,7 +83,12 @@ class CollectionForm(forms.ModelForm):
         options = changes.pop("folder_source_options", None)
         if "name" in self.changed_data:
             changes["name"] = self.cleaned_data["name"]
-        collection = collection_update(collection=copy.copy(self.instance), role=self.actor_role, **changes)
+        # The row as stored, not self.instance: by save_model the form has copied the new values onto it, and the
+        # service must see what changes (documents made stale, the model searches keep, an overlap brought along,
+        # per_reader switched).
+        collection = collection_update(
+            collection=Collection.objects.get(pk=self.instance.pk), role=self.actor_role, **changes
+        )
         if folder is not None:
             collection = folder_source_set(collection=collection, folder=folder, role=self.actor_role)
         if options is not None:
@@ -94,17 +103,18 @@ class CollectionForm(forms.ModelForm):
         # errors beside their field, and save_model then runs it for real.
         try:
             with transaction.atomic():
-                self.save_through_service()
+                saved = self.save_through_service()
                 transaction.set_rollback(True)
         except (DomainError, StrategyNotBuilt, FolderSourceError) as exc:
             field = getattr(exc, "field", None) or ("chunk_strategy" if isinstance(exc, StrategyNotBuilt) else None)
             self.add_error(field if field in self.fields else None, str(exc))
+        else:
+            # The overlap the service stores (one a new size brought along): the form's own model checks, the
+            # overlap-below-size constraint among them, then judge it rather than the value left on the page.
+            if "chunk_overlap" in self.cleaned_data:
+                self.cleaned_data["chunk_overlap"] = saved.chunk_overlap
         return data
 
-
-# A collection made in the admin starts as issue 6 recommends: structure chunking of 512 model tokens with an
-# overlap of 64 (what the embedding model reads). The API keeps its own defaults (1,000 characters).
-ADMIN_DEFAULTS = {"chunk_strategy": "structure", "chunk_size": 512, "chunk_size_unit": "tokens", "chunk_overlap": 64}
 
 BASICS = ["tenant", "name", "description"]
 CHUNKING = ["chunk_strategy", "chunk_size", "chunk_size_unit", "chunk_overlap", "parent_size", "parent_return",
@@ -179,7 +189,8 @@ class CollectionAdmin(
         return fields
 
     def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
-        initial = {**ADMIN_DEFAULTS, **super().get_changeform_initial_data(request)}
+        # The chunking fields start at the model's defaults (CHUNKING_DEFAULTS), the API's too.
+        initial: dict[str, Any] = dict(super().get_changeform_initial_data(request))
         tenants = tenants_where(request, Role.EDITOR)
         if "tenant" not in initial and tenants is not None and len(tenants) == 1:
             initial["tenant"] = tenants[0]  # the one tenant this person may add collections to

@@ -17,7 +17,7 @@ from django.urls import path, reverse
 
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
-from collections_app.models import Chunk, ChunkKind
+from collections_app.models import Chunk
 from collections_app.services.languages import document_language_set, document_language_unpin
 from doors.admin.base import object_for_tool
 
@@ -78,9 +78,9 @@ class DocumentLanguageAdminMixin(admin.ModelAdmin):
                     reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
                 )
         counts = (
-            Chunk.objects.filter(
-                document=document, kind=ChunkKind.PARAGRAPH, generation=document.collection.active_generation
-            )
+            Chunk.objects.filter(document=document)
+            .live()
+            .paragraphs()
             .values_list("language")
             .annotate(n=Count("id"))
             .order_by()

@@ -23,13 +23,14 @@ from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.models import ChunkStrategy, Collection, Document, Role, SizeUnit
-from collections_app.services.collections import CHUNK_SIZE_RANGE, MAX_PARENT_SIZE, collection_update
-from collections_app.services.documents import collection_chunking
-from collections_app.services.preview import (
-    chunk_preview_numbers,
+from collections_app.services.collections import (
+    CHUNK_SIZE_RANGE,
+    MAX_PARENT_SIZE,
     collection_chunking_with,
-    document_chunk_preview,
+    collection_update,
 )
+from collections_app.services.documents import collection_chunking
+from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from doors.admin.base import object_for_tool
 from doors.admin.roles import role_in
 
@@ -60,8 +61,13 @@ class ChunkPreviewForm(forms.Form):
     )
 
     def changes(self) -> dict[str, Any]:
-        """The typed settings under the collection's names, as collection_update and the API take them."""
-        return {API_NAMES[name]: self.cleaned_data[name] for name in API_NAMES}
+        """The typed settings under the collection's names, as collection_update and the API take them. An
+        overlap left as it was is not sent: a new size or unit then brings its own (collection_chunking_with)."""
+        return {
+            API_NAMES[name]: self.cleaned_data[name]
+            for name in API_NAMES
+            if name != "overlap" or name in self.changed_data
+        }
 
     def add_service_error(self, exc: Exception) -> None:
         """A refusal of the service beside the field it names (its API name mapped to this form's)."""
@@ -80,6 +86,12 @@ def _initial(collection: Collection) -> dict[str, Any]:
         "overlap": current.overlap,
         "parent_size": collection.parent_size,  # stored as given: empty stays empty (4 × size)
     }
+
+
+def _form_values(settings: ChunkingSettings) -> list[tuple[str, Any]]:
+    # The form's field names are ChunkingSettings' own.
+    values = {name: getattr(settings, name) for name in API_NAMES}
+    return [(name, "" if value is None else value) for name, value in values.items()]
 
 
 def _side(title: str, document: Document, settings: ChunkingSettings) -> dict[str, Any]:
@@ -125,6 +137,7 @@ def preview_page(
 
     problem = ""
     sides: list[dict[str, Any]] = []
+    typed: ChunkingSettings | None = None
     if document is not None:
         try:
             sides.append(_side("The collection's settings", document, collection_chunking(collection=collection)))
@@ -150,10 +163,9 @@ def preview_page(
         "problem": problem,
         "sides": sides,
         "may_apply": may_apply,
-        # What "Apply to the collection" sends: exactly the settings of the side shown as yours.
-        "apply_values": [(n, "" if form.cleaned_data[n] is None else form.cleaned_data[n]) for n in API_NAMES]
-        if len(sides) == 2
-        else None,
+        # What "Apply to the collection" sends: exactly the settings of the side shown as yours (an overlap
+        # brought along by a new size included).
+        "apply_values": _form_values(typed) if typed is not None and len(sides) == 2 else None,
         "stale": stale,
         "total": collection.documents.count(),
         "reindex_url": reverse(f"{site}:collections_app_collection_reindex", args=[collection.pk]),

@@ -13,17 +13,16 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from collections_app.models import Build, Chunk, Collection, Role
+from collections_app.models import UNLABELLED, Build, Chunk, Collection, Role
 from collections_app.services.labels import (
     MAX_LABELS,
     InvalidLabels,
-    collection_unlabelled_paragraphs,
     document_labels_set,
     unlabelled_paragraphs,
     unlabelled_warning,
@@ -56,11 +55,10 @@ class UnlabelledFilter(admin.SimpleListFilter):
         return [("no", "none (readable by every reader)"), ("yes", "some")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        none = Q(labels=[]) | Q(labels__isnull=True)
         if self.value() == "no":
-            return queryset.filter(none)
+            return queryset.filter(UNLABELLED)
         if self.value() == "yes":
-            return queryset.exclude(none)
+            return queryset.exclude(UNLABELLED)
         return queryset
 
 
@@ -89,7 +87,7 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
                 url = reverse(f"{self.admin_site.name}:collections_app_document_labels", args=[document.pk])
                 shown = ", ".join(document.labels) if document.labels else "none"
                 context["kb_tools"] = [*context.get("kb_tools", []), (f"Reader labels: {shown}", url)]
-            count = unlabelled_paragraphs(Chunk.objects.filter(document=document))
+            count = unlabelled_paragraphs(collection=document.collection, document=document)
             if count:
                 messages.warning(request, f"{unlabelled_warning(count)}: give this document reader labels.")
         return super().change_view(request, object_id, form_url, context)
@@ -112,7 +110,7 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
                 return HttpResponseRedirect(
                     reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
                 )
-        paragraphs = Chunk.objects.filter(document=document)
+        paragraphs = Chunk.objects.filter(document=document).live().paragraphs()
         context = {
             **self.admin_site.each_context(request),
             "title": f"Reader labels of {document.filename}",
@@ -120,8 +118,8 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
             "original": document,
             "form": form,
             "per_reader": document.collection.per_reader,
-            "paragraphs": paragraphs.filter(kind="paragraph").count(),
-            "unlabelled": unlabelled_paragraphs(paragraphs),
+            "paragraphs": paragraphs.count(),
+            "unlabelled": paragraphs.unlabelled().count(),
             "builds": Build.objects.filter(document=document).order_by("-built_at")[:RECENT_BUILDS],
             "builds_url": reverse(f"{self.admin_site.name}:collections_app_build_changelist")
             + f"?document__id__exact={document.pk}",
@@ -133,7 +131,7 @@ class CollectionReadersAdminMixin(admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
         collection = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if collection is not None and collection.per_reader:
-            count = collection_unlabelled_paragraphs(collection)
+            count = unlabelled_paragraphs(collection=collection)
             if count:
                 messages.warning(
                     request,

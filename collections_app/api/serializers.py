@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from collections_app.api.language_fields import CollectionLanguagesOutput, LanguageLabelField
+from collections_app.ingestion.chunking import CHUNKING_DEFAULTS
 from collections_app.models import Build, ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
@@ -37,6 +38,14 @@ COLLECTION_SETTINGS = [
 ]
 
 
+# The overlap rule, as the schema states it (services/collections.py: collection_chunking_with applies it).
+OVERLAP_HELP = (
+    "How much of the previous paragraph a long section's next one repeats; below chunk_size. Left out while "
+    f"chunk_size or chunk_size_unit changes: {CHUNKING_DEFAULTS.overlap * 100 // CHUNKING_DEFAULTS.size}% of the "
+    f"new size ({CHUNKING_DEFAULTS.overlap} of the default {CHUNKING_DEFAULTS.size}), rounded down."
+)
+
+
 def _bounds() -> dict[str, dict[str, Any]]:
     """The collection service's bounds, declared in the schema too (the service is what enforces them)."""
     svc = collections_service
@@ -44,7 +53,7 @@ def _bounds() -> dict[str, dict[str, Any]]:
     fraction = {"min_value": 0, "max_value": 1}
     return {
         "chunk_size": {"min_value": low, "max_value": high},
-        "chunk_overlap": {"min_value": 0, "max_value": high - 1},
+        "chunk_overlap": {"min_value": 0, "max_value": high - 1, "help_text": OVERLAP_HELP},
         "parent_size": {"min_value": low, "max_value": svc.MAX_PARENT_SIZE},
         "rerank_top_k": {"min_value": 1, "max_value": svc.MAX_TOP_K},
         "rerank_top_n": {"min_value": 1, "max_value": svc.MAX_TOP_N},
@@ -291,7 +300,7 @@ class ChunkPreviewInput(serializers.Serializer):
     )
     chunk_size_unit = serializers.ChoiceField(choices=SizeUnit.choices, required=False)
     chunk_overlap = serializers.IntegerField(
-        required=False, min_value=0, max_value=collections_service.CHUNK_SIZE_RANGE[1] - 1
+        required=False, min_value=0, max_value=collections_service.CHUNK_SIZE_RANGE[1] - 1, help_text=OVERLAP_HELP
     )
     parent_size = serializers.IntegerField(
         required=False,
@@ -310,6 +319,8 @@ class PreviewChunkOutput(serializers.Serializer):
 
 
 class ChunkPreviewSettingsOutput(serializers.Serializer):
+    """The settings the preview cut with: the collection's, each one given replacing it (an overlap brought along)."""
+
     chunk_strategy = serializers.CharField(source="strategy")
     chunk_size = serializers.IntegerField(source="size")
     chunk_size_unit = serializers.CharField(source="unit")

@@ -33,11 +33,16 @@ from collections_app.exceptions import InvalidIngestOptions
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Collection
 from collections_app.services.archives import archive_import
-from collections_app.services.collections import collection_create, collection_delete, collection_update
+from collections_app.services.collections import (
+    collection_chunking_with,
+    collection_create,
+    collection_delete,
+    collection_update,
+)
 from collections_app.services.documents import document_create
 from collections_app.services.ingest_options import document_options_update, ingest_options_validate
 from collections_app.services.labels import document_labels_set
-from collections_app.services.preview import chunk_preview_numbers, collection_chunking_with, document_chunk_preview
+from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
 from doors.api.authentication import request_key, request_role
 from doors.api.permissions import EditorWrites, EditorWritesNoAgent

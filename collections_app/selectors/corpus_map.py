@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min
 
 from collections_app.exceptions import Forbidden, Invalid
-from collections_app.models import Chunk, ChunkKind, Collection, Document
+from collections_app.models import Chunk, Collection, Document
 from collections_app.selectors import document_title
 from collections_app.validation import text_problem
 from retrieval.models import Reader
@@ -85,8 +85,10 @@ def collection_map(*, collection: Collection, reader_labels: list[str] | None = 
     """
     rows = (
         Chunk.objects.for_tenant(collection.tenant_id)
-        .filter(collection=collection, generation=collection.active_generation, kind=ChunkKind.PARAGRAPH)
-        .filter(_readable(collection, reader_labels))
+        .filter(collection=collection)
+        .live()
+        .paragraphs()
+        .readable_by(reader_labels)  # the rule of retrieval/search/_visibility.py
         # One row per (document, heading trail), not per paragraph: a 60 MB text file maps in one short query.
         .values("document_id", "section")
         .annotate(n=Count("id"), first=Min("ordinal"))
@@ -116,14 +118,6 @@ def collection_map(*, collection: Collection, reader_labels: list[str] | None = 
         ],
         "paragraphs": sum(tree.paragraphs for tree in trees.values()),
     }
-
-
-def _readable(collection: Collection, labels: list[str] | None) -> Q:
-    # The rule of retrieval/search/_visibility.py: unlabelled paragraphs are anybody's, others need a label.
-    if not collection.per_reader:
-        return Q()
-    readable = Q(labels=[])
-    return readable | Q(labels__overlap=labels) if labels else readable
 
 
 def _add(root: MapNode, trail: list[str], count: int, first: int) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import JSONField
-from django.db.models.expressions import RawSQL
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import Count, OuterRef
+from django.db.models.functions import JSONObject
 
 from collections_app.ingestion.languages import normalise
 from collections_app.models import Chunk, Collection
@@ -16,28 +17,27 @@ LANGUAGE_SHARE_FLOOR = 0.05
 MAX_MEASURED_LANGUAGES = 4
 
 
-# Paragraphs of the generation searches read, per language label ("" = undetected), as a JSON object.
-_COUNTS_SQL = f"""
-    SELECT coalesce(jsonb_object_agg(g.language, g.n), '{{}}'::jsonb) FROM (
-        SELECT c.language, count(*) AS n FROM {Chunk._meta.db_table} c
-        WHERE c.collection_id = {Collection._meta.db_table}.id
-          AND c.generation = {Collection._meta.db_table}.active_generation AND c.kind = 'paragraph'
-        GROUP BY c.language
-    ) g
-"""
-
-
-def language_counts() -> RawSQL:
-    """An annotation for a queryset of collections: each one's paragraph counts per language, in its own query."""
-    return RawSQL(_COUNTS_SQL, [], output_field=JSONField())
+def language_counts() -> ArraySubquery:
+    """An annotation for a queryset of collections: each one's live paragraphs per language label ("" =
+    undetected), as [{"language": ..., "n": ...}], in the collections' own query."""
+    per_language = (
+        Chunk.objects.filter(collection=OuterRef("pk"))
+        .live()
+        .paragraphs()
+        .order_by()
+        .values("language")
+        .annotate(pair=JSONObject(language="language", n=Count("id")))
+        .values("pair")
+    )
+    return ArraySubquery(per_language)
 
 
 def collection_language_counts(collection: Collection) -> dict[str, int]:
     annotated = getattr(collection, "language_counts", None)
-    if annotated is not None:
-        return dict(annotated)
-    row = Collection.objects.filter(pk=collection.pk).annotate(counts=language_counts()).values_list("counts").first()
-    return dict(row[0] or {}) if row is not None else {}
+    if annotated is None:
+        counts = Collection.objects.filter(pk=collection.pk).annotate(counts=language_counts())
+        annotated = counts.values_list("counts", flat=True).first() or []
+    return {pair["language"]: pair["n"] for pair in annotated}
 
 
 def collection_language_shares(collection: Collection) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections_app.models import Build, Chunk, Collection, Document
+from collections_app.models import Build, Collection, Document
 from collections_app.services.labels import unlabelled_paragraphs, unlabelled_warning
 from embedding import EmbeddingUnavailable, get_embedder
 
@@ -25,9 +25,9 @@ def build_record(
     The "model changed" warning compares identities: a remote server swapping models under one alias is
     noticed; two aliases of one model are not a change.
 
-    `unlabelled`: paragraphs this build left without a reader label; None = counted here from the rows (the
-    document's, or for a collection build the generation searches read). In a per-reader collection any
-    such paragraph is readable by every reader, and the build says so with the count.
+    `unlabelled`: paragraphs this build left without a reader label; None = counted here from the rows of the
+    generation searches read (the document's, or for a collection build the collection's). In a per-reader
+    collection any such paragraph is readable by every reader, and the build says so with the count.
     """
     warnings = list(warnings or [])
     if not alias:
@@ -39,7 +39,9 @@ def build_record(
         warnings.append(f"embedding model changed from {before} to {model}")
     if collection.per_reader:
         if unlabelled is None:
-            unlabelled = _unlabelled(collection, document)
+            # Counted in one query with the collection's live generation: a re-index records its build just
+            # after switching generations.
+            unlabelled = unlabelled_paragraphs(collection=collection, document=document)
         if unlabelled:
             warnings.append(unlabelled_warning(unlabelled))
     return Build.objects.create(
@@ -61,14 +63,6 @@ def build_record(
         refused=refused,
         warnings=warnings,
     )
-
-
-def _unlabelled(collection: Collection, document: Document | None) -> int:
-    if document is not None:
-        return unlabelled_paragraphs(Chunk.objects.filter(document=document))
-    # Read again: a re-index records its build just after switching generations.
-    live = Collection.objects.values_list("active_generation", flat=True).get(pk=collection.pk)
-    return unlabelled_paragraphs(Chunk.objects.filter(collection=collection, generation=live))
 
 
 def _identity(alias: str) -> str:

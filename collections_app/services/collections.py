@@ -1,15 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from collections_app.exceptions import Conflict, Invalid
-from collections_app.ingestion.chunking import check_strategy
+from collections_app.ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettings, check_strategy, overlap_following
 from collections_app.models import Chunk, Collection, ParentReturn, Role, SizeUnit, Tenant
+from collections_app.services.documents import collection_chunking
 from collections_app.services.languages import language_codes
 from collections_app.services.reader_access import reader_access_check
-from collections_app.services.reindex import collection_mark_stale
+from collections_app.services.reindex import CHUNKING_FIELDS, collection_mark_stale
 from collections_app.validation import name_problem, text_problem
 from embedding import EmbeddingUnavailable, get_model
 
@@ -107,22 +109,52 @@ def _validate(values: dict[str, Any]) -> None:
         values["languages"] = language_codes(languages) or None
 
 
-def validate_settings(values: dict[str, Any]) -> None:
-    """Check settings without saving them (a chunk preview with settings the collection does not have yet)."""
-    _validate(values)
+def collection_chunking_with(*, collection: Collection | None, changes: Mapping[str, Any]) -> ChunkingSettings:
+    """The chunking settings `collection` (None: a new one, CHUNKING_DEFAULTS) has with `changes` applied,
+    checked. Saves nothing: a preview cuts with them, collection_create and collection_update store them.
 
-
-def _validate_together(collection: Collection) -> None:
-    """Settings that bound each other, checked on the whole collection: a change to one may break the pair."""
-    if collection.chunk_overlap >= collection.chunk_size:
+    `changes` uses the API's names (chunk_strategy, chunk_size, chunk_size_unit, chunk_overlap, parent_size;
+    others are ignored). Each is checked on its own, then the pairs: overlap below the size, a parent above it.
+    A size or unit changed without an overlap brings the overlap along (`overlap_following`: a fifth of the
+    size, as in the defaults), so "64 tokens" alone is a setting, not a refusal of an overlap nobody sent.
+    """
+    given = {field: changes[field] for field in CHUNKING_FIELDS if field in changes}
+    _validate(given)
+    current = collection_chunking(collection=collection) if collection is not None else CHUNKING_DEFAULTS
+    size = given.get("chunk_size", current.size)
+    unit = given.get("chunk_size_unit", current.unit)
+    if "chunk_overlap" in given:
+        overlap = given["chunk_overlap"]
+    elif (size, unit) != (current.size, current.unit):
+        overlap = overlap_following(size)
+    else:
+        overlap = current.overlap
+    settings = ChunkingSettings(
+        strategy=given.get("chunk_strategy", current.strategy),
+        size=size,
+        overlap=overlap,
+        unit=unit,
+        parent_size=given.get("parent_size", current.parent_size),
+    )
+    if settings.overlap >= settings.size:
         raise InvalidSettings("chunk_overlap must be smaller than chunk_size", field="chunk_overlap")
-    if collection.parent_size is not None and collection.parent_size <= collection.chunk_size:
+    if settings.parent_size is not None and settings.parent_size <= settings.size:
         raise InvalidSettings("parent_size must be larger than chunk_size", field="parent_size")
+    return settings
+
+
+def _with_chunking(changes: dict[str, Any], collection: Collection | None) -> dict[str, Any]:
+    """`changes` with the overlap a changed size brought along (collection_chunking_with), when it brought one."""
+    settings = collection_chunking_with(collection=collection, changes=changes)
+    before = collection.chunk_overlap if collection is not None else CHUNKING_DEFAULTS.overlap
+    if "chunk_overlap" in changes or settings.overlap == before:
+        return changes
+    return {**changes, "chunk_overlap": settings.overlap}
 
 
 def collection_create(*, tenant: Tenant, name: str, **settings: Any) -> Collection:
     _validate(settings)
-    collection = Collection(tenant=tenant, name=name, **settings)
+    collection = Collection(tenant=tenant, name=name, **_with_chunking(settings, None))
     _save(collection)
     return collection
 
@@ -133,11 +165,12 @@ def collection_update(*, collection: Collection, role: Role | None = None, **cha
     until then searches keep the model the paragraphs were built with. Changing per_reader needs an admin
     (services/reader_access.py)."""
     _validate(changes)
+    changes = _with_chunking(changes, collection)
     changed = [field for field, value in changes.items() if getattr(collection, field) != value]
     reader_access_check(role=role, per_reader_changed="per_reader" in changed)
     fields = [*changes, "updated_at"]
     if "embedding_alias" in changed:
-        built = Chunk.objects.filter(collection=collection, generation=collection.active_generation).exists()
+        built = Chunk.objects.filter(collection=collection).live().exists()
         # With paragraphs built, the old model keeps serving them until the re-index's cutover.
         collection.active_alias = collection.served_alias if built else ""
         fields.append("active_alias")
@@ -153,7 +186,6 @@ def collection_update(*, collection: Collection, role: Role | None = None, **cha
 
 
 def _save(collection: Collection, update_fields: list[str] | None = None) -> None:
-    _validate_together(collection)
     try:
         with transaction.atomic():
             collection.save(update_fields=update_fields)

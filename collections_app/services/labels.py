@@ -15,11 +15,10 @@ import uuid
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from collections_app.exceptions import Conflict, Invalid
-from collections_app.models import Chunk, ChunkKind, Collection, Document, Role
+from collections_app.models import Chunk, Collection, Document, Role
 from collections_app.services.reader_access import labels_widen, reader_access_check
 from collections_app.validation import name_problem
 
@@ -104,14 +103,11 @@ def document_labels_for_publish(document: Document) -> list[str]:
     return list(Document.objects.select_for_update().values_list("labels", flat=True).get(pk=document.pk))
 
 
-def unlabelled_paragraphs(rows: QuerySet[Chunk]) -> int:
-    """How many paragraphs among `rows` carry no label (readable by every reader of a per-reader collection)."""
-    return rows.filter(kind=ChunkKind.PARAGRAPH).filter(Q(labels=[]) | Q(labels__isnull=True)).count()
-
-
-def collection_unlabelled_paragraphs(collection: Collection) -> int:
-    """Paragraphs searches of this collection read today that every reader may read (the live count)."""
-    return unlabelled_paragraphs(Chunk.objects.filter(collection=collection, generation=collection.active_generation))
+def unlabelled_paragraphs(*, collection: Collection, document: Document | None = None) -> int:
+    """Paragraphs searches of the collection (or of one of its documents) read today that carry no label:
+    readable by every reader of a per-reader collection. The live count: a re-index's staged rows wait."""
+    rows = Chunk.objects.filter(collection=collection).live().paragraphs().unlabelled()
+    return (rows.filter(document=document) if document is not None else rows).count()
 
 
 def unlabelled_warning(count: int) -> str:

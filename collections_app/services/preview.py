@@ -15,8 +15,6 @@ from collections_app.exceptions import Invalid
 from collections_app.ingestion import ChunkDraft, ChunkingSettings, chunk_blocks
 from collections_app.ingestion.blocks import Block
 from collections_app.models import Collection, Document, SizeUnit
-from collections_app.services.collections import InvalidSettings, validate_settings
-from collections_app.services.documents import collection_chunking
 from embedding import get_embedder
 
 
@@ -34,28 +32,10 @@ class ChunkPreview:
         return len(self.chunks)
 
 
-def collection_chunking_with(*, collection: Collection, changes: dict[str, object]) -> ChunkingSettings:
-    """The collection's chunking settings with `changes` (API names: chunk_strategy, chunk_size, chunk_size_unit,
-    chunk_overlap, parent_size) applied, checked as the collection form and API check them. Saves nothing."""
-    validate_settings(changes)
-    current = collection_chunking(collection=collection)
-    settings = ChunkingSettings(
-        strategy=str(changes.get("chunk_strategy", current.strategy)),
-        size=int(changes.get("chunk_size", current.size)),  # type: ignore[call-overload]
-        overlap=int(changes.get("chunk_overlap", current.overlap)),  # type: ignore[call-overload]
-        unit=str(changes.get("chunk_size_unit", current.unit)),
-        parent_size=changes.get("parent_size", current.parent_size),  # type: ignore[arg-type]
-    )
-    if settings.overlap >= settings.size:
-        raise InvalidSettings("chunk_overlap must be smaller than chunk_size", field="chunk_overlap")
-    if settings.parent_size is not None and settings.parent_size <= settings.size:
-        raise InvalidSettings("parent_size must be larger than chunk_size", field="parent_size")
-    return settings
-
-
 def document_chunk_preview(*, document: Document, settings: ChunkingSettings) -> ChunkPreview:
     """The paragraphs `settings` would cut from the document's stored parser output. Writes nothing.
 
+    `settings`: the collection's own, or checked by services/collections.py: collection_chunking_with.
     Raises PreviewUnavailable without parser output, StrategyNotBuilt for a strategy not built yet.
     """
     if document.blocks is None:
@@ -63,8 +43,6 @@ def document_chunk_preview(*, document: Document, settings: ChunkingSettings) ->
             f"{document.filename} has no stored parser output to preview: it is not parsed yet, its reading "
             "failed, or it is a large text file read as a stream"
         )
-    if settings.overlap >= settings.size:
-        raise Invalid("the overlap must be smaller than the size", field="overlap")
     blocks = [Block.from_json(b) for b in document.blocks]
     return ChunkPreview(settings, chunk_blocks(blocks, settings, _measure(document.collection, settings.unit)))
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.blocks import Block
-from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus
+from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
 from collections_app.services.labels import document_labels_for_publish
@@ -209,7 +209,7 @@ def collection_cutover(*, collection: Collection, generation: int) -> None:
                 """,
                 {"new": generation, "old": old, "collection": locked.pk},
             )
-        paragraphs = Chunk.objects.filter(collection=locked, generation=generation, kind=ChunkKind.PARAGRAPH).count()
+        paragraphs = Chunk.objects.filter(collection=locked, generation=generation).paragraphs().count()
         if paragraphs == 0 and Chunk.objects.filter(collection=locked, generation=old).exists():
             raise ReindexRefused("the re-index built no paragraphs: the collection keeps answering as before")
         Chunk.objects.filter(collection=locked).exclude(generation=generation).delete()

@@ -6,9 +6,9 @@ Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCo
 
 The stages' building blocks are public too, for the bench and for tests that check a stage on its own:
 `STAGE_ORDER` (the order every answer lists its stages in), the retrievals (`keyword_retrieve`,
-`vector_retrieve`, their `Hit`), the one visibility predicate (`Visibility`, `VISIBLE_SQL`, `FROM_VISIBLE`),
-fusion (`fuse`, `zscore_fusion`, `reciprocal_rank_fusion` and the plain `zscores`, `zscore_combine`,
-`rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`), the trace (`Trace`) and how
+`vector_retrieve`, their `Hit`), the one visibility predicate (`Visibility`, `VISIBLE_SQL`, its reader part
+`READER_SQL`, `FROM_VISIBLE`), fusion (`fuse`, `zscore_fusion`, `reciprocal_rank_fusion` and the plain
+`zscores`, `zscore_combine`, `rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`), the trace (`Trace`) and how
 a chat model's reply is read (the judge's `verdict`, the planner's `sub_questions`).
 """
 
@@ -28,11 +28,12 @@ from ._scope import (
 )
 from ._stages import EmbeddingWidthMismatch, Hit, keyword_retrieve, passes_floor, vector_retrieve
 from ._trace import Trace
-from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from ._visibility import FROM_VISIBLE, READER_SQL, VISIBLE_SQL, Visibility
 from ._window import build_windows
 
 __all__ = [
     "FROM_VISIBLE",
+    "READER_SQL",
     "STAGE_ORDER",
     "VISIBLE_SQL",
     "EmbeddingWidthMismatch",

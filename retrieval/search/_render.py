@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F, Q
+from django.db.models import Q
 
-from collections_app.models import Chunk, ChunkKind, Collection
+from collections_app.models import Chunk, Collection
 
 from ._window import Window
 
@@ -20,7 +20,9 @@ def render_results(windows: list[Window], collections: dict[str, Collection]) ->
         wanted |= Q(document_id=window.document_id, ordinal__in=window.ordinals)
     rows = (
         # The generation searches read (a re-index stages the next beside it, same documents and ordinals).
-        Chunk.objects.filter(wanted, generation=F("collection__active_generation"), kind=ChunkKind.PARAGRAPH)
+        Chunk.objects.filter(wanted)
+        .live()
+        .paragraphs()
         .select_related("document")
         .only("id", "text", "ordinal", "page", "section", "language", "metadata", "document__id",
               "document__filename", "document__source_uri", "collection_id")

