@@ -5,11 +5,11 @@
 Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCollections`, `InvalidFilters`.
 
 The stages' building blocks are public too, for the bench and for tests that check a stage on its own:
-`STAGE_ORDER` (the order every answer lists its stages in), the retrievals (`keyword_retrieve`,
-`vector_retrieve`, their `Hit`), the one visibility predicate (`Visibility`, `VISIBLE_SQL`, its reader part
-`READER_SQL`, `FROM_VISIBLE`), fusion (`fuse`, `zscore_fusion`, `reciprocal_rank_fusion` and the plain
-`zscores`, `zscore_combine`, `rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`), the trace (`Trace`) and how
-a chat model's reply is read (the judge's `verdict`, the planner's `sub_questions`).
+`STAGE_ORDER` (the order every answer lists its stages in), the retrievals (`keyword_retrieve`, `vector_retrieve`,
+their `Hit`), the one visibility predicate (`Visibility`, `VISIBLE_SQL`, its reader part `READER_SQL`,
+`FROM_VISIBLE`), fusion (`fuse`, `zscore_fusion`, `reciprocal_rank_fusion` and the plain `zscores`,
+`zscore_combine`, `rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`), the trace
+(`Trace`) and how a chat model's reply is read (the judge's `verdict`, the planner's `sub_questions`).
 """
 
 from ._filters import InvalidFilters
