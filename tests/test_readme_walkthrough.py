@@ -11,6 +11,7 @@ import pytest
 
 from collections_app.models import Chunk, Collection, Role, Tenant
 from collections_app.services.keys import api_key_create
+from tests.margins import assert_clears, assert_leads, cosines
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PLACEHOLDER_KEY = "kb_paste_the_printed_key_here"
@@ -43,6 +44,12 @@ def test_the_readme_walkthrough_runs_twice_verbatim(live_server, tmp_path) -> No
 
     assert Collection.objects.filter(name="handbook").count() == 1
     bikes = Chunk.objects.get(text__contains="bikes")
+    # The bicycle paragraph comes first: the question shares no keyword with either paragraph, and its cosine
+    # leads the refund paragraph's; it is there at all because its score passes the floor.
+    best, runner_up = cosines(Collection.objects.get(name="handbook"), "where do I secure my cycle?")[:2]
+    assert "bikes" in best.text
+    assert_leads(best.score, runner_up.score, what="the bicycle paragraph")
     for answer in answers:
         assert answer["results"][0]["chunk_id"] == str(bikes.pk)
+        assert_clears(answer["results"][0]["score"], answer["floor"], what="the bicycle paragraph")
         assert answer["refused"] is None

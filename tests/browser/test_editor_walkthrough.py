@@ -19,6 +19,7 @@ from django_q import tasks as q_tasks
 from collections_app.models import Collection, Document, Membership, Role, Tenant
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, docx_bytes
+from tests.margins import assert_clears, cosines
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -130,6 +131,11 @@ def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_serve
     page.click("#try_search_form input[type=submit]")
     page.wait_for_selector("#search-trace")
     assert "original card" in page.inner_text("#search-results")
+    # There because the refund paragraph's score passes the floor the search used.
+    refunds = max(s.score for s in cosines(collection, "when is my money paid back") if "original card" in s.text)
+    floor = SearchEvent.objects.get(tenant=tenant).floor
+    assert floor is not None
+    assert_clears(refunds, floor, what="the refund paragraph")
     assert "keyword retrieval" in page.inner_text("#search-trace")
     screenshot(page, "walkthrough-09-try-a-search")
 

@@ -15,10 +15,12 @@ from retrieval.models import SearchEvent
 from retrieval.services import reader_create
 from tests.conftest import client_for
 from tests.files.documents import HANDBOOK, docx_bytes
+from tests.margins import assert_clears, cosines
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SALARIES = (2, "5 Salaries", "Salaries are paid on the last working day of each month by bank transfer.")
+QUESTION = "when are salaries paid"
 
 
 def test_an_editor_tries_a_search_as_each_reader_and_sees_only_what_that_reader_may_read(
@@ -29,6 +31,8 @@ def test_an_editor_tries_a_search_as_each_reader_and_sees_only_what_that_reader_
     editor_key = client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret)
     assert upload(editor_key, collection, "staff.docx", docx_bytes([*HANDBOOK, SALARIES])).status_code == 202
     restricted = Chunk.objects.filter(collection=collection, text__contains="last working day")
+    # Scored while it is still unlabelled (a search without a reader reads no labelled paragraph).
+    (salaries,) = [s.score for s in cosines(collection, QUESTION) if "last working day" in s.text]
     assert restricted.update(labels=["hr"]) == 1
     ada = reader_create(tenant=tenant, name="ada@example.com", labels=["hr"])
     reader_create(tenant=tenant, name="bob@example.com", labels=["sales"])
@@ -47,7 +51,7 @@ def test_an_editor_tries_a_search_as_each_reader_and_sees_only_what_that_reader_
     page.click(".object-tools a:text('Try a search')")
     found = {}
     for reader in ("ada@example.com", "bob@example.com"):
-        page.fill("#id_q", "when are salaries paid")
+        page.fill("#id_q", QUESTION)
         page.select_option("#id_reader", label=reader)
         page.click("#try_search_form input[type=submit]")
         page.wait_for_selector("#search-trace")
@@ -59,6 +63,10 @@ def test_an_editor_tries_a_search_as_each_reader_and_sees_only_what_that_reader_
 
     assert "last working day" in found["ada@example.com"]
     assert "last working day" not in found["bob@example.com"]
+    # Ada finds it because its score passes the floor her search used.
+    floor = SearchEvent.objects.get(tenant=tenant, reader=ada).floor
+    assert floor is not None
+    assert_clears(salaries, floor, what="the salaries paragraph")
 
     # The last search (bob's) is recorded with its reader; ada's with hers.
     page.click("#search-trace a:text('open the search event')")

@@ -12,6 +12,7 @@ from collections_app.models import Build, Collection, Document, DocumentStatus
 from collections_app.services.collections import collection_create
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, html_bytes
+from tests.margins import assert_clears
 
 ADMIN = "/admin/collections_app"
 
@@ -283,8 +284,12 @@ def test_the_build_page_shows_refused_and_warnings_once_and_the_method_as_rows(c
 
 def test_try_a_search_runs_the_pipeline_shows_results_and_trace_and_records_the_event(cast, staff, collection, upload):
     document = _ingested(cast, collection, upload)
-    page = staff.get(f"{ADMIN}/collection/{collection.pk}/search/", {"q": "how do refunds work"}).content.decode()
+    response = staff.get(f"{ADMIN}/collection/{collection.pk}/search/", {"q": "how do refunds work"})
+    page = response.content.decode()
 
+    # A result to link to: the best paragraph's score passes the floor.
+    answer = response.context["answer"]
+    assert_clears(max(r["score"] for r in answer["results"]), answer["floor"], what="the best paragraph")
     assert f'href="/admin/collections_app/document/{document.pk}/change/"' in page
     assert "<td>keyword retrieval</td>" in page and "<td>judge</td>" in page
     event = SearchEvent.objects.get()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections_app.models import Build, Chunk, Document
 from tests.files.documents import HANDBOOK, docx_bytes, html_bytes, pdf_bytes
+from tests.margins import assert_clears
 
 
 def test_upload_is_accepted_then_ingested_with_the_right_section_trail(cast, collection, upload):
@@ -112,8 +113,11 @@ def test_a_corrupt_file_ends_in_error_and_the_other_documents_stay_searchable(ca
     assert detail["status"] == "error" and detail["error"] == document.error
     assert Build.objects.filter(document=document).get().refused == ["broken.pdf"]
 
-    hits = cast.editor.post("/api/search", {"query": "refund to the card"}, format="json").json()["results"]
+    answer = cast.editor.post("/api/search", {"query": "refund to the card"}, format="json").json()
+    hits = answer["results"]
     assert hits and all(h["document"]["id"] == good.json()["document_id"] for h in hits)
+    # Found because the best paragraph's score passes the floor.
+    assert_clears(max(h["score"] for h in hits), answer["floor"], what="the best paragraph")
 
 
 def test_an_empty_file_ends_in_error_not_an_empty_done(cast, collection, upload):

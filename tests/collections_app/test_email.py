@@ -12,6 +12,7 @@ from collections_app.models import Build, Chunk, Document
 from tests.files.documents import pdf_bytes
 from tests.files.email import eml_bytes
 from tests.files.msg import MsgAttachment, MsgRecipient, MsgSpec, msg_bytes
+from tests.margins import assert_clears
 
 RACK = "The database servers move to rack twelve in the basement on Friday evening."
 
@@ -49,9 +50,10 @@ def test_a_message_with_a_pdf_and_an_unsupported_attachment(cast, collection, up
     assert not Document.objects.filter(filename="setup.exe").exists()
     assert Build.objects.filter(document=attachment, refused=[]).exists()
 
-    # The message's text is found by a search (no filters).
+    # The message's text is found by a search (no filters): its score passes the floor.
     answer = cast.viewer.post("/api/search", {"query": "refund damaged parcel original card"}, format="json").json()
-    assert str(body.pk) in {r["chunk_id"] for r in answer["results"]}
+    (found,) = [r for r in answer["results"] if r["chunk_id"] == str(body.pk)]
+    assert_clears(found["score"], answer["floor"], what="the message's body")
 
 
 def test_an_attachment_that_cannot_be_read_does_not_fail_its_message(cast, collection, upload):

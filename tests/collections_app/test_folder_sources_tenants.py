@@ -44,9 +44,13 @@ def root(tmp_path: Path, settings) -> Path:
 
 
 def search_texts(tenant: Tenant, question: str) -> str:
+    """Every visible paragraph's text: the collections searched here are made with their floor off (a search
+    cannot turn it off: it is the collection's min_score), so a paragraph missing is one the tenant may not
+    read, never one whose cosine fell below the floor on this CPU."""
     client = client_for(api_key_create(tenant=tenant, role=Role.VIEWER).secret)
-    answer = client.post("/api/search", {"query": question, "min_score": 0}, format="json")
+    answer = client.post("/api/search", {"query": question}, format="json")
     assert answer.status_code == 200, answer.content
+    assert answer.json()["floor"] == 0
     return " ".join(r["text"] for r in answer.json()["results"])
 
 
@@ -55,12 +59,12 @@ def test_another_tenants_collection_of_the_same_name_never_reads_a_legacy_folder
     folder.mkdir()
     (folder / "merger.md").write_text(f"# Merger\n\n{SECRET}")
     settings.KB_COLLECTION_FOLDERS = {"HANDBOOK": str(folder)}
-    ours = collection_create(tenant=cast.tenant, name="handbook")
+    ours = collection_create(tenant=cast.tenant, name="handbook", min_score=0)
     out = sync("handbook")  # binds the variable to acme's handbook, the one collection of that name, and says so
     assert "bound to collection handbook of tenant acme" in out and str(folder) not in out
     assert Document.objects.filter(collection=ours, status="done").count() == 1
 
-    theirs = collection_create(tenant=cast.outsider_tenant, name="handbook")
+    theirs = collection_create(tenant=cast.outsider_tenant, name="handbook", min_score=0)
     from collections_app.tasks import sync_folder_source
 
     sync_folder_source(str(theirs.pk))  # what the admin action and a schedule run
@@ -88,7 +92,7 @@ def test_a_legacy_variable_naming_a_collection_two_tenants_have_is_refused(cast,
 
 
 def test_an_admin_gives_a_collection_a_folder_under_its_tenants_folder(cast, root):
-    handbook = collection_create(tenant=cast.tenant, name="handbook")
+    handbook = collection_create(tenant=cast.tenant, name="handbook", min_score=0)
 
     folder_source_set(collection=handbook, folder="share", role=Role.ADMIN)
     result = folder_sync(collection=handbook)
