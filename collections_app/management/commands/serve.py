@@ -9,7 +9,8 @@ queue. Here:
   reaches only the supervisor, which stops each process exactly once (a second SIGTERM during
   django-q2's shutdown deadlocks it, django-q2 issue #346);
 - each process gets SIGTERM from the kernel when the supervisor dies, however it dies
-  (PR_SET_PDEATHSIG), and the supervisor gets it when `make` dies;
+  (PR_SET_PDEATHSIG), and the supervisor gets it when `make` dies; the cluster then stops at once, the
+  processes it forked with it (kbsite/supervision.py);
 - whatever is still running after KB_STOP_SECONDS is killed with its process group;
 - the supervisor holds the embedded PostgreSQL while it runs; the last process to let go of it
   stops it, and dead holders are dropped from its list (kbsite/embedded_postgres.py).
@@ -18,7 +19,6 @@ queue. Here:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import shlex
@@ -33,16 +33,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from kbsite.runlock import AlreadyRunning, run_lock
+from kbsite.supervision import die_with_parent
 
-PR_SET_PDEATHSIG = 1
 _LINE = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$")
-# Resolved here, not in the forked child: loading a library between fork and exec can deadlock.
-_prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-
-def die_with_parent(sig: int = signal.SIGTERM) -> None:
-    """Ask the kernel to send `sig` to this process when its parent dies (Linux)."""
-    _prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 def read_procfile(path: Path, env: dict[str, str]) -> dict[str, list[str]]:
