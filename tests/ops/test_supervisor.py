@@ -62,11 +62,11 @@ class Platform:
             **kwargs,
         )
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, *args: str) -> subprocess.Popen[bytes]:
         """Start the supervisor in a process group of its own (as `make run` has) and wait until it serves."""
         with open(self.log, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve"],
+                [sys.executable, "manage.py", "serve", *args],
                 cwd=settings.BASE_DIR,
                 env=self.env,
                 stdout=log,
@@ -129,6 +129,13 @@ class Platform:
                 return []
             time.sleep(0.5)
         return [" ".join(p.cmdline()) for p in left]
+
+
+def pgid(process: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except ProcessLookupError:
+        return None
 
 
 def gone(process: psutil.Process) -> bool:
@@ -274,3 +281,36 @@ def test_sigkill_of_the_group_mid_ingest_leaves_nothing_and_the_next_start_finis
             f"\nkilled mid-ingest: nothing left after {stopped:.1f}s; serving again {serving:.1f}s after the start, "
             f"document done {time.monotonic() - started_at:.1f}s after it"
         )
+
+
+# The Procfile's cluster with its parent-death signal cleared: it outlives a supervisor killed alone, as a cluster
+# left by a kbsite without one did, or one whose signal was lost.
+DEATHLESS_PROCFILE = """\
+web: .venv/bin/gunicorn --config kbsite/gunicorn_conf.py kbsite.wsgi
+cluster: .venv/bin/python -c "import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 0, 0, 0, 0); \
+os.execv(sys.executable, [sys.executable, 'manage.py', 'run_cluster', '--wait', '30'])"
+"""
+
+
+def test_a_start_stops_the_cluster_a_killed_supervisor_left_running_and_says_so(platform):
+    procfile = platform.var_dir / "Procfile"
+    procfile.write_text(DEATHLESS_PROCFILE)
+    supervisor = platform.start("--procfile", str(procfile))
+    [stale] = platform.clusters()
+    web = [p for p in platform.processes() if "kbsite.wsgi" in p.cmdline()]
+    supervisor.kill()  # the supervisor alone
+    supervisor.wait()
+    psutil.wait_procs(web, timeout=60)
+    assert stale.is_running() and run_lock_holder(platform.var_dir, "cluster") == stale.pid
+    stale_group = [p for p in platform.processes() if pgid(p) == stale.pid]
+    assert len(stale_group) > 2  # the cluster, its sentinel and the sentinel's workers
+
+    said = len(platform.log.read_text())
+    platform.start()
+    assert (
+        f"stopping the cluster (pid {stale.pid}) left running by a supervisor that died (pid {supervisor.pid})"
+        in platform.log.read_text()[said:]
+    )
+    assert all(gone(p) for p in stale_group)
+    [cluster] = platform.clusters()
+    assert run_lock_holder(platform.var_dir, "cluster") == cluster.pid != stale.pid
