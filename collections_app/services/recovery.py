@@ -127,10 +127,13 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
     """
     report = RecoveryReport()
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    candidates = list(Document.objects.filter(status__in=_IN_FLIGHT, updated_at__lt=grace).values_list("pk", flat=True))
+    in_flight = dict(Document.objects.filter(status__in=_IN_FLIGHT).values_list("pk", "updated_at"))
+    candidates = [pk for pk, updated_at in in_flight.items() if updated_at < grace]
     queued = _queued_ingests()
-    # Swept on every pass, with or without documents to recover: rows nothing will ever finish.
-    _forget_finished(queued, parsing={str(pk) for pk in candidates})
+    # Swept on every pass, with or without documents to recover: rows nothing will ever finish. A document
+    # inside the grace (read a moment ago by a worker killed since, as after a quick restart) is not finished:
+    # its rows stay for the pass that recovers it.
+    _forget_finished(queued, parsing={str(pk) for pk in in_flight})
     for document_id in candidates:
         outcome = _recover_one(str(document_id), queued.get(str(document_id), []), cluster_start=cluster_start)
         if outcome == "requeued":

@@ -98,6 +98,22 @@ def test_a_started_task_whose_worker_died_is_replaced(stuck, queued, django_capt
     assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 2)"]
 
 
+def test_a_started_task_whose_worker_died_moments_ago_is_kept_for_the_next_pass(
+    stuck, queued, django_capture_on_commit_callbacks
+):
+    """A restart right after a crash: the document was still being read a moment ago (inside the grace), so
+    this pass leaves it, and its dead task's row must stay for the next pass to see, not be swept as finished."""
+    dead = queue_row(stuck, lock=STARTED)
+    Document.objects.filter(pk=stuck.pk).update(updated_at=timezone.now())
+    assert documents_recover(cluster_start=True).requeued == []
+    assert OrmQ.objects.filter(pk=dead.pk).exists()
+
+    Document.objects.filter(pk=stuck.pk).update(updated_at=timezone.now() - dt.timedelta(minutes=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert documents_recover().requeued == [str(stuck.pk)]
+    assert [task["name"] for task in ingest_rows(stuck)] == [f"ingest document {stuck.pk} (recovery 2)"]
+
+
 def test_a_waiting_task_is_alive(stuck, queued):
     queue_row(stuck, lock=timezone.now() - dt.timedelta(seconds=1))
     assert documents_recover(cluster_start=True).requeued == []

@@ -18,7 +18,9 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
+import requests
 from django.conf import settings
 
 from kbsite.runlock import run_lock_holder
@@ -44,7 +46,9 @@ class Platform:
             "KB_ACCESS_LOG": "",
             "KB_STOP_SECONDS": "20",
         }
-        for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
+        # XDG_RUNTIME_DIR: the test run's own var/run (set by its embedded PostgreSQL), where gunicorn would put
+        # its control socket; each platform gets its var/run instead, as `make run` does.
+        for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL", "XDG_RUNTIME_DIR"):
             self.env.pop(name, None)
         self.log = var_dir / "serve.log"
 
@@ -58,11 +62,11 @@ class Platform:
             **kwargs,
         )
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, *args: str) -> subprocess.Popen[bytes]:
         """Start the supervisor in a process group of its own (as `make run` has) and wait until it serves."""
         with open(self.log, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve"],
+                [sys.executable, "manage.py", "serve", *args],
                 cwd=settings.BASE_DIR,
                 env=self.env,
                 stdout=log,
@@ -72,10 +76,18 @@ class Platform:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             assert process.poll() is None, self.log.read_text()[-3000:]
-            if self.answers() and run_lock_holder(self.var_dir, "cluster"):
+            if self.answers() and self.cluster_started_by(process):
                 return process
             time.sleep(0.5)
         raise AssertionError(f"not serving after 120s:\n{self.log.read_text()[-3000:]}")
+
+    def cluster_started_by(self, supervisor: subprocess.Popen[bytes]) -> bool:
+        """Whether the cluster holding the lock is this supervisor's (not one an earlier run left behind)."""
+        holder = run_lock_holder(self.var_dir, "cluster")
+        try:
+            return holder is not None and holder > 0 and psutil.Process(holder).ppid() == supervisor.pid
+        except psutil.NoSuchProcess:
+            return False
 
     def answers(self) -> bool:
         try:
@@ -117,6 +129,13 @@ class Platform:
                 return []
             time.sleep(0.5)
         return [" ".join(p.cmdline()) for p in left]
+
+
+def pgid(process: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except ProcessLookupError:
+        return None
 
 
 def gone(process: psutil.Process) -> bool:
@@ -168,3 +187,130 @@ def test_killing_make_runs_group_leaves_nothing_running_and_a_second_start_is_re
     supervisor.wait()
     assert platform.wait_until_nothing_runs() == []
     assert gone(postmaster)
+
+
+def book(topic: str, sections: int) -> bytes:
+    """A Markdown document whose ingestion takes a while: every section is a paragraph to embed."""
+    lines = [f"# {topic}"]
+    for i in range(sections):
+        lines.append(
+            f"## Section {i}\n\nParagraph {i} about {topic}: item {i * 7} is kept on shelf {i % 13}, "
+            f"next to box {i * 3 % 17}, and is counted every {i % 5 + 1} weeks by the {topic} team."
+        )
+    return "\n\n".join(lines).encode()
+
+
+class Api:
+    """The management API of a running platform, with an editor's key."""
+
+    def __init__(self, platform: Platform, key: str) -> None:
+        self.base = f"http://127.0.0.1:{platform.port}/api/manage"
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {key}"
+
+    def collection(self, name: str) -> str:
+        answer = self.session.post(f"{self.base}/collections", json={"name": name}, timeout=60)
+        assert answer.status_code == 201, answer.text
+        return str(answer.json()["id"])
+
+    def upload(self, collection: str, filename: str, content: bytes) -> str:
+        answer = self.session.post(
+            f"{self.base}/collections/{collection}/documents", files={"file": (filename, content)}, timeout=60
+        )
+        assert answer.status_code == 202, answer.text
+        return str(answer.json()["document_id"])
+
+    def document(self, collection: str, document: str) -> dict:
+        answer = self.session.get(f"{self.base}/collections/{collection}/documents/{document}", timeout=60)
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+
+def editor_key(platform: Platform) -> str:
+    created = platform.manage("create_api_key", "--tenant", "ops", "--role", "editor", timeout=300)
+    assert created.returncode == 0, created.stderr[-3000:]
+    return created.stdout.strip().splitlines()[-1]
+
+
+def ingesting_worker(platform: Platform, timeout: float = 120) -> int:
+    """The pid of the cluster worker holding an ingestion lease (it names itself in pg_stat_activity)."""
+    # postmaster.pid: pid, data directory, start time, port, socket directory, ...
+    lines = (platform.var_dir / "pgdata" / "postmaster.pid").read_text().splitlines()
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(host=lines[4], port=lines[3], user="postgres", dbname="kbsite", autocommit=True) as db:
+        while time.monotonic() < deadline:
+            names = db.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'kbsite-ingest pid=%'"
+            ).fetchall()
+            if names:
+                return int(names[0][0].split("=", 1)[1])
+            time.sleep(0.2)
+    raise AssertionError(f"no worker took the ingestion in {timeout}s:\n{platform.log.read_text()[-3000:]}")
+
+
+def test_sigkill_of_the_group_mid_ingest_leaves_nothing_and_the_next_start_finishes_the_document(platform, capsys):
+    key = editor_key(platform)
+    supervisor = platform.start()
+    api = Api(platform, key)
+    collection = api.collection("shelves")
+    # About a minute of embedding on a busy 2-core machine: far longer than the 20 s the old run gets to go.
+    document = api.upload(collection, "shelves.md", book("shelves", 150))
+    worker = psutil.Process(ingesting_worker(platform))
+
+    # `kill -9 -PGID` of `make run` while a worker is embedding the document: the cluster, its workers, the web
+    # server and the embedded PostgreSQL all go within seconds (a cluster left running would refuse the next start).
+    killed_at = time.monotonic()
+    os.killpg(supervisor.pid, signal.SIGKILL)
+    supervisor.wait()
+    left = platform.wait_until_nothing_runs(timeout=20)
+    assert left == [], "still running 20 s after the kill:\n" + "\n".join(left)
+    assert gone(worker)
+    stopped = time.monotonic() - killed_at
+
+    # The next start serves within a minute, and its cluster requeues the document the killed worker had taken.
+    started_at = time.monotonic()
+    platform.start()
+    serving = time.monotonic() - started_at
+    assert serving < 60
+    deadline = time.monotonic() + 300
+    while (status := api.document(collection, document)["status"]) == "parsing" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert status == "done", f"{api.document(collection, document)}\n{platform.log.read_text()[-5000:]}"
+    with capsys.disabled():
+        print(
+            f"\nkilled mid-ingest: nothing left after {stopped:.1f}s; serving again {serving:.1f}s after the start, "
+            f"document done {time.monotonic() - started_at:.1f}s after it"
+        )
+
+
+# The Procfile's cluster with its parent-death signal cleared: it outlives a supervisor killed alone, as a cluster
+# left by a kbsite without one did, or one whose signal was lost.
+DEATHLESS_PROCFILE = """\
+web: .venv/bin/gunicorn --config kbsite/gunicorn_conf.py kbsite.wsgi
+cluster: .venv/bin/python -c "import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 0, 0, 0, 0); \
+os.execv(sys.executable, [sys.executable, 'manage.py', 'run_cluster', '--wait', '30'])"
+"""
+
+
+def test_a_start_stops_the_cluster_a_killed_supervisor_left_running_and_says_so(platform):
+    procfile = platform.var_dir / "Procfile"
+    procfile.write_text(DEATHLESS_PROCFILE)
+    supervisor = platform.start("--procfile", str(procfile))
+    [stale] = platform.clusters()
+    web = [p for p in platform.processes() if "kbsite.wsgi" in p.cmdline()]
+    supervisor.kill()  # the supervisor alone
+    supervisor.wait()
+    psutil.wait_procs(web, timeout=60)
+    assert stale.is_running() and run_lock_holder(platform.var_dir, "cluster") == stale.pid
+    stale_group = [p for p in platform.processes() if pgid(p) == stale.pid]
+    assert len(stale_group) > 2  # the cluster, its sentinel and the sentinel's workers
+
+    said = len(platform.log.read_text())
+    platform.start()
+    assert (
+        f"stopping the cluster (pid {stale.pid}) left running by a supervisor that died (pid {supervisor.pid})"
+        in platform.log.read_text()[said:]
+    )
+    assert all(gone(p) for p in stale_group)
+    [cluster] = platform.clusters()
+    assert run_lock_holder(platform.var_dir, "cluster") == cluster.pid != stale.pid

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -14,6 +15,7 @@ from django.db import close_old_connections
 
 from collections_app.services.recovery import documents_recover
 from kbsite.runlock import AlreadyRunning, run_lock
+from kbsite.supervision import death_signal, forks_die_with_their_parent
 
 logger = logging.getLogger("collections_app.recovery")
 
@@ -33,6 +35,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        # Started by a supervisor to die with it (`manage.py serve` sets the death signal): a death signal
+        # with another parent than the one we started with means that supervisor was killed.
+        supervisor = os.getppid() if death_signal() else None
         try:
             run_lock(settings.VAR_DIR, "cluster", wait=options["wait"])
         except AlreadyRunning as exc:
@@ -47,21 +52,45 @@ class Command(BaseCommand):
         cluster = Cluster()
         stopping = threading.Event()
 
+        def orphaned() -> bool:
+            return supervisor is not None and os.getppid() != supervisor
+
         def stop(signum, frame):  # type: ignore[no-untyped-def]
             # Only set a flag: django-q2's own handler stops the cluster inside the handler, and a second
             # signal arriving meanwhile deadlocks it (django-q2 issue #346). The loop below stops it once.
             stopping.set()
+            if orphaned():
+                # Our supervisor was killed: nobody waits for a graceful stop, which would last as long as the
+                # document being ingested (hours), holding the lock the next start needs. A graceful stop
+                # already under way is cut short too (its join returns when the sentinel is gone).
+                self._kill_sentinel(cluster)
 
         # Cluster() installed its handlers; ours replace them.
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        # The sentinel django-q2 forks, and the workers it forks, die with their parent: never an orphan worker.
+        forks_die_with_their_parent()
         cluster.start()
         while not stopping.wait(settings.KB_RECOVERY_SECONDS):
             if not cluster.sentinel.is_alive():
                 logger.error("the cluster's sentinel died; stopping")
                 sys.exit(1)
             self._recover(cluster_start=False)
-        cluster.stop()
+        if orphaned():
+            self._kill_sentinel(cluster)
+            cluster.sentinel.join()
+            logger.warning(
+                "the supervisor died: cluster stopped at once; the next start requeues the documents it was ingesting"
+            )
+        else:
+            cluster.stop()
+
+    @staticmethod
+    def _kill_sentinel(cluster) -> None:  # type: ignore[no-untyped-def]
+        """SIGKILL the sentinel; its workers, pusher and monitor follow it (their death signal)."""
+        if cluster.sentinel is not None and cluster.sentinel.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(cluster.sentinel.pid, signal.SIGKILL)
 
     def _recover(self, *, cluster_start: bool) -> None:
         close_old_connections()

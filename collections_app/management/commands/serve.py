@@ -9,7 +9,10 @@ queue. Here:
   reaches only the supervisor, which stops each process exactly once (a second SIGTERM during
   django-q2's shutdown deadlocks it, django-q2 issue #346);
 - each process gets SIGTERM from the kernel when the supervisor dies, however it dies
-  (PR_SET_PDEATHSIG), and the supervisor gets it when `make` dies;
+  (PR_SET_PDEATHSIG), and the supervisor gets it when `make` dies; the cluster then stops at once, the
+  processes it forked with it (kbsite/supervision.py);
+- a cluster a dead supervisor left running anyway (it names that supervisor in its environment) is
+  stopped by the next start, which says so;
 - whatever is still running after KB_STOP_SECONDS is killed with its process group;
 - the supervisor holds the embedded PostgreSQL while it runs; the last process to let go of it
   stops it, and dead holders are dropped from its list (kbsite/embedded_postgres.py).
@@ -18,7 +21,6 @@ queue. Here:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import shlex
@@ -33,16 +35,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from kbsite.runlock import AlreadyRunning, run_lock
+from kbsite.supervision import SUPERVISOR_VARIABLE, die_with_parent, stale_cluster, stale_cluster_stop
 
-PR_SET_PDEATHSIG = 1
 _LINE = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$")
-# Resolved here, not in the forked child: loading a library between fork and exec can deadlock.
-_prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-
-def die_with_parent(sig: int = signal.SIGTERM) -> None:
-    """Ask the kernel to send `sig` to this process when its parent dies (Linux)."""
-    _prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 def read_procfile(path: Path, env: dict[str, str]) -> dict[str, list[str]]:
@@ -70,13 +65,14 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{exc}: stop it first (a second web server and cluster would share its queue)"
             ) from None
+        self._stop_stale_cluster()
 
         stopping = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda signum, frame: stopping.set())
 
-        env = {**os.environ, "PORT": settings.PORT, "PYTHONUNBUFFERED": "1"}
         parent = os.getpid()
+        env = {**os.environ, "PORT": settings.PORT, "PYTHONUNBUFFERED": "1", SUPERVISOR_VARIABLE: str(parent)}
 
         def in_own_session_dying_with_us() -> None:
             die_with_parent()
@@ -107,6 +103,19 @@ class Command(BaseCommand):
         self._stop(children)
         if failed:
             sys.exit(1)
+
+    def _stop_stale_cluster(self) -> None:
+        # We hold the supervisor's lock: a cluster that names a supervisor was left by one that died without
+        # stopping it. Started by hand, a cluster names none and is left alone (run_cluster then refuses).
+        stale = stale_cluster(settings.VAR_DIR)
+        if stale is None:
+            return
+        self.stdout.write(
+            f"stopping the cluster (pid {stale.pid}) left running by a supervisor that died (pid {stale.supervisor})"
+        )
+        self.stdout.flush()
+        if not stale_cluster_stop(settings.VAR_DIR, stale, grace=settings.KB_STOP_SECONDS):
+            raise CommandError(f"the cluster (pid {stale.pid}) left by a dead supervisor did not stop: stop it first")
 
     def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
         for child in children.values():
