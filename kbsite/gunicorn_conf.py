@@ -4,7 +4,7 @@ gunicorn's arbiter loads this before Django (importing kbsite.settings here woul
 PostgreSQL in the arbiter), so its variables are read with kbsite/env.py's readers, as settings.py reads its own.
 """
 
-from kbsite.env import env_int, env_str, port
+from kbsite.env import env_int, env_str, port, var_dir
 
 bind = f"{env_str('KB_BIND', '127.0.0.1')}:{port()}"
 # Threads, so that many searchers waiting on PostgreSQL do not need a process each; two processes,
@@ -21,3 +21,7 @@ accesslog = env_str("KB_ACCESS_LOG", "-") or None
 errorlog = "-"
 # Requests never carry a server path back: gunicorn's own error pages stay terse.
 proc_name = "kbsite-web"
+# gunicorn's control socket under this checkout's var/run, not $XDG_RUNTIME_DIR: two checkouts run by one user
+# (or a test's platform beside `make run`) never share it.
+(var_dir() / "run").mkdir(parents=True, exist_ok=True, mode=0o700)
+control_socket = str(var_dir() / "run" / "gunicorn.ctl")
