@@ -12,7 +12,7 @@ section handed to a reader is put together from the children this predicate lets
 
 This is the SQL the search stages share; every read through the ORM says the same with
 `Chunk.objects.live().paragraphs().readable_by(labels)` (collections_app/models.py: ChunkQuerySet), and
-tests/retrieval/test_visibility.py checks on randomised labels that both select the same rows.
+tests/retrieval/search/test_visibility.py checks on randomised labels that both select the same rows.
 """
 
 from __future__ import annotations

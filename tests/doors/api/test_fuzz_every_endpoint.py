@@ -29,7 +29,7 @@ def operations() -> list[tuple[str, str, dict[str, Any]]]:
         for method, operation in methods.items():
             content = operation.get("requestBody", {}).get("content", {})
             if "application/json" not in content:
-                continue  # uploads are multipart: tests/api/test_fuzz.py sends them hostile files and fields
+                continue  # uploads are multipart: tests/doors/api/test_fuzz.py sends them hostile files and fields
             body = content["application/json"]["schema"]
             body = components[body["$ref"].rsplit("/", 1)[-1]] if "$ref" in body else body
             found.append((method, path, body.get("properties", {})))

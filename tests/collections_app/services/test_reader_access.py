@@ -1,5 +1,5 @@
 """Who reads what is the tenant admins' decision: per_reader changes only with an admin's key or role, in the
-API and the admin alike (document labels: tests/collections_app/test_document_labels.py)."""
+API and the admin alike (document labels: tests/collections_app/services/test_document_labels.py)."""
 
 from __future__ import annotations
 
