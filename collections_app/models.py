@@ -360,7 +360,8 @@ class ChunkQuerySet(TenantQuerySet):
     """Which paragraphs a read is about, each rule spelt once for the ORM.
 
     The search stages read paragraphs in SQL; their twin of these rules is retrieval/search/_visibility.py
-    (VISIBLE_SQL), and a property test (tests/retrieval/search/test_visibility.py) keeps the two selecting the same rows.
+    (VISIBLE_SQL), and a property test (tests/retrieval/search/test_visibility.py) keeps the two selecting the
+    same rows.
     """
 
     def live(self) -> Self:
