@@ -319,8 +319,14 @@ class Document(TenantOwned):
     )
     # Document-level facts from the parser (email sender, date, subject, ...); copied onto its chunks.
     metadata = models.JSONField(default=dict, blank=True)
-    # Parser output, kept so re-chunking never re-parses.
+    # Parser output, kept so re-chunking never re-parses. Megabytes for a large document: pages and lists
+    # defer it (selectors.documents_for, the admin), and the preview reads only its first blocks.
     blocks = models.JSONField(null=True, blank=True, editable=False)
+    # How many rows of the chunk table are the document's (parent sections and a pending re-index's rows
+    # included, as a count of them would say). Kept by database triggers on the chunk table (migration
+    # 0018) in the statement that changes them; an UPDATE of the document itself cannot change it, so a
+    # save() of an instance read earlier never writes back an old count. Lists read it instead of counting.
+    chunk_count = models.PositiveIntegerField(default=0, editable=False)
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent of ingestion done.")
     # Its paragraphs were cut or embedded with settings the collection no longer has (a re-index rebuilds it).
     stale = models.BooleanField(default=False, help_text="Built with chunking or embedding settings since changed.")

@@ -7,6 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from collections_app.models import Build, Chunk
+from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from doors.admin.base import AuditAdmin
 from doors.admin.display import key_value_rows
 
@@ -20,6 +21,24 @@ class ChunkAdmin(AuditAdmin):
     fields = ["document_link", "collection", "ordinal", "page", "section_trail", "language", "labels", "text",
               "metadata_shown"]  # fmt: skip
     readonly_fields = ["document_link", "section_trail", "metadata_shown"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        # Its document by name only (a large one's JSON columns are megabytes, read once per listed row), and
+        # no vector nor keyword index: nothing here shows them.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("document")
+            .defer("embedding", "search_vector", *(f"document__{c}" for c in UNLISTED_DOCUMENT_COLUMNS))
+        )
+
+    def get_ordering(self, request):  # type: ignore[no-untyped-def]
+        if request.GET.get("document__id__exact"):
+            # One document's paragraphs (the document page's link): in the order of the unique index
+            # (document, generation, ordinal), so a page of a large document reads that page's rows, not all
+            # of them sorted. The same order as the model's, the generation searches read first during a re-index.
+            return ["document_id", "generation", "ordinal"]
+        return super().get_ordering(request)
 
     def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
         # Filter by document through the URL (?document__id__exact=...), linked from the document page.
@@ -58,6 +77,15 @@ class BuildAdmin(AuditAdmin):
     fields = ["built_at", "collection_link", "document_link", "built_from", "model", "dims", "passages",
               "method_shown", "refused_names", "warning_lines"]  # fmt: skip
     readonly_fields = ["built_at", "collection_link", "document_link", "method_shown", "refused_names", "warning_lines"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        # Each build's document by name only: a large one's JSON columns would be read once per listed build.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("collection", "document")
+            .defer(*(f"document__{c}" for c in UNLISTED_DOCUMENT_COLUMNS))
+        )
 
     def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
         # Filter by document through the URL, linked from the document page's "Builds".

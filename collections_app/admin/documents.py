@@ -8,9 +8,9 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Count
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -28,6 +28,7 @@ from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAd
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Document, DocumentStatus
+from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS
 from collections_app.services.documents import document_create, document_delete, document_queue_ingest, upload_filename
 from collections_app.validation import source_uri_problem
 from doors.admin.base import TenantScopedAdmin, object_for_tool
@@ -96,6 +97,14 @@ INLINE_PARAGRAPHS = 3
 OCR_FAMILIES = {"image", "pdf"}
 
 
+class DocumentChangeList(ChangeList):
+    """The documents list (and its actions): rows without the JSON columns it shows nothing of, a large
+    document's megabytes among them."""
+
+    def get_queryset(self, request, exclude_parameters=None):  # type: ignore[no-untyped-def]
+        return super().get_queryset(request, exclude_parameters).defer(*UNLISTED_DOCUMENT_COLUMNS)
+
+
 @admin.register(Document)
 class DocumentAdmin(
     DocumentLanguageAdminMixin,
@@ -109,8 +118,8 @@ class DocumentAdmin(
     TenantScopedAdmin,
 ):
     list_display = [
-        "filename", "collection", "status_shown", "progress_shown", "error_shown", "language_shown", "chunk_count",
-        "stale_shown", "size_shown", "updated_at",
+        "filename", "collection", "status_shown", "progress_shown", "error_shown", "language_shown",
+        "chunk_count_shown", "stale_shown", "size_shown", "updated_at",
     ]  # fmt: skip
     list_filter = ["status", "stale", "collection__tenant", "collection"]
     list_select_related = ["collection"]
@@ -123,7 +132,13 @@ class DocumentAdmin(
     ]  # fmt: skip
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
-        return super().get_queryset(request).annotate(chunk_count=Count("chunks"))
+        # No page of the admin shows a document's parser output (the preview reads its first blocks itself),
+        # and `chunk_count` is stored (kept by triggers), not counted per row: a large document's page, its
+        # tools and the list cost what a small one's do.
+        return super().get_queryset(request).defer(*UNSHOWN_DOCUMENT_COLUMNS)
+
+    def get_changelist(self, request, **kwargs):  # type: ignore[no-untyped-def]
+        return DocumentChangeList
 
     # --- the page of one document: read-only, with its tools ------------------------------------------
 
@@ -209,9 +224,10 @@ class DocumentAdmin(
     def language_shown(self, obj: Document) -> str:
         return _live(obj, "language", obj.language or "—")
 
+    # Not named chunk_count: a list column of a model field's name shows the bare field, not this live cell.
     @admin.display(ordering="chunk_count", description="paragraphs")
-    def chunk_count(self, obj: Document) -> str:
-        return _live(obj, "paragraphs", getattr(obj, "chunk_count", 0))
+    def chunk_count_shown(self, obj: Document) -> str:
+        return _live(obj, "paragraphs", obj.chunk_count)
 
     @admin.display(ordering="size", description="size")
     def size_shown(self, obj: Document) -> str:
@@ -219,11 +235,15 @@ class DocumentAdmin(
 
     @admin.display(description="paragraphs")
     def paragraphs(self, obj: Document) -> str:
-        return format_html('<a href="{}">{} paragraph(s)</a>', _chunks_url(obj), obj.chunks.count())
+        return format_html('<a href="{}">{} paragraph(s)</a>', _chunks_url(obj), obj.chunk_count)
 
     @admin.display(description="first paragraphs")
     def first_paragraphs(self, obj: Document) -> str:
-        first = list(obj.chunks.order_by("ordinal").values_list("section", "page", "text")[:INLINE_PARAGRAPHS])
+        # In the order of the unique index (document, generation, ordinal): three rows read, not every row of
+        # the document sorted by ordinal. Only while a re-index stages a generation does it matter: the
+        # generation searches read comes first.
+        paragraphs = obj.chunks.order_by("generation", "ordinal").values_list("section", "page", "text")
+        first = list(paragraphs[:INLINE_PARAGRAPHS])
         if not first:
             return "—"
         return format_html_join(
@@ -340,14 +360,14 @@ class DocumentAdmin(
         if not self.has_view_permission(request):
             raise PermissionDenied
         ids = [value for value in request.GET.getlist("id")[:500] if _is_uuid(value)]
-        rows = self.get_queryset(request).filter(pk__in=ids)
+        rows = self.get_queryset(request).filter(pk__in=ids).defer(*UNLISTED_DOCUMENT_COLUMNS)
         documents = {
             str(d.pk): {
                 "status": self.status_shown(d),
                 "progress": self.progress_shown(d),
                 "error": self.error_shown(d),
                 "language": self.language_shown(d),
-                "paragraphs": self.chunk_count(d),
+                "paragraphs": self.chunk_count_shown(d),
             }
             for d in rows
         }

@@ -30,11 +30,16 @@ from collections_app.services.collections import (
     collection_update,
 )
 from collections_app.services.documents import collection_chunking
-from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
+from collections_app.services.preview import (
+    PreviewBlocks,
+    chunk_preview_numbers,
+    document_chunk_preview,
+    document_preview_blocks,
+)
 from doors.admin.base import object_for_tool
 from doors.admin.roles import role_in
 
-# Paragraphs listed per side; the numbers are always of the whole.
+# Paragraphs listed per side; the numbers are of every block previewed (a large document's first blocks).
 SHOWN = 60
 
 # The form's fields and the collection's (and the API's) names for them.
@@ -94,9 +99,9 @@ def _form_values(settings: ChunkingSettings) -> list[tuple[str, Any]]:
     return [(name, "" if value is None else value) for name, value in values.items()]
 
 
-def _side(title: str, document: Document, settings: ChunkingSettings) -> dict[str, Any]:
+def _side(title: str, document: Document, settings: ChunkingSettings, source: PreviewBlocks) -> dict[str, Any]:
     numbers = chunk_preview_numbers(
-        document=document, preview=document_chunk_preview(document=document, settings=settings)
+        document=document, preview=document_chunk_preview(document=document, settings=settings, source=source)
     )
     paragraphs = [c for c in numbers.chunks if c.kind == "paragraph"]
     return {
@@ -138,15 +143,18 @@ def preview_page(
     problem = ""
     sides: list[dict[str, Any]] = []
     typed: ChunkingSettings | None = None
+    source: PreviewBlocks | None = None
     if document is not None:
         try:
-            sides.append(_side("The collection's settings", document, collection_chunking(collection=collection)))
+            current = collection_chunking(collection=collection)
+            source = document_preview_blocks(document=document)  # read once, cut by both sides
+            sides.append(_side("The collection's settings", document, current, source))
         except (DomainError, StrategyNotBuilt) as exc:
             problem = str(exc)
-        if not problem and form.is_bound and form.is_valid():
+        if not problem and source is not None and form.is_bound and form.is_valid():
             try:
                 typed = collection_chunking_with(collection=collection, changes=form.changes())
-                sides.append(_side("Your settings", document, typed))
+                sides.append(_side("Your settings", document, typed, source))
             except (DomainError, StrategyNotBuilt) as exc:
                 form.add_service_error(exc)
     site = model_admin.admin_site.name
@@ -162,6 +170,8 @@ def preview_page(
         "form": form,
         "problem": problem,
         "sides": sides,
+        # A large document is previewed from its beginning: the page says how far.
+        "source": source,
         "may_apply": may_apply,
         # What "Apply to the collection" sends: exactly the settings of the side shown as yours (an overlap
         # brought along by a new size included).

@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString
 from collections_app.admin.preview import preview_page
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Document, DocumentStatus
+from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.reindex import collection_reindex
 from doors.admin.base import TenantScopedAdmin, object_for_tool
 
@@ -176,7 +177,12 @@ class ReindexAdminMixin(TenantScopedAdmin):
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Preview chunking of one of the collection's documents (chosen; the first read one by default)."""
         collection = object_for_tool(self, request, object_id, change=False)
-        documents = collection.documents.filter(status=DocumentStatus.DONE).order_by("filename", "id")
+        # A choice of names: no document's JSON columns are read for it (the preview slices the chosen one's).
+        documents = (
+            collection.documents.filter(status=DocumentStatus.DONE)
+            .defer(*UNLISTED_DOCUMENT_COLUMNS)
+            .order_by("filename", "id")
+        )
         asked = request.GET.get("document", "")
         chosen = documents.filter(pk=asked).first() if _is_uuid(asked) else None
         return preview_page(

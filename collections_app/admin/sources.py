@@ -33,7 +33,9 @@ class AttachmentsAdminMixin:
         if obj.parent_id is None:
             return "—"
         url = reverse("admin:collections_app_document_change", args=[obj.parent_id])
-        return format_html('<a href="{}">{}</a>', url, obj.parent.filename if obj.parent else obj.parent_id)
+        # Its name only: `obj.parent` would read the whole row, a large message's parser output included.
+        name = Document.objects.filter(pk=obj.parent_id).values_list("filename", flat=True).first()
+        return format_html('<a href="{}">{}</a>', url, name or obj.parent_id)
 
     @admin.display(description="attachments")
     def attachment_links(self, obj: Document) -> str:

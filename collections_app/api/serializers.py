@@ -336,3 +336,10 @@ class ChunkPreviewOutput(serializers.Serializer):
     heading_only_count = serializers.IntegerField(help_text="paragraphs that are nothing but headings")
     parent_count = serializers.IntegerField(allow_null=True, help_text="hierarchical only")
     median_parent_tokens = serializers.FloatField(allow_null=True, help_text="hierarchical only")
+    blocks_previewed = serializers.IntegerField(
+        help_text="parser blocks cut for this preview, from the document's beginning: every number here is of them"
+    )
+    blocks_total = serializers.IntegerField(
+        help_text="the document's parser blocks in all; more than blocks_previewed for a large document, which is "
+        "previewed from its first blocks only"
+    )

@@ -276,7 +276,8 @@ class DocumentChunkPreviewView(TenantScopedView):
         request=ChunkPreviewInput,
         responses={200: ChunkPreviewOutput, **refusals(400, 401, 403, 404, 413, 415)},
         description="The document's stored parser output cut with the collection's settings, each one given "
-        "here replacing the collection's. Nothing is saved, parsed or embedded.",
+        "here replacing the collection's. Nothing is saved, parsed or embedded. A large document is previewed "
+        "from its beginning: `blocks_previewed` of its `blocks_total` parser blocks are cut.",
     )
     def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)

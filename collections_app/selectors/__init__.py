@@ -34,12 +34,21 @@ def collections_with_stale_counts_for(key: ApiKey) -> QuerySet[Collection]:
     )
 
 
+# Columns no answer about a document shows: its parser output, megabytes for a large document. Read only by
+# what cuts it (ingestion, re-index, the preview's first blocks), never by a page or a list.
+UNSHOWN_DOCUMENT_COLUMNS = ("blocks",)
+# And the columns a list of documents (the admin's, a choice of documents) shows nothing of.
+UNLISTED_DOCUMENT_COLUMNS = (*UNSHOWN_DOCUMENT_COLUMNS, "metadata", "warnings", "ingest_options")
+
+
 def documents_for(collection: Collection) -> QuerySet[Document]:
+    """A collection's documents as the API shows them, newest first: without their parser output, and with
+    their paragraph count as stored (`chunk_count`, kept by triggers), never counted per row."""
     # cast: the shared TenantQuerySet manager is typed for Model, not for each model that uses it.
     documents = (
         Document.objects.for_tenant(collection.tenant_id)
         .filter(collection=collection)
-        .annotate(chunk_count=Count("chunks"))
+        .defer(*UNSHOWN_DOCUMENT_COLUMNS)
         .order_by("-created_at", "id")
     )
     return cast("QuerySet[Document]", documents)

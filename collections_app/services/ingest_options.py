@@ -100,7 +100,8 @@ def document_options_update(*, document: Document, changes: dict[str, Any], conf
     if not confirm_reparse:
         raise ReparseNeedsConfirmation(REPARSE_WARNING)
     with transaction.atomic():
-        document = Document.objects.select_for_update().get(pk=document.pk)
+        # Not its parser output: it is dropped unread (megabytes for a large document).
+        document = Document.objects.select_for_update().defer("blocks").get(pk=document.pk)
         current = document.ingest_options
         if "column_roles" in cleaned:
             # Roles are edited column by column: a change names only the columns whose role it changes.

@@ -3,6 +3,11 @@
 An editor compares the collection's settings with others before changing them (admin: the document's
 "Preview chunking" page). The parser output kept on the document (`Document.blocks`) is what a re-chunk
 would read, so the preview never re-parses and never embeds.
+
+A preview cuts at most the first `PREVIEW_MAX_BLOCKS` blocks: a large document's parser output (tens of
+thousands of blocks, megabytes of JSON) is sliced in the database and only its beginning is read, cut and
+counted, so a page load never chunks and tokenizes a whole book. The answer says how many blocks it cut of
+how many (`blocks_previewed` of `blocks_total`); for any ordinary document that is all of them.
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from django.db.models import F, Func, IntegerField, JSONField
+from django.db.models.expressions import RawSQL
 
 from collections_app.exceptions import Invalid
 from collections_app.ingestion import ChunkDraft, ChunkingSettings, chunk_blocks
@@ -22,29 +30,72 @@ class PreviewUnavailable(Invalid):
     """The document has no stored parser output to cut (not parsed yet, failed, or read as a stream)."""
 
 
+# The blocks a preview cuts at most: all of an ordinary document's (a 100-page report has about this many), the
+# beginning of a large one's. Counting the paragraphs' tokens is most of a preview's time, ~3 ms a paragraph on
+# a busy two-core machine: 1,000 blocks of prose are ~350 paragraphs, about a second (bench/large_document_pages.py).
+PREVIEW_MAX_BLOCKS = 1000
+
+
+@dataclass(frozen=True)
+class PreviewBlocks:
+    """The first blocks of a document's stored parser output, and how many it holds in all."""
+
+    blocks: list[Block]
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        return len(self.blocks) >= self.total
+
+
 @dataclass(frozen=True)
 class ChunkPreview:
     settings: ChunkingSettings
     chunks: list[ChunkDraft]
+    source: PreviewBlocks
 
     @property
     def count(self) -> int:
         return len(self.chunks)
 
 
-def document_chunk_preview(*, document: Document, settings: ChunkingSettings) -> ChunkPreview:
-    """The paragraphs `settings` would cut from the document's stored parser output. Writes nothing.
-
-    `settings`: the collection's own, or checked by services/collections.py: collection_chunking_with.
-    Raises PreviewUnavailable without parser output, StrategyNotBuilt for a strategy not built yet.
-    """
-    if document.blocks is None:
+def document_preview_blocks(*, document: Document, limit: int | None = None) -> PreviewBlocks:
+    """The first `limit` (PREVIEW_MAX_BLOCKS) blocks of the document's stored parser output, sliced by
+    PostgreSQL: the rest of a large document's blocks never leave the database. Raises PreviewUnavailable
+    without parser output."""
+    limit = PREVIEW_MAX_BLOCKS if limit is None else limit
+    row = (
+        Document.objects.filter(pk=document.pk, blocks__isnull=False)
+        .annotate(
+            total=Func(F("blocks"), function="jsonb_array_length", output_field=IntegerField()),
+            head=RawSQL("jsonb_path_query_array(blocks, %s::jsonpath)", [f"$[0 to {limit - 1}]"], JSONField()),
+        )
+        .values_list("total", "head")
+        .first()
+    )
+    if row is None:
         raise PreviewUnavailable(
             f"{document.filename} has no stored parser output to preview: it is not parsed yet, its reading "
             "failed, or it is a large text file read as a stream"
         )
-    blocks = [Block.from_json(b) for b in document.blocks]
-    return ChunkPreview(settings, chunk_blocks(blocks, settings, _measure(document.collection, settings.unit)))
+    total, head = row
+    return PreviewBlocks([Block.from_json(b) for b in head], total)
+
+
+def document_chunk_preview(
+    *, document: Document, settings: ChunkingSettings, source: PreviewBlocks | None = None
+) -> ChunkPreview:
+    """The paragraphs `settings` would cut from the document's stored parser output — its first
+    `PREVIEW_MAX_BLOCKS` blocks (`source`, read here unless given: two previews of one page share it).
+    Writes nothing. `settings`: the collection's own, or checked by services/collections.py:
+    collection_chunking_with.
+
+    Raises PreviewUnavailable without parser output, StrategyNotBuilt for a strategy not built yet.
+    """
+    if source is None:
+        source = document_preview_blocks(document=document)
+    measure = _measure(document.collection, settings.unit)
+    return ChunkPreview(settings, chunk_blocks(source.blocks, settings, measure), source)
 
 
 def _measure(collection: Collection, unit: str) -> Callable[[str], int]:
@@ -86,13 +137,15 @@ class PreviewNumbers:
     heading_only_count: int
     parent_count: int | None  # hierarchical only
     median_parent_tokens: float | None  # hierarchical only
+    blocks_previewed: int  # the first blocks cut (every number above is of them)
+    blocks_total: int  # the document's blocks in all
 
 
 def chunk_preview_numbers(*, document: Document, preview: ChunkPreview) -> PreviewNumbers:
     """Count `preview`'s paragraphs, their tokens by the collection's embedding model (whatever the unit),
     the short ones and the ones that are nothing but headings. Writes nothing."""
     count = get_embedder(document.collection.embedding_alias).token_count
-    headings = {" ".join(b["text"].split()) for b in document.blocks or [] if b.get("kind") == "heading"}
+    headings = {" ".join(b.text.split()) for b in preview.source.blocks if b.kind == "heading"}
     chunks = [PreviewChunk(d.text, d.page, list(d.section), count(d.text), d.kind) for d in preview.chunks]
     paragraphs = [c for c in chunks if c.kind == "paragraph"]
     parents = [c for c in chunks if c.kind == "parent"]
@@ -107,4 +160,6 @@ def chunk_preview_numbers(*, document: Document, preview: ChunkPreview) -> Previ
         ),
         parent_count=len(parents) if hierarchical else None,
         median_parent_tokens=float(statistics.median(c.tokens for c in parents)) if hierarchical and parents else None,
+        blocks_previewed=len(preview.source.blocks),
+        blocks_total=preview.source.total,
     )

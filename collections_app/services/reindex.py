@@ -59,7 +59,9 @@ def document_rechunk(*, document: Document) -> Document:
     """
     if document.status in (DocumentStatus.PARSING, DocumentStatus.QUEUED):
         raise NotRechunkable(f"{document.filename} is being read; re-chunk it once it is done")
-    if document.blocks is None and not ingestion.document_streams(document):
+    # Asked of the database: the document a view hands over has its parser output deferred (megabytes).
+    stored = Document.objects.filter(pk=document.pk, blocks__isnull=False).exists()
+    if not stored and not ingestion.document_streams(document):
         raise NotRechunkable(
             f"{document.filename} has no stored parser output (its reading failed); upload it again to read it"
         )
