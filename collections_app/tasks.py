@@ -15,15 +15,16 @@ from collections_app.services.reindex import collection_reindex_run
 logger = logging.getLogger(__name__)
 
 
-def ingest_document(document_id: str) -> None:
+def ingest_document(document_id: str, large: bool = False) -> None:
     # Started, then leased (services/recovery.py): the lease tells the recovery that a live worker reads
     # this document; marking first means a worker killed in between is recovered (at worst twice, never
     # not at all). A second delivery of the same document while the lease is held does nothing.
+    # `large`: sent back to the queue for a large-document lane (services/documents/_lane.py).
     if _queue_row is not None:
         ingest_task_started(queue_row_id=_queue_row)
     with document_lease(document_id=document_id) as held:
         if held:
-            document_ingest(document_id=document_id)
+            document_ingest(document_id=document_id, queued=True, large=large)
 
 
 # The queue row of the task this worker is running: django-q2 hands it only to its pre_execute

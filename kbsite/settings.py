@@ -182,6 +182,24 @@ KB_STREAM_TEXT_ABOVE = env_int("KB_STREAM_TEXT_ABOVE", 4 * 1024 * 1024)
 KB_STAGING_DIR = env_str("KB_STAGING_DIR")
 KB_LARGE_DOCUMENT_QUEUE = env_str("KB_LARGE_DOCUMENT_QUEUE")
 KB_LARGE_DOCUMENT_BYTES = env_int("KB_LARGE_DOCUMENT_BYTES", 4 * 1024 * 1024)
+# The large-document lane (services/documents/_lane.py): a document over KB_LARGE_DOCUMENT_BYTES, with more than
+# KB_LARGE_DOCUMENT_PAGES pages (a page read by OCR counts ten) or more than KB_LARGE_DOCUMENT_PARAGRAPHS rows or
+# paragraphs is large; at most KB_LARGE_DOCUMENT_LANES large ones are read at a time (0: no limit), so they never
+# take every worker: another one waits in the queue while small documents go ahead.
+KB_LARGE_DOCUMENT_PAGES = env_int("KB_LARGE_DOCUMENT_PAGES", 100)
+KB_LARGE_DOCUMENT_PARAGRAPHS = env_int("KB_LARGE_DOCUMENT_PARAGRAPHS", 1000)
+KB_LARGE_DOCUMENT_LANES = env_int("KB_LARGE_DOCUMENT_LANES", 1)
+# Budgets: what one document may cost a worker (collections_app/ingestion/budgets.py, docs/DECISIONS.md). Over
+# KB_MAX_PAGES pages or KB_MAX_ROWS rows a document ends in `error` naming the limit, checked before it is parsed
+# where the file states its size; past KB_MAX_OCR_PAGES scanned pages the rest are not read (named in its
+# warnings); no block is longer than KB_MAX_BLOCK_CHARS characters. The parser runs in a child process that may
+# use KB_PARSE_MEMORY_MB more memory than it starts with and KB_PARSE_SECONDS of wall time (0: no limit).
+KB_MAX_PAGES = env_int("KB_MAX_PAGES", 2000)
+KB_MAX_OCR_PAGES = env_int("KB_MAX_OCR_PAGES", 200)
+KB_MAX_ROWS = env_int("KB_MAX_ROWS", 100_000)
+KB_MAX_BLOCK_CHARS = env_int("KB_MAX_BLOCK_CHARS", 20_000)
+KB_PARSE_MEMORY_MB = env_int("KB_PARSE_MEMORY_MB", 1024)
+KB_PARSE_SECONDS = env_int("KB_PARSE_SECONDS", 1800)
 # Folder sources belong to a collection: a tenant's admins choose a folder under KB_FOLDER_SOURCES_ROOT/<tenant
 # name>/ (empty: no folder sources). Set by the operator, who decides what each tenant's folder holds.
 KB_FOLDER_SOURCES_ROOT = env_str("KB_FOLDER_SOURCES_ROOT")

@@ -9,6 +9,10 @@ Libraries, and why:
 
 Every row remembers where a person finds it: data rows count from 1 below the header, and the message also
 gives the line of the file (CSV) or the row number the spreadsheet shows.
+
+With a rows budget (KB_MAX_ROWS, budgets.py) every reader counts the rows it reads that hold something, the
+header included, and stops at the first one over: a workbook is read sheet by sheet and row by row (openpyxl's
+read-only mode streams), never loaded whole before it is counted.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ import codecs
 import csv
 import io
 from collections import Counter
+from collections.abc import Generator, Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+from .budgets import Budgets, rows_over
 from .errors import NothingReadable
 
 # Longest cell the csv module will read (its default, 128 KiB, refuses long descriptions).
@@ -47,16 +54,31 @@ class Table:
     section: list[str] = field(default_factory=list)
 
 
-def read_sheets(path: Path, ext: str) -> tuple[list[Table], list[str]]:
+def read_sheets(path: Path, ext: str, budgets: Budgets | None = None) -> tuple[list[Table], list[str]]:
+    counter = _RowCounter(budgets)
     if ext in DELIMITERS:
-        return read_delimited(path.read_bytes(), ext)
+        return read_delimited(path.read_bytes(), ext, counter)
     if ext == ".xlsx":
-        return _read_workbook(_xlsx_sheets(path))
+        with closing(_xlsx_sheets(path)) as sheets:
+            return _read_workbook(sheets, counter)
     if ext == ".xls":
-        return _read_workbook(_xls_sheets(path))
+        return _read_workbook(_xls_sheets(path), counter)
     if ext == ".ods":
-        return _read_workbook(_ods_sheets(path))
+        return _read_workbook(_ods_sheets(path), counter)
     raise NothingReadable(f"{ext} is not a spreadsheet format")
+
+
+class _RowCounter:
+    """Counts the rows read that hold something; past the budget, refuses the file (OverBudget)."""
+
+    def __init__(self, budgets: Budgets | None) -> None:
+        self.budgets = budgets
+        self.rows = 0
+
+    def count(self) -> None:
+        self.rows += 1
+        if self.budgets is not None and self.rows > self.budgets.rows:
+            raise rows_over("spreadsheet", None, self.budgets)
 
 
 # --- delimited text -----------------------------------------------------------------------------------------
@@ -109,7 +131,8 @@ def sniff_delimiter(text: str, ext: str) -> str:
     return best
 
 
-def read_delimited(data: bytes, ext: str) -> tuple[list[Table], list[str]]:
+def read_delimited(data: bytes, ext: str, counter: _RowCounter | None = None) -> tuple[list[Table], list[str]]:
+    counter = counter or _RowCounter(None)
     text, note = decode_text(data)
     warnings = [note] if note else []
     delimiter = sniff_delimiter(text, ext)
@@ -125,6 +148,7 @@ def read_delimited(data: bytes, ext: str) -> tuple[list[Table], list[str]]:
                 break
             if not any(cell.strip() for cell in cells):
                 continue
+            counter.count()
             if header is None:
                 header, renamed = clean_header(cells)
                 warnings.extend(renamed)
@@ -139,11 +163,12 @@ def read_delimited(data: bytes, ext: str) -> tuple[list[Table], list[str]]:
 
 # --- workbooks ----------------------------------------------------------------------------------------------
 
-# A sheet as the readers below give it: name, then (spreadsheet row number, cells) for each row.
-Sheet = tuple[str, list[tuple[int, list[Any]]]]
+# A sheet as the readers below give it: name, then (spreadsheet row number, cells) for each row, read while
+# the workbook is open (each sheet's rows before the next sheet is asked for).
+Sheet = tuple[str, Iterable[tuple[int, list[Any]]]]
 
 
-def _read_workbook(sheets: list[Sheet]) -> tuple[list[Table], list[str]]:
+def _read_workbook(sheets: Iterable[Sheet], counter: _RowCounter) -> tuple[list[Table], list[str]]:
     tables: list[Table] = []
     warnings: list[str] = []
     for number, (name, numbered_rows) in enumerate(sheets, start=1):
@@ -152,6 +177,7 @@ def _read_workbook(sheets: list[Sheet]) -> tuple[list[Table], list[str]]:
         for sheet_row, cells in numbered_rows:
             if all(_blank(c) for c in cells):
                 continue
+            counter.count()
             if header is None:
                 header, renamed = clean_header(cells)
                 warnings.extend(f"sheet {name}: {w}" for w in renamed)
@@ -162,21 +188,17 @@ def _read_workbook(sheets: list[Sheet]) -> tuple[list[Table], list[str]]:
     return tables, warnings
 
 
-def _xlsx_sheets(path: Path) -> list[Sheet]:
+def _xlsx_sheets(path: Path) -> Generator[Sheet, None, None]:
+    """Each sheet with its rows as a stream: the workbook stays open until the generator is closed."""
     import openpyxl
 
     workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
     try:
-        sheets = []
         for sheet in workbook.worksheets:
             # Some writers declare a wrong sheet size; without this, read-only mode would trust it.
             sheet.reset_dimensions()
-            rows = [
-                (number, [_cell(v) for v in values])
-                for number, values in enumerate(sheet.iter_rows(min_row=1, values_only=True), start=1)
-            ]
-            sheets.append((sheet.title, rows))
-        return sheets
+            rows = sheet.iter_rows(min_row=1, values_only=True)
+            yield sheet.title, ((number, [_cell(v) for v in values]) for number, values in enumerate(rows, start=1))
     finally:
         workbook.close()
 
@@ -186,7 +208,7 @@ def _xls_sheets(path: Path) -> list[Sheet]:
 
     book = xlrd.open_workbook(str(path), logfile=io.StringIO(), on_demand=True)
     try:
-        sheets = []
+        sheets: list[Sheet] = []
         for index in range(book.nsheets):
             sheet = book.sheet_by_index(index)
             rows = []

@@ -9,8 +9,10 @@ services/documents/_read.py) a text file is read here instead, line by line:
   stay code, list items are blocks of their own;
 - plain text has no markup to trust, so it is paragraphs only (unstructured's guess of titles needs the
   language model we are avoiding here);
-- no block is longer than `BLOCK_CHARS` (a file without blank lines, or without line breaks at all, is cut
-  at a line, else at that many characters), so the chunker's work per block is bounded too.
+- no block is longer than `block_chars` (BLOCK_CHARS unless the block budget is smaller: a file without blank
+  lines, or without line breaks at all, is cut at a line, else at that many characters), so the chunker's work
+  per block is bounded too. Headings longer than the budget allows are dealt with by budgets.BlockBudget, as
+  for any parser's blocks.
 
 Encoding: a BOM decides (UTF-8, UTF-16); otherwise UTF-8 when the first 64 KiB decode as UTF-8, else
 Windows-1252. Bytes that do not decode become U+FFFD rather than failing the whole file.
@@ -26,7 +28,6 @@ from pathlib import Path
 from .blocks import Block
 
 BLOCK_CHARS = 20_000
-_READ_LINE = BLOCK_CHARS  # at most this many characters of a line at once (a longer line goes on in the next)
 _SNIFF = 64 * 1024
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -50,8 +51,10 @@ def text_encoding(path: Path) -> str:
     return "utf-8"
 
 
-def iter_text_blocks(path: Path, ext: str) -> Iterator[Block]:
-    """Blocks of a .txt or .md file in document order, read a line at a time."""
+def iter_text_blocks(path: Path, ext: str, block_chars: int = BLOCK_CHARS) -> Iterator[Block]:
+    """Blocks of a .txt or .md file in document order, read a line at a time (at most `block_chars` of a line
+    at once: a longer line goes on in the next read)."""
+    block_chars = max(1, min(block_chars, BLOCK_CHARS))
     markdown = ext == ".md"
     trail: list[str] = []
     lines: list[str] = []  # the paragraph (or list item) being read
@@ -71,7 +74,7 @@ def iter_text_blocks(path: Path, ext: str) -> Iterator[Block]:
 
     with open(path, encoding=text_encoding(path), errors="replace", newline=None) as handle:
         while True:
-            line = handle.readline(_READ_LINE)
+            line = handle.readline(block_chars)
             if not line:
                 break
             line = line.rstrip("\n")
@@ -112,7 +115,7 @@ def iter_text_blocks(path: Path, ext: str) -> Iterator[Block]:
                 if _LIST_ITEM.match(line):
                     yield from flush()
                     kind = "list_item"
-            if size + len(line) > BLOCK_CHARS:
+            if size + len(line) > block_chars:
                 yield from flush()  # a long run without blank lines goes on in the next block
             lines.append(line)
             size += len(line) + 1

@@ -48,13 +48,36 @@ _SKIPPED = {"Header", "Footer", "PageBreak", "PageNumber", "Image"}
 
 
 def partition(path: Path, ext: str) -> list[Any]:
+    return getattr(*_partitioner(ext))(filename=str(path))
+
+
+def preload(ext: str) -> None:
+    """Load what parsing a file of this type loads on first use (unstructured's partitioner, 2.5 s to import,
+    and the spaCy model its text classification loads, 1.5 s more), so that the child processes forked to parse
+    (bounded.py) start with them instead of loading them for every document. The worker itself held them
+    before parsing moved to a child, so its memory is what it was."""
+    global _warm
+    if ext not in _PARTITIONERS:
+        return
+    _partitioner(ext)
+    if not _warm:
+        from unstructured.partition.text import partition_text
+
+        partition_text(text="Returns\n\nGoods can be sent back within thirty days of purchase if they are unused.")
+        _warm = True
+
+
+_warm = False
+
+
+def _partitioner(ext: str) -> tuple[Any, str]:
     from importlib import import_module
 
     import unstructured.nlp.tokenize as tokenize
 
     tokenize._SPACY_MODEL_NAME = SPACY_MODEL_PACKAGE  # type: ignore[misc]
     module, function = _PARTITIONERS[ext]
-    return getattr(import_module(module), function)(filename=str(path))
+    return import_module(module), function
 
 
 def parse_office(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:

@@ -2,6 +2,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+# A heading is a title, not a paragraph: past this it is read as one (budgets.py). Markdown, Word and HTML headings
+# that long are a missing line break, or a file built to hurt: a heading rides along in every paragraph's trail.
+HEADING_MAX_CHARS = 300
+
 
 @dataclass
 class Block:
@@ -44,6 +48,9 @@ class ChunkDraft:
         trail = [title, *self.section] if title else list(self.section)
         if not trail:
             return self.text
+        # Parser output kept from before the block budget, or a title from metadata (an email's subject), may
+        # hold a part of any length: the model would read all of it, for every paragraph.
+        trail = [part[:HEADING_MAX_CHARS] for part in trail]
         return " › ".join(trail) + "\n\n" + self.text
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from collections_app.exceptions import InvalidIngestOptions
 
 from .blocks import Block, ParseResult
+from .budgets import Budgets, ocr_pages_skipped
 from .errors import NothingReadable, ParserUnavailable
 
 logger = logging.getLogger(__name__)
@@ -266,7 +267,8 @@ def _mineru_unavailable(mineru_lang: str, langs: list[str]) -> str:
 # --- reading -----------------------------------------------------------------------------------------------------
 
 
-def parse_image(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+def parse_image(path: Path, ext: str, options: dict[str, Any], budgets: Budgets | None = None) -> ParseResult:
+    """An image's text; a multi-frame TIFF's frames are pages, at most the OCR budget of them (budgets.py)."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
     try:
@@ -282,6 +284,10 @@ def parse_image(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
         # frames (an animated GIF) are not pages: only the first is read.
         frames: Iterator[Any] = ImageSequence.Iterator(image) if ext in {".tif", ".tiff"} else iter([image])
         for page, frame in enumerate(frames, start=1):
+            if budgets is not None and page > budgets.ocr_pages:
+                last = getattr(image, "n_frames", page)
+                warnings.append(ocr_pages_skipped(f"{page}-{last}" if last > page else str(page), budgets))
+                break
             try:
                 paragraphs = ocr_page(frame, plan)
             except subprocess.TimeoutExpired:

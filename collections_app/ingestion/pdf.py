@@ -10,14 +10,20 @@ the heading trail of the text before them. The `mineru_lang` warning is given
 only when OCR ran. On a machine without Tesseract, a PDF with text pages keeps
 them and its warnings name the skipped scanned pages and the apt line; a PDF
 made only of scans ends in error naming that line.
+
+Budgets (budgets.py): at most `ocr_pages` scanned pages are read by OCR, and none once reading has used
+OCR_TIME_SHARE of its wall time; the pages left unread are named in the warnings (a partial read). The page
+count itself is checked before parsing (extent.py).
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from pathlib import Path
 
 from .blocks import Block, ParseResult
+from .budgets import Budgets, ocr_pages_out_of_time, ocr_pages_skipped
 from .errors import ParserUnavailable
 from .ocr import OcrPlan, ocr_page, ocr_plan
 
@@ -25,12 +31,18 @@ _HEADING_RATIO = 1.15
 _HEADING_MAX_CHARS = 120
 # Tesseract reads best at 300 dpi; an A4 page is then about 2,500 × 3,500 pixels.
 _OCR_DPI = 300
+# OCR stops once reading has used this share of its wall time (KB_PARSE_SECONDS): the pages read so far are kept,
+# rather than the whole document lost to the time limit a page later.
+OCR_TIME_SHARE = 0.8
 
 
-def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> ParseResult:
+def parse_pdf(
+    path: Path, ext: str = ".pdf", options: dict | None = None, budgets: Budgets | None = None
+) -> ParseResult:
     import pdfplumber
 
     options = options or {}
+    started = time.monotonic()
 
     pages: list[list[tuple[str, float, float, float]]] = []  # (text, size, top, bottom)
     scanned: list[int] = []  # pages with no text layer but something drawn: scans, or text as outlines
@@ -52,8 +64,12 @@ def parse_pdf(path: Path, ext: str = ".pdf", options: dict | None = None) -> Par
             pages.append(lines)
             if not lines and any(page.objects.get(kind) for kind in ("image", "curve", "rect", "line")):
                 scanned.append(number)
+            page.close()  # pdfplumber keeps each page's parsed objects until closed: memory would grow by page
 
-    ocr_text, warnings = _read_scanned_pages(path, scanned, len(pages), options) if scanned else ({}, [])
+    ocr_text: dict[int, list[str]] = {}
+    warnings: list[str] = []
+    if scanned:
+        ocr_text, warnings = _read_scanned_pages(path, scanned, len(pages), options, budgets, started)
 
     all_sizes = [size for lines in pages for (text, size, _, _) in lines for _ in text]
     body = statistics.median(all_sizes) if all_sizes else 0.0
@@ -94,6 +110,8 @@ def _read_scanned_pages(
     numbers: list[int],
     page_count: int,
     options: dict,
+    budgets: Budgets | None = None,
+    started: float = 0.0,
 ) -> tuple[dict[int, list[str]], list[str]]:
     """OCR the pages without a text layer: their paragraphs by page number, and warnings for the document."""
     import subprocess
@@ -109,9 +127,16 @@ def _read_scanned_pages(
         return {}, [f"page(s) {_ranges(numbers)} are scans and were not read: {exc}; then re-ingest the document"]
     text: dict[int, list[str]] = {}
     warnings = list(plan.warnings)
+    if budgets is not None and len(numbers) > budgets.ocr_pages:
+        numbers, over = numbers[: budgets.ocr_pages], numbers[budgets.ocr_pages :]
+        warnings.append(ocr_pages_skipped(_ranges(over), budgets))
     pdf = pypdfium2.PdfDocument(path)
     try:
-        for number in numbers:
+        out_of_time = started + OCR_TIME_SHARE * budgets.seconds if budgets is not None and budgets.seconds else None
+        for index, number in enumerate(numbers):
+            if budgets is not None and out_of_time is not None and time.monotonic() > out_of_time:
+                warnings.append(ocr_pages_out_of_time(_ranges(numbers[index:]), budgets))
+                break
             page = pdf[number - 1]
             try:
                 image = page.render(scale=_OCR_DPI / 72, grayscale=True).to_pil()

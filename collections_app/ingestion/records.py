@@ -24,6 +24,7 @@ from collections_app.exceptions import InvalidIngestOptions
 from ._sheets import Table, read_sheets
 from ._structured import read_structured
 from .blocks import Block, ParseResult
+from .budgets import Budgets, rows_over
 from .values import as_date, as_number, as_text, infer_type, is_empty, is_null_marker
 
 ROLES = ("index", "metadata", "both", "ignore")
@@ -67,15 +68,19 @@ def validate_options(options: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def parse_records(path: Path, ext: str, options: dict[str, Any]) -> ParseResult:
+def parse_records(path: Path, ext: str, options: dict[str, Any], budgets: Budgets | None = None) -> ParseResult:
+    """Records (or a sheet as a table); more rows than the rows budget is refused (OverBudget, budgets.py)."""
     mode = options.get("table_mode") or "records"
     if ext in _STRUCTURED:
         structured = read_structured(path, ext, options.get("records_path") or "")
         if not structured.is_records:
             return ParseResult(blocks=structured.blocks, warnings=structured.warnings)
         tables, warnings = structured.tables, structured.warnings
+        records = sum(len(table.rows) for table in tables)
+        if budgets is not None and records > budgets.rows:
+            raise rows_over("file", records, budgets)
     else:
-        tables, warnings = read_sheets(path, ext)
+        tables, warnings = read_sheets(path, ext, budgets)
         if options.get("records_path"):
             warnings.append("records_path applies to JSON, YAML and XML files; every row of this file is a record")
     columns = column_profiles(tables)

@@ -204,5 +204,8 @@ def collection_delete(*, collection: Collection) -> None:
             storage.delete(name)
 
     with transaction.atomic():
+        # Locked first, as a publish does (services/documents/_publish.py): one under way finishes before this
+        # deletes; one coming after finds the collection gone. Its documents' ingestions stop (_watch.py).
+        Collection.objects.select_for_update().filter(pk=collection.pk).values_list("pk", flat=True).first()
         collection.delete()
         transaction.on_commit(remove_files)

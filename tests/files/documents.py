@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import random
 
 import docx
 from fpdf import FPDF
+from PIL import Image, ImageDraw
 
 
 def docx_bytes(sections: list[tuple[int, str, str]]) -> bytes:
@@ -43,6 +45,25 @@ def pdf_bytes(pages: list[list[tuple[str, str]]]) -> bytes:
             pdf.multi_cell(0, 6, body)
             pdf.ln(6)
     return bytes(pdf.output())
+
+
+def scanned_pdf_bytes(pages: int) -> bytes:
+    """A PDF of `pages` pages holding nothing but an image each (no text layer): what a scanner makes."""
+    image = Image.new("L", (400, 120), 255)
+    ImageDraw.Draw(image).text((20, 50), "Refunds are paid back within five working days.", fill=0)
+    pdf = FPDF()
+    for _ in range(pages):
+        pdf.add_page()
+        pdf.image(image, x=10, y=10, w=150)  # one image, stored once and drawn on every page
+    return bytes(pdf.output())
+
+
+def words(chars: int, seed: int = 5) -> str:
+    """About `chars` characters of English-looking words, separated by spaces (no line break)."""
+    vocabulary = ["the", "parcel", "refund", "warehouse", "customer", "returns", "within", "days", "goods"]
+    rng = random.Random(seed)
+    text = " ".join(rng.choice(vocabulary) for _ in range(chars // 5 + 1))
+    return text[:chars].strip()
 
 
 HANDBOOK = [

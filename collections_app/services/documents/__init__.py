@@ -5,7 +5,11 @@ The public API is what this module exports; the private modules are by job, in t
 - _upload.py: an upload stored under a safe name, its row, its ingestion queued (or the document already held);
 - _queue.py: the ingestion task, queued once the transaction commits (large documents to their own cluster);
 - _ingest.py: the task's job, step by step, and a failure recorded as such;
-- _read.py: stored parser output, the parser and its attachments, or a large text file read as a stream;
+- _lane.py: the large-document lane: at most KB_LARGE_DOCUMENT_LANES large ingestions at a time, the others
+  sent back to the queue;
+- _watch.py: whether the document still exists, asked between steps and batches (a deletion stops its ingestion);
+- _read.py: the document budgets, stored parser output, the extent and the parser (in a bounded child process)
+  and its attachments, or a large text file read as a stream;
 - _chunk.py: paragraphs cut with the collection's settings and labelled with their languages;
 - _staging.py: the nameless files paragraphs and vectors wait in between the steps;
 - _embed.py: vectors for the staged paragraphs, batch by batch, with progress;

@@ -8,7 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
+from django.conf import settings
+
 from collections_app.ingestion import (
+    BlockBudget,
     ChunkDraft,
     ChunkingSettings,
     NothingReadable,
@@ -21,12 +24,15 @@ from collections_app.ingestion import (
 from collections_app.ingestion.blocks import Block
 from collections_app.models import Collection, Document
 from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._watch import Watch
 from embedding import get_embedder
 
 _T = TypeVar("_T")
 
 
-def document_chunk(document: Document, collection: Collection, blocks: list[Block]) -> list[ChunkDraft]:
+def document_chunk(
+    document: Document, collection: Collection, blocks: list[Block], watch: Watch | None = None
+) -> list[ChunkDraft]:
     method = collection_chunking(collection=collection)
     measure = _token_counter(collection) if method.unit == "tokens" else len
     drafts = chunk_blocks(blocks, method, measure)
@@ -34,6 +40,8 @@ def document_chunk(document: Document, collection: Collection, blocks: list[Bloc
         raise NothingReadable("no text could be read from this file (only headings were found)")
     document_language = detect_language(_sample(drafts, 5000))
     for draft in drafts:
+        if watch is not None:
+            watch.check()  # asks the database once a second at most: labelling 100,000 rows takes minutes
         draft.language = detect_language(draft.text, default=document_language)
     document.language = document_language
     return drafts
@@ -74,16 +82,23 @@ _LANGUAGE_WINDOW = 64
 _LANGUAGE_SAMPLE = 1000
 
 
-def document_stage_stream(document: Document, collection: Collection, staging: Staging) -> None:
-    """Read a large text file as a stream: blocks → paragraphs → languages → staging, memory bounded by a window."""
+def document_stage_stream(
+    document: Document, collection: Collection, staging: Staging, watch: Watch | None = None
+) -> None:
+    """Read a large text file as a stream: blocks → paragraphs → languages → staging, memory bounded by a window.
+
+    Its blocks are held to the block budget like any parser's (KB_MAX_BLOCK_CHARS; ingestion/budgets.py).
+    """
     # A stream is cut by `structure` whatever the collection says: the other strategies need the whole document.
     method = replace(collection_chunking(collection=collection), strategy="structure")
     measure = _token_counter(collection) if method.unit == "tokens" else len
-    drafts = iter_chunk_blocks(
-        iter_text_blocks(Path(document.file.path), extension_of(document.filename)), method, measure
-    )
+    budget = BlockBudget(settings.KB_MAX_BLOCK_CHARS)
+    blocks = iter_text_blocks(Path(document.file.path), extension_of(document.filename), budget.block_chars)
+    drafts = iter_chunk_blocks(budget.apply(blocks), method, measure)
     document_language = ""
     for window in windows(drafts, _LANGUAGE_WINDOW):
+        if watch is not None:
+            watch.check()
         if staging.count == 0:
             document_language = detect_language(_sample(window, 5000))
         share = max(1, _LANGUAGE_SAMPLE // len(window))
@@ -97,7 +112,8 @@ def document_stage_stream(document: Document, collection: Collection, staging: S
     kind = (
         "Markdown headings, lists and code kept" if document.filename.lower().endswith(".md") else "no titles guessed"
     )
-    document.warnings, document.metadata = [f"large text file read as a stream, paragraph by paragraph ({kind})"], {}
+    streamed = f"large text file read as a stream, paragraph by paragraph ({kind})"
+    document.warnings, document.metadata = [streamed, *budget.warnings()], {}
     Document.objects.filter(pk=document.pk).update(blocks=None, warnings=document.warnings, metadata={}, progress=10)
 
 

@@ -1,4 +1,7 @@
-"""Deleting a document: its row, paragraphs and attachments in one transaction, its stored originals after."""
+"""Deleting a document: its row, paragraphs and attachments in one transaction, its stored originals after.
+
+An ingestion of the document under way notices within a second or two and stops (_watch.py).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ def document_delete(*, document: Document) -> None:
             storage.delete(name)
 
     with transaction.atomic():
+        # Locked first, as a publish does (_publish.py): a publish under way finishes before this deletes its
+        # rows; a publish coming after finds the document gone and publishes nothing.
+        Document.objects.select_for_update().filter(pk=document.pk).values_list("pk", flat=True).first()
         document.delete()  # paragraphs and attachments cascade; builds keep their record (document set to null)
         transaction.on_commit(remove_files)
 

@@ -8,16 +8,20 @@ from collections_app.models import Collection, Document
 from collections_app.selectors import document_title
 from collections_app.services.documents._chunk import windows
 from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._watch import Watch
 from embedding import get_embedder
 
 
-def document_embed(document: Document, collection: Collection, staging: Staging) -> None:
+def document_embed(document: Document, collection: Collection, staging: Staging, watch: Watch | None = None) -> None:
+    """Embed the staged paragraphs batch by batch; `watch` stops it between two batches if the document is deleted."""
     embedder = get_embedder(collection.embedding_alias)
     batch = settings.KB_EMBED_BATCH
     title = document_title(document)
     done = 0
     # Parent sections (hierarchical) are never embedded: only paragraphs are matched.
     for part in windows(staging.drafts(), batch):
+        if watch is not None:
+            watch.check()
         embedded = [d for d in part if d.kind == "paragraph"]
         staging.add_vectors(embedder.embed_passages([d.embedding_text(title) for d in embedded]))
         done += len(part)

@@ -3,7 +3,8 @@
 One transaction (ARCHITECTURE, contract 1): readers see the old paragraphs until the whole new set replaces
 them, however long writing them takes. Its steps, in order:
 
-1. lock the collection and read who may read the document and its pinned language as they stand now;
+1. lock the collection and the document (either gone: deleted while it was read, nothing is published) and read
+   who may read the document and its pinned language as they stand now;
 2. choose the generation the rows go to (the one searches read, or a pending re-index's);
 3. replace the document's rows (COPY, _rows.py);
 4. index their keywords, unless they wait for a re-index's cutover;
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
+from collections_app.ingestion import budget_warnings
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents._rows import document_rows_write
 from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._watch import DocumentGone
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
 from collections_app.sql import keyword_vector
@@ -33,6 +36,7 @@ def document_publish(document: Document, collection: Collection, staging: Stagin
     model = get_model(collection.embedding_alias)
     with transaction.atomic():
         locked = _lock_collection(collection)
+        _lock_document(document)
         labels = document_labels_for_publish(document)  # as they stand now, not when the task started
         pinned = document_language_for_publish(document)  # an editor's language wins over detection
         target = _target_generation(locked, collection)
@@ -46,7 +50,17 @@ def document_publish(document: Document, collection: Collection, staging: Stagin
 def _lock_collection(collection: Collection) -> Collection:
     # The generation searches read; locked so a re-index's cutover (services/reindex.py) cannot switch
     # generations between this read and the commit. A re-index carries these rows over at its cutover.
-    return Collection.objects.select_for_update().get(pk=collection.pk)
+    locked = Collection.objects.select_for_update().filter(pk=collection.pk).first()
+    if locked is None:
+        raise DocumentGone(f"collection {collection.pk} was deleted while a document of it was read")
+    return locked
+
+
+def _lock_document(document: Document) -> None:
+    # The deletions lock the row first too (services/documents/_delete.py, services/collections.py): whichever
+    # comes second waits for the first's commit, and a deleted document is never published.
+    if Document.objects.select_for_update().filter(pk=document.pk).values_list("pk", flat=True).first() is None:
+        raise DocumentGone(f"document {document.pk} was deleted while it was read")
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,8 @@ def _record_build(
         refused=[],
         built_from=built_from_upload(document),
         unlabelled=0 if labels else published,
+        # What the document budgets left out or cut (pages not read by OCR, long blocks): named in the build too.
+        warnings=budget_warnings(document.warnings or []),
     )
 
 

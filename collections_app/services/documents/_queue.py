@@ -8,6 +8,8 @@ from django.utils import timezone
 
 from collections_app.models import Document, DocumentStatus
 
+INGEST_FUNC = "collections_app.tasks.ingest_document"
+
 
 def document_queue_ingest(*, document: Document, reingest: bool = False) -> None:
     """Queue the document's ingestion once the transaction commits.
@@ -24,19 +26,18 @@ def document_queue_ingest(*, document: Document, reingest: bool = False) -> None
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
         )
+    options = ingest_task_options(document)
+    transaction.on_commit(lambda: async_task(INGEST_FUNC, document_id, **options))
+
+
+def ingest_task_options(document: Document) -> dict[str, str]:
+    """The task's name and group, and its cluster when the document is large and a cluster of its own is set up."""
+    document_id = str(document.pk)
     shown = document.filename if len(document.filename) <= 44 else document.filename[:43] + "…"
-    options: dict[str, str] = {}
+    options = {"task_name": f"{shown} (ingest document {document_id})", "group": "ingestion"}
     large_queue = settings.KB_LARGE_DOCUMENT_QUEUE
     if large_queue and document.size > settings.KB_LARGE_DOCUMENT_BYTES:
         # A large document is read by a cluster of its own (django-q2's named clusters: Q_CLUSTER_NAME), so
         # hours of embedding never hold up the small documents behind it. Off unless that cluster is set up.
         options["cluster"] = large_queue
-    transaction.on_commit(
-        lambda: async_task(
-            "collections_app.tasks.ingest_document",
-            document_id,
-            task_name=f"{shown} (ingest document {document_id})",
-            group="ingestion",
-            **options,
-        )
-    )
+    return options
