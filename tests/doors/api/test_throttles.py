@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
 import requests
+from django.conf import settings
 
 from collections_app.models import Role
 from collections_app.services.keys import api_key_create
@@ -73,3 +77,42 @@ def test_the_rate_holds_for_concurrent_requests_on_separate_connections(cast, co
         client.join()
 
     assert sorted(statuses) == [200] * 10 + [429] * 30
+
+
+# What a second web process does: its own interpreter, its own memory, the same database.
+_ONE_PROCESS = """
+import sys
+from django.test import Client
+client = Client(HTTP_AUTHORIZATION="Bearer " + sys.argv[1])
+codes = [client.post("/api/search", {"query": "bikes", "around": 0}, content_type="application/json").status_code
+         for _ in range(int(sys.argv[2]))]
+print(codes.count(200))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_rate_holds_across_web_processes(cast, tmp_path):
+    """Two processes (as gunicorn's two workers) serve one key: together they allow the rate, not twice it.
+    Counted in a process's memory, each allowed its own 10 (the probe: 1,200 of 1,500 in 15 s against 600/min)."""
+    from django.db import connection
+
+    secret = api_key_create(tenant=cast.outsider_tenant, role=Role.VIEWER).secret  # a tenant with no collection
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}@/{db['NAME']}?host={db['HOST']}&port={db['PORT']}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "KB_THROTTLE_SEARCH": "10/min",
+        "DJANGO_SETTINGS_MODULE": "kbsite.settings",
+    }
+    env.update({"KB_DEBUG": "1", "KB_SECRET_KEY": "test-only", "KB_VAR_DIR": str(tmp_path)})
+    script = "import django; django.setup()\n" + _ONE_PROCESS
+    allowed = [
+        int(subprocess.run(
+            [sys.executable, "-c", script, secret, "15"], env=env, cwd=settings.BASE_DIR, capture_output=True,
+            text=True, timeout=300, check=True,
+        ).stdout.split()[-1])
+        for _ in range(2)
+    ]  # fmt: skip
+
+    assert allowed == [10, 0], allowed
