@@ -16,6 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from django_q import tasks as q_tasks
 
+from collections_app.ingestion.chunking import CHUNKING_DEFAULTS
 from collections_app.models import Collection, Document, Membership, Role, Tenant
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, docx_bytes
@@ -68,7 +69,12 @@ def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_serve
     page.wait_for_selector(".messagelist .success")
     screenshot(page, "walkthrough-03-collection-created")
     collection = Collection.objects.get(tenant=tenant, name="handbook")
-    assert (collection.chunk_size, collection.chunk_size_unit, collection.chunk_overlap) == (512, "tokens", 64)
+    defaults = CHUNKING_DEFAULTS  # one set, the API's and the admin's alike
+    assert (collection.chunk_size, collection.chunk_size_unit, collection.chunk_overlap) == (
+        defaults.size,
+        defaults.unit,
+        defaults.overlap,
+    )
 
     # 3. Upload a real DOCX over 8 KiB. Its ingestion is held back: the list shows it in flight.
     page.goto(f"{base}{ADMIN}/document/add/")

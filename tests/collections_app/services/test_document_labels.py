@@ -58,12 +58,9 @@ def nothing_read_again(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("relabelling parsed, embedded or queued an ingestion")
 
-    for name in (
-        "collections_app.services.documents._read",
-        "collections_app.ingestion",
-        "collections_app.ingestion.parsing",
-    ):
+    for name in ("collections_app.ingestion", "collections_app.ingestion.parsing"):
         monkeypatch.setattr(f"{name}.parse_document", never)
+    monkeypatch.setattr("collections_app.services.documents._read.parse_document_bounded", never)
     for name in ("collections_app.services.documents._chunk", "collections_app.services.documents._embed"):
         monkeypatch.setattr(f"{name}.get_embedder", never)
     for name in ("collections_app.services.documents", "collections_app.services.documents._upload"):
@@ -272,8 +269,8 @@ def test_a_relabel_while_the_document_is_being_embedded_is_not_undone_by_its_pub
 ):
     real_embed = ingestion.document_embed
 
-    def embed_then_relabel(document, collection, staging):
-        real_embed(document, collection, staging)
+    def embed_then_relabel(document, collection, staging, watch=None):
+        real_embed(document, collection, staging, watch)
         # An editor relabels while the task is between embedding and publishing (no transaction is open here).
         document_labels_set(document=Document.objects.get(pk=document.pk), labels=["hr"])
 
