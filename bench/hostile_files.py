@@ -23,20 +23,17 @@ Exit status 1 if a file did not end within --timeout, or the neighbour's note to
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import random
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import psutil
-from search_load import Api, free_port, wait_until_serving
+from search_load import Api, free_port, prepare_platform, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "the parcel refund warehouse customer returns within days goods unused box paid card".split()  # noqa: SIM905
@@ -146,20 +143,8 @@ def main() -> int:
         print(f"{file.name}: {file.stat().st_size / 1e6:.1f} MB", flush=True)
     var_dir = Path(tempfile.mkdtemp(prefix="kbbench-hostile-"))
     port = free_port()
-    env = {**os.environ, "KB_VAR_DIR": str(var_dir), "PORT": str(port), "DJANGO_SETTINGS_MODULE": "kbsite.settings"}
-    env["KB_ACCESS_LOG"] = ""
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
-        env.pop(name, None)
+    env = prepare_platform(var_dir, port)
     python = str(ROOT / ".venv" / "bin" / "python")
-    atexit.register(shutil.rmtree, var_dir, True)
-    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE")})
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
-        os.environ.pop(name, None)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     from django.conf import settings
 
     from collections_app.models import Role

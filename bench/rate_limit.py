@@ -18,21 +18,18 @@ Exit status 1 if more searches were allowed than the rate lets through in the ru
 from __future__ import annotations
 
 import argparse
-import atexit
 import http.client
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-from search_load import free_port, wait_until_serving
+from search_load import free_port, prepare_platform, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,20 +47,8 @@ def main() -> int:
     args = parse_args()
     var_dir = Path(tempfile.mkdtemp(prefix="kbbench-rate-"))
     port = free_port()
-    env = {**os.environ, "KB_VAR_DIR": str(var_dir), "PORT": str(port), "DJANGO_SETTINGS_MODULE": "kbsite.settings"}
-    env.update({"KB_ACCESS_LOG": "", "KB_WEB_WORKERS": "2", "KB_THROTTLE_SEARCH": args.rate})
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
-        env.pop(name, None)
+    env = prepare_platform(var_dir, port, KB_WEB_WORKERS="2", KB_THROTTLE_SEARCH=args.rate)
     python = str(ROOT / ".venv" / "bin" / "python")
-    atexit.register(shutil.rmtree, var_dir, True)
-    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE")})
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
-        os.environ.pop(name, None)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     from collections_app.models import Role
     from collections_app.services.keys import api_key_create, tenant_get_or_create
 

@@ -168,30 +168,37 @@ def percentile(values: list[float], p: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[p - 1] if len(values) > 1 else values[0]
 
 
+def prepare_platform(var_dir: Path, port: int, *, remove: bool = True, **extra: str) -> dict[str, str]:
+    """The environment `manage.py serve` runs with on a var/ of its own (production settings: no KB_DEBUG, no
+    DATABASE_URL, `extra` on top), its fresh database migrated, and Django set up in this process against the
+    same server (keys are made in process: one command per key would take minutes). `remove`: delete var_dir at
+    exit, registered before Django starts the embedded PostgreSQL, so it runs after that server is stopped."""
+    env = {**os.environ, "KB_VAR_DIR": str(var_dir), "PORT": str(port), "DJANGO_SETTINGS_MODULE": "kbsite.settings"}
+    env.update({"KB_ACCESS_LOG": "", **extra})
+    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
+        env.pop(name, None)
+        os.environ.pop(name, None)
+    if remove:
+        atexit.register(shutil.rmtree, var_dir, True)
+    python = str(ROOT / ".venv" / "bin" / "python")
+    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
+    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE")})
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    return env
+
+
 def main() -> int:
     args = parse_args()
     corpus, queries = scifact()
     var_dir = args.var_dir or Path(tempfile.mkdtemp(prefix="kbbench-"))
     port = free_port()
-    env = {**os.environ, "KB_VAR_DIR": str(var_dir), "PORT": str(port), "DJANGO_SETTINGS_MODULE": "kbsite.settings"}
-    env["KB_ACCESS_LOG"] = ""
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
-        env.pop(name, None)
-    python = str(ROOT / ".venv" / "bin" / "python")
-    if args.var_dir is None:
-        # Registered before Django starts the embedded PostgreSQL, so it runs after that server is stopped.
-        atexit.register(shutil.rmtree, var_dir, True)
     print(f"var/: {var_dir}; migrating a fresh database ...", flush=True)
-    subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-
-    # Keys are made in process (the same server; one command per key would take minutes).
-    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE")})
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
-        os.environ.pop(name, None)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    env = prepare_platform(var_dir, port, remove=args.var_dir is None)
+    python = str(ROOT / ".venv" / "bin" / "python")
     from collections_app.models import Role
     from collections_app.services.keys import api_key_create, tenant_get_or_create
 
