@@ -233,15 +233,17 @@ def folder_sources_adopt_legacy() -> list[str]:
     """Bind every legacy KB_COLLECTION_<NAME>_FOLDER to the one collection of that name, once; what was done,
     one line each, for the operator. Refused (FolderSourceError) while a NAME matches collections of several
     tenants and none holds the folder yet: naming the tenant is the operator's decision."""
-    lines = []
-    for name, value in sorted(settings.KB_COLLECTION_FOLDERS.items()):
-        if not value:
-            continue
+    lines: list[str] = []
+    wanted = {name: value for name, value in settings.KB_COLLECTION_FOLDERS.items() if value}
+    if not wanted:
+        return lines  # the usual case: one settings read, no query
+    # One read of the collections for every variable (a NAME is not a column: it is derived from the name).
+    by_name: dict[str, list[Collection]] = {}
+    for collection in Collection.objects.select_related("tenant").order_by("tenant__name"):
+        by_name.setdefault(folder_source_name(collection.name), []).append(collection)
+    for name, value in sorted(wanted.items()):
         env = folder_env_name(name)
-        matching = [
-            c for c in Collection.objects.select_related("tenant").order_by("tenant__name")
-            if folder_source_name(c.name) == name
-        ]  # fmt: skip
+        matching = by_name.get(name, [])
         bound = [c for c in matching if c.folder_source == value]
         if bound:  # adopted before; the variable names nothing else now (its options stay the operator's)
             _adopt_legacy_options(bound[0], name)
