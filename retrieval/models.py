@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models.functions import MD5
 
 from collections_app.models import Agent, ApiKey, Collection, TenantOwned
 
@@ -131,3 +132,77 @@ class ModelCall(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.agent_name}"
+
+
+class GoldenQuestion(TenantOwned):
+    """A question whose answer an editor knows, or a control that nothing in the collection should answer.
+
+    The answer is any of: phrases that must appear in the returned text (`markers`: they survive rechunking),
+    paragraphs (ids; a re-index makes new ones, so these are judged while their rows exist) and documents (ids).
+    The text is the editor's own test set: kept here, never copied into the searches' audit."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="golden_questions")
+    question = models.TextField()
+    markers = ArrayField(models.TextField(), default=list, blank=True)
+    documents = ArrayField(models.UUIDField(), default=list, blank=True)
+    paragraphs = ArrayField(models.UUIDField(), default=list, blank=True)
+    control = models.BooleanField(default=False, help_text="Nothing in the collection should answer this question.")
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # An import of the same set twice updates it instead of doubling every question (and its weight).
+            # On its hash: a B-tree entry holds at most ~2,700 bytes, and a question may be longer.
+            models.UniqueConstraint("collection", MD5("question"), name="golden_question_unique_per_collection"),
+            # A control is answered by nothing; any other question needs something that counts as its answer,
+            # or an evaluation could only ever call it missed.
+            models.CheckConstraint(
+                condition=(
+                    models.Q(control=True, markers=[], documents=[], paragraphs=[])
+                    | (models.Q(control=False) & ~models.Q(markers=[], documents=[], paragraphs=[]))
+                ),
+                name="golden_question_answer_or_control",
+            ),
+        ]
+        verbose_name = "golden question"
+
+    def __str__(self) -> str:
+        return self.question if len(self.question) <= 80 else self.question[:79] + "…"
+
+
+class EvaluationStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Evaluation(TenantOwned):
+    """One run of a collection's golden questions through the search pipeline as it serves agents.
+
+    `rows` holds one entry per question (found, rank, nDCG@10, latency, the question's text as it was asked),
+    `metrics` the totals. Evaluation searches are not search events: they are the editor's, not agents'."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="evaluations")
+    status = models.CharField(max_length=10, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED)
+    reader = models.ForeignKey(Reader, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations")
+    top_n = models.PositiveSmallIntegerField(default=10)
+    questions_total = models.PositiveIntegerField(default=0)
+    questions_done = models.PositiveIntegerField(default=0)
+    # What was evaluated: model, generation, floor, around, hybrid weight, chunking (two runs compare when equal).
+    settings = models.JSONField(default=dict, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    rows = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, default="")
+    requested_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"evaluation of {self.collection} {self.created_at:%Y-%m-%d %H:%M}"

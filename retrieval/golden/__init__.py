@@ -1,0 +1,57 @@
+"""Golden questions and evaluations: what an editor knows the answers to, and how the collection answers them.
+
+    golden_question_create(collection=..., question="...", markers=["..."])
+    evaluation_start(collection=...)        # queued; the task calls evaluation_run(evaluation_id=...)
+
+Public API: the services (`golden_question_create/update/delete`, `evaluation_start`, `evaluation_run`), the
+selector `golden_questions_for`, import and export (`golden_import_jsonl`, `golden_export_jsonl`,
+`golden_import_beir`, `golden_export_beir`), `documents_resolve` (ids from the names editors use), `evaluate`
+(the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
+"""
+
+from ._evaluate import DEFAULT_TOP_N, evaluate, evaluation_run, evaluation_start
+from ._exchange import (
+    ImportReport,
+    ImportTooLarge,
+    golden_export_beir,
+    golden_export_jsonl,
+    golden_import_beir,
+    golden_import_jsonl,
+)
+from ._judging import NDCG_DEPTH, Answers, Judgement, judge, totals
+from ._questions import (
+    GoldenQuestionTaken,
+    InvalidGolden,
+    documents_resolve,
+    golden_question_clean,
+    golden_question_create,
+    golden_question_delete,
+    golden_question_update,
+    golden_questions_for,
+)
+
+__all__ = [
+    "DEFAULT_TOP_N",
+    "NDCG_DEPTH",
+    "Answers",
+    "GoldenQuestionTaken",
+    "ImportReport",
+    "ImportTooLarge",
+    "InvalidGolden",
+    "Judgement",
+    "documents_resolve",
+    "evaluate",
+    "evaluation_run",
+    "evaluation_start",
+    "golden_export_beir",
+    "golden_export_jsonl",
+    "golden_import_beir",
+    "golden_import_jsonl",
+    "golden_question_clean",
+    "golden_question_create",
+    "golden_question_delete",
+    "golden_question_update",
+    "golden_questions_for",
+    "judge",
+    "totals",
+]

@@ -1,0 +1,144 @@
+"""Evaluate a collection as it is: every golden question through the search pipeline as it serves agents.
+
+Each question is searched with `search()` on the collection's scope, exactly as the search API runs it for a key
+that names this one collection (reader, floor, around, hybrid weight, rerank, judge: all as configured), at
+`top_n` results (10 by default, so nDCG@10 reads ten). The answer is judged on the text handed back
+(`_judging`). Evaluation searches write no SearchEvent: the searches audit and the per-agent counts stay the
+agents' own, and a model call the pipeline makes (a judge, a planner) is charged to nobody, as a search made on
+behalf of no agent is. The questions' text is kept in the evaluation's rows: it is the editor's own set.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from collections_app.models import Chunk, Collection
+from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion, Reader
+from retrieval.search import collection_scope, search
+
+from ._judging import Answers, judge, totals
+from ._questions import InvalidGolden, golden_questions_for
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TOP_N = 10
+SETTINGS_SHOWN = ("chunk_strategy", "chunk_size", "chunk_size_unit", "chunk_overlap", "parent_size",
+                  "hybrid_weight", "min_score", "score_threshold", "around", "rerank_top_k")  # fmt: skip
+
+
+def evaluation_start(
+    *, collection: Collection, reader: Reader | None = None, top_n: int = DEFAULT_TOP_N, requested_by: str = ""
+) -> Evaluation:
+    """Queue an evaluation of the collection's golden questions; it runs once this transaction commits."""
+    from django_q.tasks import async_task
+
+    total = golden_questions_for(collection).count()
+    if not total:
+        raise InvalidGolden(
+            "this collection has no golden questions: add some (POST .../golden) or import a set first"
+        )
+    if collection.per_reader and reader is None:
+        raise InvalidGolden(
+            f"{collection.name} is filtered per reader: name the registered reader to evaluate as in `reader`",
+            field="reader",
+        )
+    with transaction.atomic():
+        evaluation = Evaluation.objects.create(
+            tenant_id=collection.tenant_id, collection=collection, reader=reader, top_n=top_n,
+            questions_total=total, requested_by=requested_by[:200],
+        )  # fmt: skip
+        evaluation_id = str(evaluation.pk)
+        shown = collection.name if len(collection.name) <= 44 else collection.name[:43] + "…"
+        transaction.on_commit(
+            lambda: async_task(
+                "retrieval.tasks.evaluate_collection",
+                evaluation_id,
+                task_name=f"{shown} (evaluate collection {evaluation_id})",
+                group="evaluation",
+            )
+        )
+    return evaluation
+
+
+def evaluation_run(*, evaluation_id: str) -> None:
+    """The task's work. Safe to run twice: a finished evaluation is left as it is; one left running by a worker
+    that died starts over."""
+    evaluation = Evaluation.objects.select_related("collection", "reader").filter(pk=evaluation_id).first()
+    if evaluation is None or evaluation.status in (EvaluationStatus.DONE, EvaluationStatus.FAILED):
+        return
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.RUNNING, questions_done=0)
+    try:
+        collection = Collection.objects.get(pk=evaluation.collection_id)  # as it is now, not as queued
+        rows, settings = evaluate(collection=collection, reader=evaluation.reader, top_n=evaluation.top_n,
+                                  progress=evaluation.pk)  # fmt: skip
+    except Exception as exc:
+        # The reason names the kind of failure and its message (never a question: stages do not quote it).
+        logger.exception("evaluation %s of collection %s stopped", evaluation.pk, evaluation.collection_id)
+        Evaluation.objects.filter(pk=evaluation.pk).update(
+            status=EvaluationStatus.FAILED, error=f"stopped ({type(exc).__name__}): {exc}"[:500],
+            finished_at=timezone.now(),
+        )  # fmt: skip
+        return
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        status=EvaluationStatus.DONE, rows=rows, metrics=totals(rows), settings=settings,
+        questions_total=len(rows), questions_done=len(rows), finished_at=timezone.now(),
+    )  # fmt: skip
+
+
+def evaluate(
+    *, collection: Collection, reader: Reader | None = None, top_n: int = DEFAULT_TOP_N, progress: Any = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Search every golden question of the collection and judge each answer: (rows, the settings it ran with).
+
+    `progress`: an Evaluation's id, whose questions_done is counted up as questions finish."""
+    scope = collection_scope(collection=collection, reader=reader)
+    questions = list(golden_questions_for(collection))
+    paragraphs = _paragraph_texts(questions)
+    rows: list[dict[str, Any]] = []
+    floor: Any = None
+    around: int | None = None
+    for golden in questions:
+        answer = search(scope=scope, query=golden.question, top_n=top_n)
+        floor, around = answer.floor, answer.around
+        answers = _answers(golden, paragraphs)
+        judged = judge(answer.results, answers)
+        rows.append(
+            {
+                "golden_id": str(golden.pk), "question": golden.question, "control": golden.control,
+                "found": judged.found, "rank": judged.rank, "ndcg": judged.ndcg, "met": judged.met,
+                "gone": list(answers.gone), "answered": bool(answer.results), "results": len(answer.results),
+                "refused": answer.refused, "reason": answer.reason,
+                "top_score": answer.results[0]["score"] if answer.results else None,
+                "latency_ms": round(answer.latency_ms, 2),
+            }
+        )  # fmt: skip
+        if progress is not None:
+            Evaluation.objects.filter(pk=progress).update(questions_done=F("questions_done") + 1)
+    settings = {
+        "model": collection.served_alias, "generation": collection.active_generation, "top_n": top_n,
+        "floor": floor, "around": around, "reader": reader.name if reader else None,
+        **{name: getattr(collection, name) for name in SETTINGS_SHOWN},
+    }  # fmt: skip
+    return rows, settings
+
+
+def _paragraph_texts(questions: list[GoldenQuestion]) -> dict[str, tuple[str, str]]:
+    """Every judged paragraph still stored: id -> (its document, its text), in one query."""
+    ids = {p for golden in questions for p in golden.paragraphs}
+    rows = Chunk.objects.filter(pk__in=ids).values_list("pk", "document_id", "text")
+    return {str(pk): (str(document), text) for pk, document, text in rows}
+
+
+def _answers(golden: GoldenQuestion, paragraphs: dict[str, tuple[str, str]]) -> Answers:
+    ids = [str(p) for p in golden.paragraphs]
+    return Answers(
+        markers=tuple(golden.markers),
+        paragraphs={p: paragraphs[p] for p in ids if p in paragraphs},
+        documents=frozenset(str(d) for d in golden.documents),
+        gone=tuple(p for p in ids if p not in paragraphs),
+    )
