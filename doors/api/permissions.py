@@ -50,3 +50,13 @@ class EditorWritesNoAgent(EditorWrites):
             "key of no agent."
         )
         return False
+
+
+class EditorOnly(HasApiKey):
+    """Reading and changing both need an editor or admin key: an editor's own working material (golden questions
+    and what their evaluations found) is not something every reader of the collection sees."""
+
+    message = "Golden questions and evaluations need an editor or admin key."
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        return super().has_permission(request, view) and role_at_least(request.auth.role, Role.EDITOR)

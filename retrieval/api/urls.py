@@ -1,5 +1,14 @@
 from django.urls import path
 
+from retrieval.api.golden import (
+    EvaluateView,
+    EvaluationDetailView,
+    EvaluationListView,
+    GoldenBeirView,
+    GoldenDetailView,
+    GoldenJsonlView,
+    GoldenListView,
+)
 from retrieval.api.judges import CollectionJudgeView
 from retrieval.api.readers import ReaderDetailView, ReaderListView
 from retrieval.api.views import SearchView
@@ -9,4 +18,19 @@ urlpatterns = [
     path("manage/readers", ReaderListView.as_view(), name="reader-list"),
     path("manage/readers/<uuid:reader_id>", ReaderDetailView.as_view(), name="reader-detail"),
     path("manage/collections/<uuid:collection_id>/judge", CollectionJudgeView.as_view(), name="collection-judge"),
+    path("manage/collections/<uuid:collection_id>/golden", GoldenListView.as_view(), name="golden-list"),
+    path("manage/collections/<uuid:collection_id>/golden/jsonl", GoldenJsonlView.as_view(), name="golden-jsonl"),
+    path("manage/collections/<uuid:collection_id>/golden/beir", GoldenBeirView.as_view(), name="golden-beir"),
+    path(
+        "manage/collections/<uuid:collection_id>/golden/<uuid:golden_id>",
+        GoldenDetailView.as_view(),
+        name="golden-detail",
+    ),
+    path("manage/collections/<uuid:collection_id>/evaluate", EvaluateView.as_view(), name="collection-evaluate"),
+    path("manage/collections/<uuid:collection_id>/evaluations", EvaluationListView.as_view(), name="evaluation-list"),
+    path(
+        "manage/collections/<uuid:collection_id>/evaluations/<uuid:evaluation_id>",
+        EvaluationDetailView.as_view(),
+        name="evaluation-detail",
+    ),
 ]

@@ -9,8 +9,9 @@ selector `golden_questions_for`, import and export (`golden_import_jsonl`, `gold
 (the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
 """
 
-from ._evaluate import DEFAULT_TOP_N, evaluate, evaluation_run, evaluation_start
+from ._evaluate import DEFAULT_TOP_N, evaluate, evaluation_run, evaluation_start, reader_named
 from ._exchange import (
+    MAX_IMPORT_BYTES,
     ImportReport,
     ImportTooLarge,
     golden_export_beir,
@@ -32,6 +33,7 @@ from ._questions import (
 
 __all__ = [
     "DEFAULT_TOP_N",
+    "MAX_IMPORT_BYTES",
     "NDCG_DEPTH",
     "Answers",
     "GoldenQuestionTaken",
@@ -53,5 +55,6 @@ __all__ = [
     "golden_question_update",
     "golden_questions_for",
     "judge",
+    "reader_named",
     "totals",
 ]

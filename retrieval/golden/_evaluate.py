@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from collections_app.models import Chunk, Collection
 from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion, Reader
-from retrieval.search import collection_scope, search
+from retrieval.search import UnknownReader, collection_scope, search
 
 from ._judging import Answers, judge, totals
 from ._questions import InvalidGolden, golden_questions_for
@@ -39,9 +39,7 @@ def evaluation_start(
 
     total = golden_questions_for(collection).count()
     if not total:
-        raise InvalidGolden(
-            "this collection has no golden questions: add some (POST .../golden) or import a set first"
-        )
+        raise InvalidGolden("this collection has no golden questions: add some (POST .../golden) or import a set first")
     if collection.per_reader and reader is None:
         raise InvalidGolden(
             f"{collection.name} is filtered per reader: name the registered reader to evaluate as in `reader`",
@@ -63,6 +61,16 @@ def evaluation_start(
             )
         )
     return evaluation
+
+
+def reader_named(*, tenant_id: Any, name: str | None) -> Reader | None:
+    """The registered reader an evaluation searches as; an unknown name is refused as a search refuses it."""
+    if name is None:
+        return None
+    found = Reader.objects.for_tenant(tenant_id).filter(name=name).first()
+    if found is None:
+        raise UnknownReader(f"no reader named {name[:80]!r} is registered in this tenant")
+    return found
 
 
 def evaluation_run(*, evaluation_id: str) -> None:

@@ -108,11 +108,13 @@ def golden_export_jsonl(*, collection: Collection) -> str:
         lines.append(
             json.dumps(
                 {
-                    "question": golden.question, "markers": golden.markers,
+                    "question": golden.question,
+                    "markers": golden.markers,
                     "documents": [str(d) for d in golden.documents],
                     "paragraphs": [str(p) for p in golden.paragraphs],
-                    "control": golden.control, "note": golden.note,
-                },  # fmt: skip
+                    "control": golden.control,
+                    "note": golden.note,
+                },
                 ensure_ascii=False,
             )
         )
@@ -144,9 +146,11 @@ def golden_export_beir(*, collection: Collection) -> bytes:
         metadata = {
             name: value
             for name, value in (
-                ("markers", golden.markers), ("paragraphs", [str(p) for p in golden.paragraphs]),
-                ("control", golden.control), ("note", golden.note),
-            )  # fmt: skip
+                ("markers", golden.markers),
+                ("paragraphs", [str(p) for p in golden.paragraphs]),
+                ("control", golden.control),
+                ("note", golden.note),
+            )
             if value
         }
         queries.append(json.dumps({"_id": str(golden.pk), "text": golden.question, "metadata": metadata},
