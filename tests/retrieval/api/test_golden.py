@@ -13,7 +13,7 @@ from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 from retrieval.models import GoldenQuestion
 from tests.conftest import client_for
-from tests.retrieval.golden.conftest import document, paragraph
+from tests.retrieval.golden.corpus import document, paragraph
 
 
 def url(collection, rest: str = "") -> str:

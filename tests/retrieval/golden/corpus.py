@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from collections_app.models import Chunk, Document
 from tests.files.documents import html_bytes
 
@@ -23,9 +21,8 @@ TRAVEL = [
 ]
 
 
-@pytest.fixture
-def corpus(cast, collection, upload):
-    """The handbook collection with office.html and travel.html, read for real."""
+def corpus_upload(cast, collection, upload):
+    """The handbook collection with office.html and travel.html, read for real (the `corpus` fixture)."""
     for name, sections in (("office.html", OFFICE), ("travel.html", TRAVEL)):
         assert upload(cast.editor, collection, name, html_bytes(sections)).status_code == 202
     assert Document.objects.filter(collection=collection, status="done").count() == 2
