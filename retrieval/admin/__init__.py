@@ -1,7 +1,8 @@
 """Admin of the retrieval app, one module per concern; importing the package registers every page.
 
 - searches.py: the searches audit (refused true/false/null, collection, agent and date filters, the trace)
+- golden.py: golden questions per collection (import, export, evaluate) and evaluations with a row per question
 - judges_and_costs.py: collections' judges (editors) and model calls per agent per day (the tenant's admins)
 """
 
-from retrieval.admin import judges_and_costs, searches  # noqa: F401  (registers the pages)
+from retrieval.admin import golden, judges_and_costs, searches  # noqa: F401  (registers the pages)

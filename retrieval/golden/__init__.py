@@ -23,6 +23,7 @@ from ._judging import NDCG_DEPTH, Answers, Judgement, judge, totals
 from ._questions import (
     GoldenQuestionTaken,
     InvalidGolden,
+    document_names,
     documents_resolve,
     golden_question_clean,
     golden_question_create,
@@ -41,6 +42,7 @@ __all__ = [
     "ImportTooLarge",
     "InvalidGolden",
     "Judgement",
+    "document_names",
     "documents_resolve",
     "evaluate",
     "evaluation_run",
