@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -71,7 +71,7 @@ class GoldenQuestionForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         golden = self.instance
-        if golden.pk:
+        if not golden._state.adding:
             names = document_names(golden.collection).names_of
             self.initial["markers_text"] = "\n".join(golden.markers)
             self.initial["documents_text"] = "\n".join(names.get(str(d), str(d)) for d in golden.documents)
@@ -79,7 +79,7 @@ class GoldenQuestionForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
-        collection = data.get("collection") or (self.instance.collection if self.instance.pk else None)
+        collection = data.get("collection") or (None if self.instance._state.adding else self.instance.collection)
         if collection is None or self.errors:
             return data
         values = {
@@ -114,6 +114,17 @@ class EditorsOnly(TenantScopedAdmin):
         queryset = super().get_queryset(request)
         tenants = tenants_where(request, Role.EDITOR)
         return queryset if tenants is None else queryset.filter(tenant__in=tenants)
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        # A viewer of the row's tenant is told "forbidden" (403), as on every kbsite page; only another tenant's
+        # row does not exist for it. The list itself shows the tenants where the person is an editor.
+        tenants = tenants_where(request, Role.VIEWER)
+        rows = self.model._default_manager.all()
+        rows = rows if tenants is None else rows.filter(tenant__in=tenants)
+        try:
+            return rows.get(pk=object_id)
+        except (self.model.DoesNotExist, ValidationError, ValueError):
+            return None
 
     def editable_collections(self, request: HttpRequest) -> QuerySet[Collection]:
         tenants = tenants_where(request, Role.EDITOR)

@@ -158,7 +158,8 @@ def golden_export_beir(*, collection: Collection) -> bytes:
         for document in golden.documents:
             qrels.append(f"{golden.pk}\t{known.names_of.get(str(document), str(document))}\t1")
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    # Stored, not deflated: a golden set is small, and what it holds stays greppable.
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
         archive.writestr("queries.jsonl", "".join(q + "\n" for q in queries))
         archive.writestr("qrels/test.tsv", "\n".join(qrels) + "\n")
     return buffer.getvalue()
