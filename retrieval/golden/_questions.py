@@ -215,6 +215,7 @@ def documents_resolve(
     known = known or document_names(collection)
     ids: list[uuid.UUID] = []
     for name in names:
+        name = str(name) if isinstance(name, uuid.UUID) else name
         if not isinstance(name, str) or not name.strip():
             raise InvalidGolden("documents are named by id, file name or source", field="documents")
         found = known.resolve(name.strip())
