@@ -244,7 +244,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
     # One name for a document's status wherever a serializer shows it.
-    "ENUM_NAME_OVERRIDES": {"DocumentStatusEnum": "collections_app.models.DocumentStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "DocumentStatusEnum": "collections_app.models.DocumentStatus",
+        "EvaluationStatusEnum": "retrieval.models.EvaluationStatus",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "doors.api.schema.add_retry_after",

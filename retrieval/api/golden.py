@@ -169,8 +169,11 @@ class CollectionDoor(APIView):
 
 
 class GoldenListView(CollectionDoor):
+    """A collection's golden questions: what an editor knows the answers to, and controls nothing should answer."""
+
     @extend_schema(
         summary="A collection's golden questions, a page at a time",
+        operation_id="manage_collections_golden_list",
         parameters=[PageInput],
         responses={200: GoldenPageOutput, **refusals(400, 401, 403, 404)},
     )
@@ -201,6 +204,8 @@ class GoldenListView(CollectionDoor):
 
 
 class GoldenDetailView(CollectionDoor):
+    """One golden question: its text, what counts as its answer (markers, documents, paragraphs) or control."""
+
     def get_golden(self, request: Request, collection_id: UUID, golden_id: UUID) -> GoldenQuestion:
         collection = self.get_collection(request, collection_id)
         return get_object_or_404(golden_questions_for(collection).select_related("collection"), pk=golden_id)
@@ -234,6 +239,8 @@ def _download(content: str | bytes, collection: Collection, suffix: str, content
 
 
 class GoldenJsonlView(CollectionDoor):
+    """Golden questions as JSON lines, one question per line with every field; an import is all or nothing."""
+
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -258,6 +265,8 @@ class GoldenJsonlView(CollectionDoor):
 
 
 class GoldenBeirView(CollectionDoor):
+    """Golden questions as BEIR: queries.jsonl and a qrels TSV whose corpus ids name the collection's documents."""
+
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -292,6 +301,8 @@ def _read(upload: Any) -> bytes:
 
 
 class EvaluateView(CollectionDoor):
+    """Evaluate the collection as it is: its golden questions searched as agents' searches are, and judged."""
+
     @extend_schema(
         summary="Evaluate the collection as it is: every golden question through the search pipeline",
         description="Queued in the background; follow it at .../evaluations/{id} (status, progress, metrics).",
@@ -311,8 +322,11 @@ class EvaluateView(CollectionDoor):
 
 
 class EvaluationListView(CollectionDoor):
+    """A collection's evaluations: status, progress, hit@1, hit@5, MRR, nDCG@10, controls answered or refused."""
+
     @extend_schema(
         summary="A collection's evaluations, newest first (without their per-question rows)",
+        operation_id="manage_collections_evaluations_list",
         parameters=[PageInput],
         responses={200: EvaluationPageOutput, **refusals(400, 401, 403, 404)},
     )
@@ -323,6 +337,8 @@ class EvaluationListView(CollectionDoor):
 
 
 class EvaluationDetailView(CollectionDoor):
+    """One evaluation and its rows: per question found, rank, nDCG@10, what was met, latency."""
+
     @extend_schema(
         summary="One evaluation with a row per question",
         responses={200: EvaluationDetailOutput, **refusals(401, 403, 404)},

@@ -15,6 +15,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from collections_app.models import Document
+from retrieval.models import Evaluation, GoldenQuestion
 from retrieval.services import reader_create
 
 NUL, SURROGATE = "a\x00b", "\ud800"
@@ -73,6 +74,10 @@ def admin_world(cast, collection):
         "collection_id": collection.pk,
         "document_id": document.pk,
         "reader_id": reader_create(tenant=cast.tenant, name="ada@example.com", labels=["hr"]).pk,
+        "golden_id": GoldenQuestion.objects.create(
+            tenant=cast.tenant, collection=collection, question="Bikes?", markers=["rack"]
+        ).pk,
+        "evaluation_id": Evaluation.objects.create(tenant=cast.tenant, collection=collection).pk,
     }
     return admin, ids
 
