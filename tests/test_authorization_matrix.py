@@ -449,7 +449,8 @@ API_CASES = [
 def test_api_endpoint(world: World, db, endpoint: Endpoint, role: str, side: str) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.keys[role]}")
-    writes = (endpoint.method in WRITES and endpoint.name not in SAFE_READS) or endpoint.name in ADMIN_ONLY | EDITOR_ONLY
+    reads_guarded = endpoint.name in ADMIN_ONLY | EDITOR_ONLY
+    writes = (endpoint.method in WRITES and endpoint.name not in SAFE_READS) or reads_guarded
     may_write = ROLE_RANK[Role(role)] >= ROLE_RANK[Role.ADMIN if endpoint.name in ADMIN_ONLY else Role.EDITOR]
     response = _call(client, endpoint, _api_url(endpoint, world, side), side)
     status = response.status_code

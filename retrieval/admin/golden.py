@@ -184,7 +184,7 @@ class GoldenQuestionAdmin(EditorsOnly):
             raise PermissionDenied
         initial = {"collection": request.GET.get("collection") or None}
         form = form_class(data, initial=initial, **extra)
-        form.fields["collection"].queryset = self.editable_collections(request)
+        form.fields["collection"].queryset = self.editable_collections(request)  # type: ignore[attr-defined]
         return form
 
     def _page(self, request: HttpRequest, title: str, form: forms.Form, intro: str) -> TemplateResponse:
@@ -296,6 +296,11 @@ class EvaluateForm(forms.Form):
     )
 
 
+# Every field of an evaluation's page is read-only (nobody edits an evaluation).
+EVALUATION_SHOWN = ["collection", "status_shown", "progress", "error", "requested_by", "created_at", "finished_at",
+                    "metrics_shown", "settings_shown", "rows_shown"]  # fmt: skip
+
+
 @admin.register(Evaluation)
 class EvaluationAdmin(EditorsOnly):
     """Evaluations: written by "Evaluate" only, read here with a row per question."""
@@ -307,7 +312,7 @@ class EvaluationAdmin(EditorsOnly):
     list_select_related = ["collection"]
     fields = ["collection", "status_shown", "progress", "error", "requested_by", "created_at", "finished_at",
               "metrics_shown", "settings_shown", "rows_shown"]  # fmt: skip
-    readonly_fields = fields
+    readonly_fields = EVALUATION_SHOWN
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)

@@ -118,7 +118,7 @@ class EvaluateInput(serializers.Serializer):
 
 class EvaluationOutput(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
-    reader = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    reader: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = Evaluation

@@ -227,8 +227,11 @@ def golden_import_beir(
     problems = _Problems("queries")
     values = []
     for query_id, (number, record) in texts.items():
-        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-        ours = {name: metadata[name] for name in ("markers", "paragraphs", "control", "note") if name in metadata}
+        given = record.get("metadata")
+        metadata: dict[str, Any] = given if isinstance(given, dict) else {}
+        ours: dict[str, Any] = {
+            name: metadata[name] for name in ("markers", "paragraphs", "control", "note") if name in metadata
+        }
         if query_id not in judged and not any(ours.get(n) for n in ("markers", "paragraphs", "control")):
             report.skipped.append(f"queries line {number}: no judgement")
             continue

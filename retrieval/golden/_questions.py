@@ -138,11 +138,11 @@ def _uuid(value: Any) -> str | None:
 
 
 def _paragraphs(collection: Collection, values: list[Any]) -> list[uuid.UUID]:
-    ids = [_uuid(v) for v in values]
-    if None in ids:
-        bad = values[ids.index(None)]
+    parsed = [_uuid(v) for v in values]
+    if None in parsed:
+        bad = values[parsed.index(None)]
         raise InvalidGolden(f"{str(bad)[:60]!r} is not a paragraph id", field="paragraphs")
-    ids = list(dict.fromkeys(i for i in ids if i))
+    ids = list(dict.fromkeys(i for i in parsed if i))
     found = {
         str(pk)
         for pk in Chunk.objects.filter(collection=collection, kind=ChunkKind.PARAGRAPH, pk__in=ids).values_list(

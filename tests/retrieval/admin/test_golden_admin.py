@@ -41,8 +41,9 @@ def test_the_form_says_what_is_wrong_beside_the_field(staff, corpus) -> None:
     assert not GoldenQuestion.objects.exists()
 
 
-def test_import_export_and_evaluate_from_the_golden_questions_page(staff, corpus,
-                                                                   django_capture_on_commit_callbacks) -> None:  # fmt: skip
+def test_import_export_and_evaluate_from_the_golden_questions_page(
+    staff, corpus, django_capture_on_commit_callbacks
+) -> None:
     rack = paragraph(corpus, "covered rack")
     lines = (json.dumps({"question": "Where do I lock my bike?", "paragraphs": [str(rack.pk)]}) + "\n"
              + json.dumps({"question": "Which planet has the most moons?", "control": True}) + "\n")  # fmt: skip

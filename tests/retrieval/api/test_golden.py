@@ -47,7 +47,8 @@ def test_an_editor_adds_lists_changes_and_removes_a_golden_question(cast, corpus
     assert listed["count"] == 2 and [q["question"] for q in listed["results"]] == ["Where do I leave my bike?"]
     assert cast.editor.get(url(corpus), {"limit": 1, "offset": 1}).json()["results"][0]["control"] is True
 
-    changed = cast.editor.patch(url(corpus, f"/{body['id']}"), {"markers": ["next to the main entrance"]}, format="json")
+    entrance = {"markers": ["next to the main entrance"]}
+    changed = cast.editor.patch(url(corpus, f"/{body['id']}"), entrance, format="json")
     assert changed.status_code == 200 and changed.json()["markers"] == ["next to the main entrance"]
     assert changed.json()["paragraphs"] == [str(bikes.pk)]  # what the PATCH did not name stays
     assert cast.editor.get(url(corpus, f"/{body['id']}")).json()["note"] == "from the handbook"
@@ -183,9 +184,12 @@ def test_beir_keeps_markers_paragraphs_and_controls_in_the_query_metadata(cast, 
     with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
         queries, qrels = archive.read("queries.jsonl"), archive.read("qrels/test.tsv")
     GoldenQuestion.objects.filter(collection=corpus).delete()
-    assert beir_import(cast.editor, corpus, [json.loads(q) for q in queries.splitlines()], qrels.decode()).json()[
-        "created"
-    ] == 2
+    assert (
+        beir_import(cast.editor, corpus, [json.loads(q) for q in queries.splitlines()], qrels.decode()).json()[
+            "created"
+        ]
+        == 2
+    )
     bikes = GoldenQuestion.objects.get(collection=corpus, question="Bikes?")
     assert (bikes.markers, bikes.paragraphs, bikes.control) == (["rack"], [rack.pk], False)
     assert GoldenQuestion.objects.get(collection=corpus, question="Capital of Peru?").control is True
@@ -208,9 +212,9 @@ def test_a_beir_file_that_does_not_parse_or_names_unknown_documents_says_which_l
     assert not GoldenQuestion.objects.filter(collection=corpus).exists()  # all or nothing
 
     skipped = beir_import(cast.editor, corpus, qrels="q1\toffice\t1\nq2\tdoc-404\t1\n", skip_unknown=True).json()
-    assert skipped["created"] == 1 and "qrels line 2: corpus-id 'doc-404' names no document" in skipped[
-        "skipped_reasons"
-    ]
+    assert (
+        skipped["created"] == 1 and "qrels line 2: corpus-id 'doc-404' names no document" in skipped["skipped_reasons"]
+    )
 
 
 def test_json_lines_out_and_in_again_give_the_same_set(cast, corpus) -> None:

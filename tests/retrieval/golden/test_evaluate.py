@@ -46,8 +46,9 @@ def golden(cast, corpus):
     }  # fmt: skip
 
 
-def test_evaluate_finds_what_searching_each_question_by_hand_finds(cast, corpus, golden,
-                                                                   django_capture_on_commit_callbacks) -> None:  # fmt: skip
+def test_evaluate_finds_what_searching_each_question_by_hand_finds(
+    cast, corpus, golden, django_capture_on_commit_callbacks
+) -> None:
     events = SearchEvent.objects.count()
     evaluation = evaluate(cast.editor, corpus, django_capture_on_commit_callbacks)
     assert evaluation["status"] == "done" and evaluation["progress"] == {"done": 4, "total": 4}
@@ -100,8 +101,9 @@ def test_a_control_the_floor_refuses_is_counted_refused_and_one_it_passes_answer
     assert (answered["controls_answered"], answered["controls_refused"]) == (1, 0)
 
 
-def test_a_paragraph_gone_since_is_reported_and_counts_for_nothing(cast, corpus,
-                                                                  django_capture_on_commit_callbacks) -> None:  # fmt: skip
+def test_a_paragraph_gone_since_is_reported_and_counts_for_nothing(
+    cast, corpus, django_capture_on_commit_callbacks
+) -> None:
     canteen = paragraph(corpus, "Lunch is served")
     golden = GoldenQuestion.objects.create(tenant=cast.tenant, collection=corpus, question="What time is lunch?",
                                            paragraphs=[canteen.pk])  # fmt: skip
@@ -122,8 +124,9 @@ def test_evaluate_needs_golden_questions_an_editor_and_the_key_scope(cast, corpu
     assert unknown.status_code == 403 and not Evaluation.objects.exists()
 
 
-def test_evaluations_are_listed_newest_first_without_their_rows(cast, corpus, golden,
-                                                                django_capture_on_commit_callbacks) -> None:  # fmt: skip
+def test_evaluations_are_listed_newest_first_without_their_rows(
+    cast, corpus, golden, django_capture_on_commit_callbacks
+) -> None:
     done = evaluate(cast.editor, corpus, django_capture_on_commit_callbacks)
     listed = cast.editor.get(f"/api/manage/collections/{corpus.pk}/evaluations").json()
     assert listed["count"] == 1 and listed["results"][0]["id"] == done["id"]

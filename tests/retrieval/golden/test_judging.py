@@ -42,7 +42,7 @@ def test_a_paragraph_and_its_marker_met_by_one_result_score_one() -> None:
 
 
 def test_totals_count_controls_apart_and_average_over_the_judged_questions() -> None:
-    rows = [
+    rows: list[dict] = [
         {"control": False, "rank": 1, "ndcg": 1.0, "answered": True, "latency_ms": 10.0},
         {"control": False, "rank": 4, "ndcg": 0.5, "answered": True, "latency_ms": 30.0},
         {"control": False, "rank": None, "ndcg": 0.0, "answered": False, "latency_ms": 20.0},
