@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 
+import pytest
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from collections_app.models import Membership, Role
+from collections_app.services.collections import collection_create
 from retrieval.models import Evaluation, GoldenQuestion
 from tests.retrieval.golden.corpus import document, paragraph
 
@@ -79,3 +84,26 @@ def test_a_viewer_of_the_tenant_sees_no_golden_questions(client, cast, corpus) -
     assert client.get(reverse("admin:retrieval_goldenquestion_changelist")).status_code == 403
     assert client.get(reverse("admin:retrieval_goldenquestion_change", args=[golden.pk])).status_code == 403
     assert client.get(reverse("admin:retrieval_goldenquestion_evaluate")).status_code == 403
+
+
+@pytest.mark.parametrize("changelist", ["retrieval/goldenquestion", "retrieval/evaluation"])
+def test_the_lists_cost_the_same_queries_for_two_rows_and_for_six(cast, staff, changelist, django_assert_num_queries):
+    def make() -> None:
+        collection = collection_create(tenant=cast.tenant, name=f"c-{uuid.uuid4().hex[:8]}")
+        GoldenQuestion.objects.create(tenant=cast.tenant, collection=collection, question="Bikes?", markers=["rack"])
+        Evaluation.objects.create(tenant=cast.tenant, collection=collection, status="done",
+                                  metrics={"hit_at_1": 0.5}, rows=[{"question": "Bikes?"}])  # fmt: skip
+
+    url = f"/admin/{changelist}/"
+    for _ in range(2):
+        make()
+    staff.get(url)  # warm the per-process caches out of the count
+    with CaptureQueriesContext(connection) as two:
+        assert staff.get(url).status_code == 200
+    for _ in range(4):
+        make()
+    with django_assert_num_queries(len(two.captured_queries)) as six:
+        page = staff.get(url)
+    assert page.status_code == 200 and page.context["cl"].result_count == 6
+    if changelist == "retrieval/evaluation":
+        assert not any('"rows"' in q["sql"].split(" FROM ")[0] for q in six.captured_queries)  # never read for a list
