@@ -20,7 +20,7 @@ def test_each_result_shows_its_badge_score_and_its_keyword_vector_and_fused_rank
     first = response.context["answer"]["results"][0]
     assert "original card" in first["text"]
     assert first["badge"] in ("supported", "weak")
-    assert f'kb-badge-{first["badge"]}' in page and f"score {first['score']:.3f}" in page
+    assert f"kb-badge-{first['badge']}" in page and f"score {first['score']:.3f}" in page
     # The refunds paragraph is first after fusion and is found by both lists (its words and its meaning).
     assert first["ranks"]["fused"] == 1
     assert first["ranks"]["keyword"] is not None and first["ranks"]["vector"] is not None

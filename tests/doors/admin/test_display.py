@@ -18,7 +18,9 @@ def test_a_match_is_wrapped_in_mark_and_the_rest_of_the_text_is_escaped():
 def test_no_matches_is_the_escaped_text_and_bad_offsets_mark_nothing_or_are_clamped():
     assert marked_text("a < b", []) == "a &lt; b"
     assert marked_text("abc", [{"start": 2, "end": 1}, {"start": "x", "end": 2}]) == "abc"
-    assert marked_text("abc", [{"start": 1, "end": 99}]) == 'a<mark class="kb-match" title="matched paragraph">bc</mark>'
+    assert (
+        marked_text("abc", [{"start": 1, "end": 99}]) == 'a<mark class="kb-match" title="matched paragraph">bc</mark>'
+    )
 
 
 def test_two_matches_are_marked_in_order_and_an_overlapping_one_is_dropped():
