@@ -77,10 +77,11 @@ def marked_text(text: str, spans: Iterable[Mapping[str, Any]]) -> SafeString:
     are clamped; a span without whole-number offsets, empty or overlapping an earlier one is dropped: a wrong
     offset may mark too little, never break the page or let the text's own markup through.
     """
-    offsets = [(s.get("start"), s.get("end"), s.get("score")) for s in spans]
-    whole = sorted(((s, e, score) for s, e, score in offsets if _whole(s) and _whole(e)), key=lambda t: t[:2])
+    whole: list[tuple[int, int, Any]] = [
+        (s["start"], s["end"], s.get("score")) for s in spans if _whole(s.get("start")) and _whole(s.get("end"))
+    ]
     kept: list[tuple[int, int, Any]] = []
-    for start, end, span_score in whole:
+    for start, end, span_score in sorted(whole, key=lambda t: t[:2]):
         start, end = min(max(start, 0), len(text)), min(max(end, 0), len(text))
         if end <= start or (kept and start < kept[-1][1]):
             continue

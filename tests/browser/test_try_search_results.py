@@ -28,7 +28,7 @@ def _marking_matches(search):
     """The search as it is, its results given `matches` where the pipeline does not mark them yet: the best
     paragraph's own stored text located in the result (what the windows change of issue 18 reports)."""
 
-    def marked(**kwargs):  # type: ignore[no-untyped-def]
+    def marked(**kwargs):
         answer = search(**kwargs)
         for result in answer.results:
             if "matches" not in result:
