@@ -68,6 +68,9 @@ class SearchEvent(TenantOwned):
     question = models.TextField(blank=True, default="")
     # What a judge's refusal held back (the results as they would have been returned), for the tenant's admins.
     withheld = models.JSONField(default=list, blank=True)
+    # The ids of the documents the answer returned, each once, in the order of its results (ids only: what a
+    # document is called is read when the event is shown, and a document deleted since shows as gone).
+    documents = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

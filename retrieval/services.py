@@ -80,8 +80,15 @@ def _search_event_write(
         stages=[s.to_json() for s in answer.stages],
         results=len(answer.results),
         withheld=answer.withheld,
+        documents=returned_documents(answer.results),
         latency_ms=round(answer.latency_ms, 2),
     )
+
+
+def returned_documents(results: list[dict[str, Any]]) -> list[str]:
+    """The ids of the documents an answer returned, each once, in result order (what the audit keeps)."""
+    ids = (str((r.get("document") or {}).get("id") or "") for r in results)
+    return list(dict.fromkeys(i for i in ids if i))
 
 
 def model_calls_charge(*, event: SearchEvent, agent: Agent, answer: SearchAnswer) -> list[ModelCall]:

@@ -14,8 +14,10 @@ from django.db import transaction
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
+from django.utils.timezone import localtime
 from django_q.models import Task
 
 from collections_app.admin.column_roles import ColumnRolesAdminMixin
@@ -23,26 +25,53 @@ from collections_app.admin.document_language import DocumentLanguageAdminMixin
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
 from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
-from collections_app.admin.reindex import StaleAdminMixin
+from collections_app.admin.reindex import StaleAdminMixin, stale_badge
 from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin
+from collections_app.exceptions import DomainError
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Document, DocumentStatus
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS
-from collections_app.services.documents import document_create, document_delete, document_queue_ingest, upload_filename
+from collections_app.services.documents import (
+    FileTooLarge,
+    document_create,
+    document_delete,
+    document_queue_ingest,
+    upload_filename,
+)
 from collections_app.validation import source_uri_problem
 from doors.admin.base import TenantScopedAdmin, object_for_tool
 from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
 
 
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one input: cleans to the list of files, each checked as one FileField checks it."""
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):  # type: ignore[no-untyped-def]
+        files = [f for f in (data if isinstance(data, list | tuple) else [data]) if f]
+        if not files and self.required:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+        return [super(MultipleFileField, self).clean(f, initial) for f in files]
+
+
 class DocumentUploadForm(forms.ModelForm):
-    upload = forms.FileField(
-        help_text="The file to ingest (.pdf .docx .html .md .txt ...); a .zip imports each file in it."
+    upload = MultipleFileField(
+        help_text="One file or several at once (.pdf .docx .html .md .txt ...); each becomes a document, a .zip "
+        "imports each file in it. What happened to each file is said file by file."
     )
     source_uri = forms.CharField(
         required=False,
         max_length=1000,
-        help_text="Where it came from: upload://, http(s):// or mailto: (default upload://<filename>).",
+        help_text="Where it came from: upload://, http(s):// or mailto: (default upload://<filename>). "
+        "One file only: several files each get upload://<their name>.",
     )
     scanned_text_language = scanned_text_field()
 
@@ -51,19 +80,22 @@ class DocumentUploadForm(forms.ModelForm):
         fields = ["collection"]
 
     def clean_upload(self):  # type: ignore[no-untyped-def]
-        # The whole file, as document_create reads it: a ZIP package (.docx, .xlsx, .pptx, .odt) keeps its
-        # directory at the end, so a check of the first bytes alone refused every real one over 8 KiB.
-        upload = self.cleaned_data["upload"]
-        limit = settings.KB_MAX_UPLOAD_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(f"{upload.name} is larger than the upload limit of {limit} bytes")
-        try:
-            check_upload(upload_filename(upload.name), upload.read(limit + 1))
-        except UnsupportedFile as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        finally:
-            upload.seek(0)
-        return upload
+        """Each file checked whole, as document_create reads it. A file that fails is refused by name; with
+        several files the others still go (save_model reports the refused ones), with one the form says why."""
+        uploads = self.cleaned_data["upload"]
+        self.refused: list[tuple[str, str]] = []
+        kept = []
+        for upload in uploads:
+            problem = upload_problem(upload)
+            if problem:
+                self.refused.append((upload.name, problem))
+            else:
+                kept.append(upload)
+        if not kept:
+            raise forms.ValidationError(
+                [problem if len(uploads) == 1 else f"{name}: {problem}" for name, problem in self.refused]
+            )
+        return kept
 
     def clean_source_uri(self) -> str:
         value = self.cleaned_data.get("source_uri", "")
@@ -77,8 +109,14 @@ class DocumentUploadForm(forms.ModelForm):
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean() or self.cleaned_data
-        upload = data.get("upload")
-        if upload is not None and family_of(upload.name) == "archive" and data.get("scanned_text_language"):
+        uploads = data.get("upload") or []
+        if len(uploads) + len(getattr(self, "refused", [])) > 1 and data.get("source_uri"):
+            self.add_error(
+                "source_uri",
+                "A source names one file: leave it empty to upload several files (each gets upload://<its name>), "
+                "or upload the file with a source on its own.",
+            )
+        if any(family_of(u.name) == "archive" for u in uploads) and data.get("scanned_text_language"):
             self.add_error(
                 "scanned_text_language",
                 "A .zip import takes no OCR language: its files are read with the defaults. "
@@ -89,6 +127,22 @@ class DocumentUploadForm(forms.ModelForm):
     def ingest_options(self) -> dict:
         langs = self.cleaned_data.get("scanned_text_language")
         return {"tesseract_langs": langs} if langs else {}
+
+
+def upload_problem(upload) -> str:  # type: ignore[no-untyped-def]
+    """Why an uploaded file cannot be taken ("" when it can): over the size limit, or its content contradicts
+    its name. The whole file, as document_create reads it: a ZIP package (.docx, .xlsx, .pptx, .odt) keeps its
+    directory at the end, so a check of the first bytes alone refused every real one over 8 KiB."""
+    limit = settings.KB_MAX_UPLOAD_BYTES
+    if upload.size > limit:
+        return f"{upload.name} is larger than the upload limit of {limit} bytes"
+    try:
+        check_upload(upload_filename(upload.name), upload.read(limit + 1))
+    except UnsupportedFile as exc:
+        return str(exc)
+    finally:
+        upload.seek(0)
+    return ""
 
 
 # Paragraphs previewed on a document's page; the rest are one click away in the paragraphs list.
@@ -117,9 +171,11 @@ class DocumentAdmin(
     StaleAdminMixin,
     TenantScopedAdmin,
 ):
+    # Eight columns, so the list fits 1,280 px beside the navigation (kb_admin.css puts its filters above it):
+    # status, progress and stale share one cell, the date is short, long names and errors wrap.
     list_display = [
-        "filename", "collection", "status_shown", "progress_shown", "error_shown", "language_shown",
-        "chunk_count_shown", "stale_shown", "size_shown", "updated_at",
+        "filename", "collection", "state_shown", "error_shown", "language_shown", "chunk_count_shown", "size_shown",
+        "updated_shown",
     ]  # fmt: skip
     list_filter = ["status", "stale", "collection__tenant", "collection"]
     list_select_related = ["collection"]
@@ -216,9 +272,27 @@ class DocumentAdmin(
             shown = format_html('<progress max="100" value="{}"></progress> {}%', obj.progress, obj.progress)
         return _live(obj, "progress", shown)
 
+    @admin.display(ordering="status", description="status")
+    def state_shown(self, obj: Document) -> str:
+        """The list's status cell: the status and its progress (each refreshed live), and whether it is stale."""
+        stale = format_html(" {}", stale_badge(True)) if obj.stale else ""
+        return format_html("{} {}{}", self.status_shown(obj), self.progress_shown(obj), stale)
+
     @admin.display(description="error")
     def error_shown(self, obj: Document) -> str:
-        return _live(obj, "error", Truncator(obj.error).chars(120) if obj.error else "")
+        if not obj.error:
+            return _live(obj, "error", "")
+        # The start of it in the list; all of it on hover and on the document's page.
+        return _live(obj, "error", format_html('<span title="{}">{}</span>', obj.error, Truncator(obj.error).chars(80)))
+
+    @admin.display(ordering="updated_at", description="updated")
+    def updated_shown(self, obj: Document) -> str:
+        # The date over its time when the column is narrow, never broken inside either.
+        when = localtime(obj.updated_at)
+        return format_html(
+            '<span class="nowrap">{}</span> <span class="nowrap">{}</span>', date_format(when, "Y-m-d"),
+            date_format(when, "H:i"),
+        )  # fmt: skip
 
     @admin.display(ordering="language", description="language")
     def language_shown(self, obj: Document) -> str:
@@ -270,9 +344,12 @@ class DocumentAdmin(
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         if change:
             return
-        upload = form.cleaned_data["upload"]
+        uploads = form.cleaned_data["upload"]
+        if len(uploads) > 1 or form.refused:
+            return self.save_several(request, obj, form)
+        upload = uploads[0]
         if family_of(upload.name) == "archive":
-            return self.save_archive(request, obj, form)  # each member a document: sources.py
+            return self.save_archive(request, obj, form, upload)  # each member a document: sources.py
         result = document_create(
             collection=form.cleaned_data["collection"],
             filename=upload.name,
@@ -286,6 +363,36 @@ class DocumentAdmin(
             setattr(obj, field.attname, getattr(result.document, field.attname))
         obj._state.adding = False
         obj._kb_already_held = not result.accepted
+
+    def save_several(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
+        """Several files in one submit: each through the same upload service as one file, and one message per
+        file (accepted, already held, or refused and why). The admin then lands on the collection's documents."""
+        collection = form.cleaned_data["collection"]
+        obj._archive_collection = collection  # no one object was added: the list of the collection follows
+        for name, problem in form.refused:
+            self.message_user(request, f"{name}: refused — {problem}", messages.ERROR)
+        for upload in form.cleaned_data["upload"]:
+            if family_of(upload.name) == "archive":
+                self.save_archive(request, obj, form, upload)
+                continue
+            try:
+                result = document_create(
+                    collection=collection,
+                    filename=upload.name,
+                    content=upload,
+                    uploaded_by=request.user.get_username(),
+                    ingest_options=form.ingest_options(),
+                )
+            except (UnsupportedFile, FileTooLarge, DomainError) as exc:  # a race with the limit or the store
+                self.message_user(request, f"{upload.name}: refused — {exc}", messages.ERROR)
+                continue
+            if result.accepted:
+                self.log_addition(request, result.document, [{"added": {}}])
+                self.message_user(request, f"{upload.name}: accepted, queued for ingestion.", messages.SUCCESS)
+            else:
+                self.message_user(
+                    request, f"{upload.name}: already held as {result.document.filename}; nothing added.", messages.INFO
+                )
 
     def response_add(self, request, obj, post_url_continue=None):  # type: ignore[no-untyped-def]
         if getattr(obj, "_kb_already_held", False):

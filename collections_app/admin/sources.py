@@ -53,9 +53,8 @@ class AttachmentsAdminMixin:
 class ArchiveUploadAdminMixin:
     """A .zip uploaded in the admin imports each member, as the API does (DocumentAdmin.save_model hands it over)."""
 
-    def save_archive(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
+    def save_archive(self, request, obj, form, upload) -> None:  # type: ignore[no-untyped-def]
         """Called by the admin's save_model for a .zip; the admin then lands on the collection's documents."""
-        upload = form.cleaned_data["upload"]
         obj._archive_collection = form.cleaned_data["collection"]
         try:
             result = archive_import(

@@ -1,5 +1,9 @@
 """Admin: "Try a search" on one collection — the real pipeline, its results and its trace as a table.
 
+Each result shows what an agent reads (its badge, its score) and why it ranked there: the matched paragraph
+marked in its text, and its keyword, vector and fused ranks. An empty answer says why, how close the best
+candidate came and the floor it missed.
+
 The search runs as the API's would for a key of the collection's tenant that may read this one
 collection, for a registered reader of that tenant when one is chosen (a per-reader collection needs
 one, as in the API). It is audited like an API search (a SearchEvent without key or agent), so the
@@ -20,9 +24,16 @@ from collections_app.exceptions import DomainError
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
 from doors.admin.base import object_for_tool
-from doors.admin.display import stage_rows
+from doors.admin.display import marked_text, stage_rows
 from retrieval.models import Reader
-from retrieval.search import EmbeddingWidthMismatch, InvalidFilters, SearchScope, collection_scope, search
+from retrieval.search import (
+    EmbeddingWidthMismatch,
+    InvalidFilters,
+    SearchAnswer,
+    SearchScope,
+    collection_scope,
+    search,
+)
 from retrieval.services import search_event_record_staff
 
 
@@ -76,8 +87,10 @@ class TrySearchAdminMixin(admin.ModelAdmin):
                 form.add_error(None, str(exc))
             else:
                 event = search_event_record_staff(scope=scope, answer=found, query=form.cleaned_data["q"])
+                ranks = {hit.chunk_id: hit.ranks for hit in found.hits}
                 answer = {
-                    "results": [_result(r) for r in found.results],
+                    "results": [_result(r, ranks.get(str(r.get("chunk_id")), {})) for r in found.results],
+                    "empty": None if found.results else _why_empty(found),
                     "refused": found.refused,
                     "floor": found.floor,
                     "around": found.around,
@@ -96,11 +109,37 @@ class TrySearchAdminMixin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/collections_app/collection/try_search.html", context)
 
 
-def _result(result: dict[str, Any]) -> dict[str, Any]:
+# Why an answer is empty, by SearchAnswer.reason, in an editor's words.
+EMPTY_REASONS = {
+    "no_collection": "There is no collection to search.",
+    "no_readable_paragraph": "No paragraph this search may read matched: the collection is empty, or the reader "
+    "or a filter leaves nothing.",
+    "below_floor": "Candidates were found, but none scored at or above the floor.",
+    "judge_refused": "The judge said nothing here answers: the results were withheld.",
+}
+
+
+def _why_empty(found: SearchAnswer) -> dict[str, Any]:
+    """The reason, and from the trace's floor stage how close the best candidate came to the floor it missed."""
+    floor_counts = next((s.counts for s in found.stages if s.name == "floor"), {})
+    best, floor = floor_counts.get("best_score"), floor_counts.get("floor", found.floor)
+    margin = floor_counts.get("margin")
+    if margin is None and isinstance(best, int | float) and isinstance(floor, int | float):
+        margin = best - floor
+    reason = found.reason or ""
+    return {"reason": reason, "explained": EMPTY_REASONS.get(reason, reason), "best_score": best, "floor": floor,
+            "margin": margin}  # fmt: skip
+
+
+def _result(result: dict[str, Any], ranks: dict[str, int]) -> dict[str, Any]:
     document = result.get("document") or {}
+    matches = result.get("matches") or []
     return {
-        "text": result.get("text", ""),
+        "text": marked_text(str(result.get("text", "")), matches),
+        "matched": len(matches),
+        "badge": result.get("badge", ""),
         "score": result.get("score"),
+        "ranks": {list_name: ranks.get(list_name) for list_name in ("fused", "keyword", "vector")},
         "section": " › ".join(result.get("section") or []),
         "page": result.get("page"),
         "passages": result.get("passages", 1),

@@ -4,6 +4,7 @@ tree (corpus_map.py). Writes are services; services may read through here, never
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import cast
 
@@ -62,3 +63,29 @@ def document_title(document: Document) -> str:
     """The first part of every paragraph's breadcrumb: the title the parser found, else the file's name."""
     title = document.metadata.get("title") if isinstance(document.metadata, dict) else None
     return str(title) if title else Path(document.filename).stem
+
+
+def document_filenames(pairs: Iterable[tuple[uuid.UUID | str, str]]) -> dict[tuple[str, str], str]:
+    """(tenant id, document id) → file name, in one query, for the documents that still exist in that tenant.
+
+    For audit records that keep document ids (a search event's returned documents): an id of another tenant,
+    or not an id at all, is simply not found."""
+    wanted: dict[str, set[str]] = {}
+    for tenant_id, document_id in pairs:
+        if _is_uuid(document_id):
+            wanted.setdefault(str(tenant_id), set()).add(str(document_id))
+    if not wanted:
+        return {}
+    where = Q()
+    for tenant_id, ids in wanted.items():
+        where |= Q(tenant_id=tenant_id, pk__in=ids)
+    rows = Document.objects.filter(where).values_list("tenant_id", "pk", "filename")
+    return {(str(tenant_id), str(pk)): filename for tenant_id, pk, filename in rows}
+
+
+def _is_uuid(value: object) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

@@ -68,3 +68,34 @@ def stage_rows(stages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str,
 
 def stages_table(stages: Iterable[Mapping[str, Any]]) -> SafeString:
     return table(["stage", "status", "details", "ms"], stage_rows(stages))
+
+
+def marked_text(text: str, spans: Iterable[Mapping[str, Any]]) -> SafeString:
+    """`text` escaped, with each span's characters [start, end) wrapped in <mark> (its score on hover).
+
+    Spans come from a search result's `matches` (character offsets into its text). Offsets outside the text
+    are clamped; a span without whole-number offsets, empty or overlapping an earlier one is dropped: a wrong
+    offset may mark too little, never break the page or let the text's own markup through.
+    """
+    whole: list[tuple[int, int, Any]] = [
+        (s["start"], s["end"], s.get("score")) for s in spans if _whole(s.get("start")) and _whole(s.get("end"))
+    ]
+    kept: list[tuple[int, int, Any]] = []
+    for start, end, span_score in sorted(whole, key=lambda t: t[:2]):
+        start, end = min(max(start, 0), len(text)), min(max(end, 0), len(text))
+        if end <= start or (kept and start < kept[-1][1]):
+            continue
+        kept.append((start, end, span_score))
+    pieces: list[SafeString] = []
+    position = 0
+    for start, end, score in kept:
+        title = f"matched paragraph, score {score:.3f}" if isinstance(score, int | float) else "matched paragraph"
+        pieces.append(format_html('{}<mark class="kb-match" title="{}">{}</mark>', text[position:start], title,
+                                  text[start:end]))  # fmt: skip
+        position = end
+    pieces.append(format_html("{}", text[position:]))
+    return SafeString("".join(pieces))
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

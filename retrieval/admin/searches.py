@@ -1,5 +1,6 @@
 """Admin: the searches audit — every search, refused or not, filtered by refused (three values), collection,
-agent and date; its trace as a table; what a judge's refusal withheld; the question where it was kept.
+agent and date; its trace as a table; the documents it returned; what a judge's refusal withheld; the
+question where it was kept. The list says refused in one word (the full meaning on hover and on the event).
 
 What a search event may hold beyond its figures is for the tenant's admins only: the question (kept only
 when KB_AUDIT_QUESTIONS is on, and the pages say whether it is) and the results a refusal withheld.
@@ -13,12 +14,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from collections_app.models import Collection, Role
+from collections_app.selectors import document_filenames
 from doors.admin.base import AuditAdmin
 from doors.admin.display import shown_value, table
 from doors.admin.roles import may, tenants_where
@@ -90,6 +93,27 @@ def trace_rows(stages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str,
     return rows
 
 
+# refused, three values never collapsed: (the list's one word, what it means).
+REFUSED_SHOWN = {
+    None: ("—", "null: could not refuse (no judge, no endpoint, or the judge failed; the trace says which)"),
+    False: ("no", "no: the judge approved the results"),
+    True: ("yes", "yes: nothing answers (the judge refused; the results were withheld)"),
+}
+# Returned documents named in a row of the list before the rest are counted.
+LISTED_DOCUMENTS = 2
+
+
+class SearchEventChangeList(ChangeList):
+    """The audit list: the file names of the page's returned documents read in one query, not one per row."""
+
+    def get_results(self, request):  # type: ignore[no-untyped-def]
+        super().get_results(request)
+        events = list(self.result_list)  # evaluated once: the template iterates the same cached rows
+        names = document_filenames((e.tenant_id, d) for e in events for d in e.documents)
+        for event in events:
+            event.kb_document_names = [names.get((str(event.tenant_id), str(d))) for d in event.documents]
+
+
 def recording_note() -> str:
     if settings.KB_AUDIT_QUESTIONS:
         return "Question recording (KB_AUDIT_QUESTIONS) is on: questions are kept, shown to the tenant's admins."
@@ -99,8 +123,8 @@ def recording_note() -> str:
 @admin.register(SearchEvent)
 class SearchEventAdmin(AuditAdmin):
     list_display = [
-        "created_at", "tenant", "asked_by", "collections_shown", "refused_shown", "reason_shown", "results",
-        "latency_ms",
+        "created_at", "tenant", "asked_by", "collections_shown", "refused_label", "reason_shown", "results",
+        "documents_listed", "latency_ms",
     ]  # fmt: skip
     list_filter = [
         RefusedFilter, CollectionFilter, "agent", "on_behalf_of", ("created_at", admin.DateFieldListFilter), "tenant",
@@ -109,13 +133,13 @@ class SearchEventAdmin(AuditAdmin):
     date_hierarchy = "created_at"
     readonly_fields = [
         "created_at", "asked_by", "on_behalf_of", "reader", "collection_links", "refused_shown", "reason_shown",
-        "floor", "threshold", "around", "results", "latency_ms", "question_language", "trace_shown",
-        "question_shown", "withheld_shown",
+        "floor", "threshold", "around", "results", "documents_shown", "latency_ms", "question_language",
+        "trace_shown", "question_shown", "withheld_shown",
     ]  # fmt: skip
 
     MAIN_FIELDS = [
         "created_at", "tenant", "asked_by", "on_behalf_of", "reader", "collection_links", "refused_shown",
-        "reason_shown", "floor", "threshold", "around", "results", "latency_ms", "question_language",
+        "reason_shown", "floor", "threshold", "around", "results", "documents_shown", "latency_ms", "question_language",
     ]  # fmt: skip
 
     def get_fieldsets(self, request: HttpRequest, obj: SearchEvent | None = None) -> Any:
@@ -127,6 +151,9 @@ class SearchEventAdmin(AuditAdmin):
         if obj is not None and obj.refused is True:
             fieldsets.append(("What the judge withheld", {"fields": ["withheld_shown"]}))
         return fieldsets
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return SearchEventChangeList
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         return super().changelist_view(request, {**(extra_context or {}), "kb_recording_note": recording_note()})
@@ -169,14 +196,41 @@ class SearchEventAdmin(AuditAdmin):
              for n in obj.collections),
         )  # fmt: skip
 
+    @admin.display(description="refused", ordering="refused")
+    def refused_label(self, obj: SearchEvent) -> str:
+        # Three answers, never collapsed: one word in the list, what it means on hover.
+        word, meaning = REFUSED_SHOWN[obj.refused]
+        return format_html('<span class="kb-refused" title="{}">{}</span>', meaning, word)
+
     @admin.display(description="refused")
     def refused_shown(self, obj: SearchEvent) -> str:
-        # Three answers, never collapsed.
-        return {
-            None: "null (could not refuse: no judge, no endpoint, or the judge failed; the trace says which)",
-            False: "no (the judge approved)",
-            True: "yes (nothing answers: the results were withheld)",
-        }[obj.refused]
+        return REFUSED_SHOWN[obj.refused][1]
+
+    @admin.display(description="documents")
+    def documents_listed(self, obj: SearchEvent) -> str:
+        """The documents the answer returned: the first few by name, how many more, all of them on hover."""
+        if not obj.documents:
+            return "—"
+        names = [n or "(deleted)" for n in getattr(obj, "kb_document_names", [None] * len(obj.documents))]
+        shown = ", ".join(names[:LISTED_DOCUMENTS])
+        more = f" +{len(names) - LISTED_DOCUMENTS} more" if len(names) > LISTED_DOCUMENTS else ""
+        return format_html('<span class="kb-documents" title="{}">{}{}</span>', "\n".join(names), shown, more)
+
+    @admin.display(description="documents returned")
+    def documents_shown(self, obj: SearchEvent) -> str:
+        if not obj.documents:
+            return "none"
+        names = document_filenames((obj.tenant_id, d) for d in obj.documents)
+        change = "admin:collections_app_document_change"
+        return format_html(
+            "<ol class=\"kb-returned\">{}</ol>",
+            format_html_join(
+                "",
+                "<li>{}</li>",
+                ((format_html('<a href="{}">{}</a>', reverse(change, args=[d]), names[(str(obj.tenant_id), d)])
+                  if (str(obj.tenant_id), d) in names else f"a document deleted since ({d})",) for d in obj.documents),
+            ),
+        )  # fmt: skip
 
     @admin.display(description="reason")
     def reason_shown(self, obj: SearchEvent) -> str:

@@ -73,6 +73,9 @@ class SearchAnswer:
     retried: bool = False
     calls: list[CallRecord] = field(default_factory=list)  # the model calls made (charged only on behalf of)
     withheld: list[dict[str, Any]] = field(default_factory=list)  # what a judge's refusal held back
+    # The hits the results were built from, with their keyword, vector and fused ranks (Hit.ranks): for the
+    # admin's "try a search", not part of the API's answer.
+    hits: list[Hit] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ def search(
         reason = "below_floor" if found.candidates else "no_readable_paragraph"
     return SearchAnswer(
         results, refused, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms(), reason, retried,
-        calls=plan.calls, withheld=withheld,
+        calls=plan.calls, withheld=withheld, hits=hits,
     )  # fmt: skip
 
 
@@ -166,6 +169,8 @@ def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
             for stage in trace.stages[first:]:
                 stage.counts["sub_question"] = number
     fused = merge_planned(fused_lists)
+    for position, hit in enumerate(fused, start=1):
+        hit.ranks["fused"] = position  # beside its keyword and vector ranks (a rerank may reorder after)
     ranked, reranked = _rerank_stage(trace, plan, query, fused)
     return Retrieval(_floor_stage(trace, plan, ranked), len(fused), reranked, walk_short)
 
@@ -355,6 +360,11 @@ def _floor_stage(trace: Trace, plan: SearchPlan, fused: list[Hit]) -> list[Hit]:
         floors = {str(c.pk): _floor(c) for c in plan.collections}
         kept = [h for h in fused if passes_floor(h, floors[h.collection_id])]
         counts.update(before=len(fused), after=len(kept))
+        # How close the best candidate came: "nothing here" and "floor set too high" told apart.
+        best = max((h for h in fused if h.semantic is not None), key=lambda h: h.semantic or 0.0, default=None)
+        if best is not None and best.semantic is not None:
+            floor = floors[best.collection_id]
+            counts.update(best_score=round(best.semantic, 4), floor=floor, margin=round(best.semantic - floor, 4))
     return kept
 
 

@@ -45,7 +45,10 @@ def _build(cast) -> None:
 def _search_event(cast) -> None:
     agent = Agent.objects.create(tenant=cast.tenant, name=f"a-{uuid.uuid4().hex[:8]}")
     key = api_key_create(tenant=cast.tenant, role=Role.VIEWER, agent=agent).key
-    SearchEvent.objects.create(tenant=cast.tenant, api_key=key, agent=agent, collections=["handbook"], stages=[])
+    returned = [str(_document(cast).pk), str(_document(cast).pk)]  # named in the list: one query for the page
+    SearchEvent.objects.create(
+        tenant=cast.tenant, api_key=key, agent=agent, collections=["handbook"], stages=[], documents=returned
+    )
 
 
 def _key(cast) -> None:

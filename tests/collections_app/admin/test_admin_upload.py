@@ -70,3 +70,62 @@ def test_a_file_over_the_limit_is_refused_from_the_admin_before_it_is_stored(cas
     assert response.status_code == 200
     assert "larger than the upload limit" in response.content.decode()
     assert not Document.objects.exists()
+
+
+def test_several_files_in_one_submit_each_become_a_document_with_one_message_per_file(
+    cast, staff, collection, django_capture_on_commit_callbacks
+):
+    from tests.files.documents import html_bytes
+
+    first = SimpleUploadedFile("handbook.docx", _docx())
+    second = SimpleUploadedFile("delivery.html", html_bytes(HANDBOOK[3:]))
+    fake = SimpleUploadedFile("report.docx", b"plain text pretending to be Word " * 40)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(
+            "/admin/collections_app/document/add/",
+            {"collection": collection.pk, "upload": [first, second, fake]},
+            follow=True,
+        )
+
+    assert response.status_code == 200
+    documents = {d.filename: d for d in Document.objects.filter(collection=collection)}
+    assert set(documents) == {"handbook.docx", "delivery.html"}
+    assert all(d.status == "done" and d.chunks.exists() for d in documents.values())
+    said = [str(m) for m in response.context["messages"]]
+    assert "handbook.docx: accepted, queued for ingestion." in said
+    assert "delivery.html: accepted, queued for ingestion." in said
+    assert any(m.startswith("report.docx: refused — ") for m in said), said
+    # Landed on the collection's documents, not on one of them.
+    assert response.redirect_chain[-1][0].endswith(f"?collection__id__exact={collection.pk}")
+
+    again = SimpleUploadedFile("handbook-copy.docx", documents["handbook.docx"].file.open("rb").read())
+    other = SimpleUploadedFile("notes.txt", b"Parcels are wrapped in recycled paper.")
+    response = staff.post(
+        "/admin/collections_app/document/add/", {"collection": collection.pk, "upload": [again, other]}, follow=True
+    )
+    said = [str(m) for m in response.context["messages"]]
+    assert "handbook-copy.docx: already held as handbook.docx; nothing added." in said
+    assert Document.objects.filter(collection=collection).count() == 3
+
+
+def test_several_files_that_are_all_refused_keep_the_form_with_each_reason(cast, staff, collection):
+    fake = SimpleUploadedFile("report.docx", b"plain text pretending to be Word " * 40)
+    empty_zip = SimpleUploadedFile("slides.pptx", b"not a presentation " * 40)
+    response = staff.post(
+        "/admin/collections_app/document/add/", {"collection": collection.pk, "upload": [fake, empty_zip]}
+    )
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "report.docx: " in page and "slides.pptx: " in page
+    assert not Document.objects.exists()
+
+
+def test_a_source_names_one_file_so_several_files_with_one_are_refused(cast, staff, collection):
+    files = [SimpleUploadedFile("a.txt", b"Alpha paragraph."), SimpleUploadedFile("b.txt", b"Beta paragraph.")]
+    response = staff.post(
+        "/admin/collections_app/document/add/",
+        {"collection": collection.pk, "upload": files, "source_uri": "https://example.org/a"},
+    )
+    assert response.status_code == 200
+    assert "A source names one file" in response.content.decode()
+    assert not Document.objects.exists()

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from collections_app.models import Agent, Membership, Role
+from collections_app.models import Agent, Document, Membership, Role
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, docx_bytes
 
@@ -126,3 +126,48 @@ def test_the_list_says_whether_questions_are_recorded(cast, events, client, sett
     assert "Question recording (KB_AUDIT_QUESTIONS) is off" in client.get(reverse(CHANGELIST)).content.decode()
     settings.KB_AUDIT_QUESTIONS = True
     assert "Question recording (KB_AUDIT_QUESTIONS) is on" in client.get(reverse(CHANGELIST)).content.decode()
+
+
+def test_refused_is_one_word_in_the_list_with_its_meaning_on_hover_and_on_the_event(cast, events, client):
+    client.force_login(_person(cast, "ada", Role.ADMIN))
+    html = client.get(reverse(CHANGELIST)).content.decode()
+    assert '<span class="kb-refused" title="yes: nothing answers' in html and ">yes</span>" in html
+    assert '<span class="kb-refused" title="no: the judge approved the results">no</span>' in html
+    assert '<span class="kb-refused" title="null: could not refuse' in html and ">—</span>" in html
+    assert "null (could not refuse" not in html  # the long sentence left the rows
+
+    page = client.get(reverse("admin:retrieval_searchevent_change", args=[events["unknown"].pk])).content.decode()
+    assert "null: could not refuse (no judge, no endpoint, or the judge failed; the trace says which)" in page
+
+
+def test_each_event_lists_the_documents_it_returned_by_name_and_keeps_only_their_ids(cast, events, client):
+    client.force_login(_person(cast, "ada", Role.ADMIN))
+    real = events["real"]
+    document = Document.objects.get(tenant=cast.tenant)
+    assert real.documents == [str(document.pk)]  # ids only: no question, no text, no file name stored
+
+    html = client.get(reverse(CHANGELIST)).content.decode()
+    assert '<span class="kb-documents" title="handbook.docx">handbook.docx</span>' in html
+    page = client.get(reverse("admin:retrieval_searchevent_change", args=[real.pk])).content.decode()
+    assert f'<li><a href="/admin/collections_app/document/{document.pk}/change/">handbook.docx</a></li>' in page
+
+    deleted = document.pk
+    document.delete()
+    page = client.get(reverse("admin:retrieval_searchevent_change", args=[real.pk])).content.decode()
+    assert f"a document deleted since ({deleted})" in page
+    assert "(deleted)" in client.get(reverse(CHANGELIST)).content.decode()
+
+
+def test_another_tenants_document_id_in_an_event_is_not_named(cast, events, client):
+    from collections_app.services.collections import collection_create
+
+    theirs = collection_create(tenant=cast.outsider_tenant, name="globex-docs")
+    secret = Document.objects.create(
+        tenant=cast.outsider_tenant, collection=theirs, content_hash="0" * 64, filename="globex-plans.pdf",
+        source_uri="upload://globex-plans.pdf",
+    )  # fmt: skip
+    SearchEvent.objects.filter(pk=events["approved"].pk).update(documents=[str(secret.pk), "not-an-id"])
+    client.force_login(_person(cast, "ada", Role.ADMIN))
+    assert "globex-plans" not in client.get(reverse(CHANGELIST)).content.decode()
+    page = client.get(reverse("admin:retrieval_searchevent_change", args=[events["approved"].pk])).content.decode()
+    assert "globex-plans" not in page and "a document deleted since" in page
