@@ -197,10 +197,12 @@ class CollectionAdmin(
         return initial
 
     def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
-        url = reverse(f"{self.admin_site.name}:collections_app_collection_search", args=[unquote(object_id)])
-        return super().change_view(
-            request, object_id, form_url, {"kb_tools": [("Try a search", url)], **(extra_context or {})}
-        )
+        search = reverse(f"{self.admin_site.name}:collections_app_collection_search", args=[unquote(object_id)])
+        # The golden questions page is the retrieval app's list filtered to this collection: a URL, not an import.
+        golden = reverse(f"{self.admin_site.name}:retrieval_goldenquestion_changelist")
+        golden += f"?collection__id__exact={unquote(object_id)}"
+        tools = [("Try a search", search), ("Golden questions", golden)]
+        return super().change_view(request, object_id, form_url, {"kb_tools": tools, **(extra_context or {})})
 
     @admin.display(ordering="document_count", description="documents")
     def document_count(self, obj: Collection) -> str:

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('collections_app', '0019_document_chunk_count_triggers'),
-        ('retrieval', '0003_judge_model_calls_audit'),
+        ('retrieval', '0004_search_event_documents'),
     ]
 
     operations = [
