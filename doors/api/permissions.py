@@ -27,6 +27,16 @@ class EditorWrites(HasApiKey):
         return role_at_least(request.auth.role, Role.EDITOR)
 
 
+class EditorOnly(HasApiKey):
+    """Reading and changing both need an editor or admin key: a document's stored originals are whole files,
+    which reader labels do not cut (an editor manages them; a reader reads paragraphs through search)."""
+
+    message = "Only an editor or admin key may download a document's originals."
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        return super().has_permission(request, view) and role_at_least(request.auth.role, Role.EDITOR)
+
+
 class AdminOnly(HasApiKey):
     """Reading and changing both need an admin key: what readers may read is the tenant admins' call."""
 
