@@ -29,7 +29,13 @@ from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
 from collections_app.models import Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
-from collections_app.services.documents import document_create, document_delete, document_queue_ingest, upload_filename
+from collections_app.services.documents import (
+    document_create,
+    document_delete,
+    document_queue_ingest,
+    document_version_problem,
+    upload_filename,
+)
 from collections_app.validation import source_uri_problem
 from doors.admin.base import TenantScopedAdmin, object_for_tool
 from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge, table
@@ -91,6 +97,22 @@ class DocumentUploadForm(forms.ModelForm):
                 "A .zip import takes no OCR language: its files are read with the defaults. "
                 "Upload a scan on its own to choose its language.",
             )
+        collection = data.get("collection")
+        if (
+            upload is not None
+            and collection is not None
+            and data.get("replace")
+            and family_of(upload.name) != "archive"
+        ):
+            # Said beside the file rather than as an error page: the document it would be a version of is being
+            # read, or several documents have its name (the API answers 409).
+            problem = document_version_problem(
+                collection_id=collection.pk,
+                filename=upload_filename(upload.name),
+                source_uri=data.get("source_uri", ""),
+            )
+            if problem:
+                self.add_error("upload", problem.replace('send "replace": false', 'untick "Replace"'))
         return data
 
     def ingest_options(self) -> dict:

@@ -264,6 +264,8 @@ class DocumentVersionOriginalView(TenantScopedView):
             (200, "application/octet-stream"): OpenApiResponse(description="the file, under its own name"),
             **refusals(401, 403, 404),
         },
+        description="Any version's original, the retired ones included, under the name it was uploaded by. Needs "
+        "an editor or admin key: an original is the whole file, which reader labels do not cut.",
     )
     def get(self, request: Request, collection_id, document_id, number: int) -> FileResponse:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
@@ -274,7 +276,9 @@ class DocumentVersionOriginalView(TenantScopedView):
         except (OSError, ValueError):
             raise Http404(f"the original of version {number} of {document.filename} is no longer stored") from None
         # Under the name it was uploaded by, never the path it is stored at.
-        return FileResponse(handle, as_attachment=True, filename=version.filename)
+        return FileResponse(
+            handle, as_attachment=True, filename=version.filename, content_type="application/octet-stream"
+        )
 
 
 class DocumentIngestOptionsView(TenantScopedView):

@@ -42,7 +42,7 @@ from collections_app.services.documents._upload import (
     stored_files_remove,
     upload_filename,
 )
-from collections_app.services.documents._versions import VersionConflict, stored_files_of
+from collections_app.services.documents._versions import VersionConflict, document_version_problem, stored_files_of
 
 __all__ = [
     "FileTooLarge",
@@ -61,6 +61,7 @@ __all__ = [
     "document_rows_write",
     "document_stage_stream",
     "document_streams",
+    "document_version_problem",
     "stored_files_of",
     "stored_files_remove",
     "upload_filename",

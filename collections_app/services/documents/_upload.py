@@ -17,7 +17,6 @@ from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.services.documents._queue import document_queue_ingest
 from collections_app.services.documents._versions import (
-    document_version_check,
     document_version_first,
     document_version_next,
     document_version_of,
@@ -192,7 +191,6 @@ def _version_store(
 
     Who may read it and its pinned language are the document's and stay; its ingest options stay unless new ones
     are given; its parser output is dropped, so the new file is parsed."""
-    document_version_check(document=held)
     if labels is not None and labels != held.labels:
         raise LabelsDiffer(
             f"{held.filename} (document {held.pk}) has labels {held.labels}; a new version keeps them: change "

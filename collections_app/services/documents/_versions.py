@@ -50,11 +50,30 @@ def _version_record(document: Document, *, number: int) -> DocumentVersion:
 
 
 def document_version_of(*, collection_id: object, filename: str, source_uri: str) -> Document | None:
-    """The document an upload is a new version of: the top-level document with its source (when one is given), else
-    with its name (a folder source's documents are the sync's, never matched by name). None: a new document.
+    """The document an upload is a new version of, locked: the top-level document with its source (when one is
+    given), else with its name (a folder source's documents are the sync's, never matched by name). None: a new
+    document. Refused (VersionConflict) when it is being read, or when two documents answer to it (uploaded
+    before versions existed): which one is meant is the editor's call."""
+    found = _same_source(collection_id, filename, source_uri)
+    if not found:
+        return None
+    document = Document.objects.select_for_update().defer("blocks").get(pk=found[0])
+    document_version_check(document=document)
+    return document
 
-    Two documents answering to it (uploaded before versions existed) are a conflict: which one is meant is the
-    editor's call."""
+
+def document_version_problem(*, collection_id: object, filename: str, source_uri: str) -> str | None:
+    """Why an upload cannot be a new version now (a form says it beside the file), or None. Reads, locks nothing."""
+    try:
+        found = _same_source(collection_id, filename, source_uri)
+        if found:
+            document_version_check(document=Document.objects.defer("blocks").get(pk=found[0]))
+    except VersionConflict as exc:
+        return str(exc)
+    return None
+
+
+def _same_source(collection_id: object, filename: str, source_uri: str) -> list[object]:
     documents = Document.objects.filter(collection_id=collection_id, parent=None)
     if source_uri:
         same = documents.filter(source_uri=source_uri)
@@ -67,9 +86,7 @@ def document_version_of(*, collection_id: object, filename: str, source_uri: str
             f"{len(found)} documents of this collection are {filename} ({ids}): delete the one(s) you no longer "
             'want (DELETE .../documents/{id}), or send "replace": false to keep this file as a document of its own'
         )
-    if not found:
-        return None
-    return Document.objects.select_for_update().defer("blocks").get(pk=found[0])
+    return found
 
 
 def document_version_check(*, document: Document) -> None:
