@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
+from django.db import connection, transaction
 
-from collections_app.models import Document
+from collections_app.models import Chunk, Document
 from collections_app.services.documents._versions import stored_files_of
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,8 @@ def document_delete(*, document: Document) -> None:
         # rows; a publish coming after finds the document gone and publishes nothing. A new version's upload
         # locks it too: the files read next are all there are.
         Document.objects.select_for_update().filter(pk=document.pk).values_list("pk", flat=True).first()
-        files = stored_files_of([document, *_attachments_of(document)])
+        attachments = _attachments_of(document)
+        files = stored_files_of([document, *attachments])
 
         def remove_files() -> None:
             for name in files:
@@ -36,8 +37,17 @@ def document_delete(*, document: Document) -> None:
                 except OSError:
                     logger.warning("a stored file could not be removed; storage_cleanup will find it")
 
+        _paragraphs_delete([document.pk, *(a.pk for a in attachments)])
         document.delete()  # paragraphs and attachments cascade; builds keep their record (document set to null)
         transaction.on_commit(remove_files)
+
+
+def _paragraphs_delete(document_ids: list[object]) -> None:
+    # One statement for all of them, before the ORM's cascade: the ORM would load every paragraph (and ask for
+    # each batch's children) first, 6.1 s for a document of 10,000 paragraphs against 0.2 s for 1,000. The chunk
+    # table's triggers keep the keyword postings and statistics and the documents' counts, per statement.
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {Chunk._meta.db_table} WHERE document_id = ANY(%s)", [document_ids])
 
 
 def _attachments_of(document: Document) -> list[Document]:
