@@ -509,6 +509,6 @@ def test_an_agent_key_reaches_only_its_agents_collections(world: World, db, endp
     assert f"{OWN}-collection" not in _body(response), _body(response)[:300]
 
 
-def _body(response) -> str:  # type: ignore[no-untyped-def]
+def _body(response) -> str:
     """The answer's text; a download (an original) streams it."""
     return (b"".join(response.streaming_content) if response.streaming else response.content).decode()

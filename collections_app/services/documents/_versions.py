@@ -13,6 +13,7 @@ uploaded) until the document is deleted, when all of them go after the commit (_
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from django.utils import timezone
@@ -49,7 +50,7 @@ def _version_record(document: Document, *, number: int) -> DocumentVersion:
     )
 
 
-def document_version_of(*, collection_id: object, filename: str, source_uri: str) -> Document | None:
+def document_version_of(*, collection_id: uuid.UUID, filename: str, source_uri: str) -> Document | None:
     """The document an upload is a new version of, locked: the top-level document with its source (when one is
     given), else with its name (a folder source's documents are the sync's, never matched by name). None: a new
     document. Refused (VersionConflict) when it is being read, or when two documents answer to it (uploaded
@@ -62,7 +63,7 @@ def document_version_of(*, collection_id: object, filename: str, source_uri: str
     return document
 
 
-def document_version_problem(*, collection_id: object, filename: str, source_uri: str) -> str | None:
+def document_version_problem(*, collection_id: uuid.UUID, filename: str, source_uri: str) -> str | None:
     """Why an upload cannot be a new version now (a form says it beside the file), or None. Reads, locks nothing."""
     try:
         found = _same_source(collection_id, filename, source_uri)
@@ -73,7 +74,7 @@ def document_version_problem(*, collection_id: object, filename: str, source_uri
     return None
 
 
-def _same_source(collection_id: object, filename: str, source_uri: str) -> list[object]:
+def _same_source(collection_id: uuid.UUID, filename: str, source_uri: str) -> list[uuid.UUID]:
     documents = Document.objects.filter(collection_id=collection_id, parent=None)
     if source_uri:
         same = documents.filter(source_uri=source_uri)
@@ -142,7 +143,9 @@ def document_version_fail(*, document: Document, reason: str) -> str:
     return reason
 
 
-def stored_files_of(documents: Iterable[Document] | None = None, *, collection_id: object = None) -> list[str]:
+def stored_files_of(
+    documents: Iterable[Document] | None = None, *, collection_id: uuid.UUID | None = None
+) -> list[str]:
     """The stored originals of documents (every version's) or of a whole collection, each name once."""
     if collection_id is not None:
         rows = Document.objects.filter(collection_id=collection_id)

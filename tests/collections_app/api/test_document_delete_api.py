@@ -102,10 +102,13 @@ def test_delete_removes_the_document_its_paragraphs_postings_versions_and_files(
 def test_a_rolled_back_delete_keeps_every_file(cast, collection, leave, django_capture_on_commit_callbacks):
     files, document_id = stored_paths(leave), leave.pk
 
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(RuntimeError), transaction.atomic():
-            document_delete(document=leave)
-            raise RuntimeError("something after the delete failed")
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        document_delete(document=leave)
+        raise RuntimeError("something after the delete failed")
 
     assert not callbacks  # the files' removal was never to run
     assert all(f.exists() for f in files)
@@ -135,7 +138,7 @@ def test_a_document_deleted_while_it_is_read_publishes_nothing(cast, collection,
     Document.objects.filter(pk=document_id).update(status="queued")  # re-ingest asked for: it is read again
     publish = _ingest.document_publish
 
-    def deleted_just_before_publishing(document, collection, staging):  # type: ignore[no-untyped-def]
+    def deleted_just_before_publishing(document, collection, staging):
         assert cast.editor.delete(url(collection, document.pk)).status_code == 204
         publish(document, collection, staging)
 

@@ -117,7 +117,7 @@ def test_the_old_version_answers_while_the_new_one_is_read(cast, collection, upl
     seen_before_publish: list[str] = []
     publish = _ingest.document_publish
 
-    def publish_after_a_look(document, collection, staging):  # type: ignore[no-untyped-def]
+    def publish_after_a_look(document, collection, staging):
         assert staging.count > 0  # the new paragraphs are staged and embedded
         seen_before_publish.append(texts(answers(cast.viewer)))
         publish(document, collection, staging)
@@ -214,7 +214,7 @@ def test_the_previous_original_can_be_downloaded_by_an_editor(cast, collection, 
 def test_the_admin_uploads_a_new_version_and_lists_and_downloads_every_version(
     cast, collection, staff, django_capture_on_commit_callbacks
 ):
-    def admin_upload(content: bytes, **extra):  # type: ignore[no-untyped-def]
+    def admin_upload(content: bytes, **extra):
         file = io.BytesIO(content)
         file.name = "leave.txt"
         with django_capture_on_commit_callbacks(execute=True):
