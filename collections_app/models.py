@@ -331,6 +331,10 @@ class Document(TenantOwned):
     # Its paragraphs were cut or embedded with settings the collection no longer has (a re-index rebuilds it).
     stale = models.BooleanField(default=False, help_text="Built with chunking or embedding settings since changed.")
     uploaded_by = models.CharField(max_length=200, blank=True, default="")
+    # The number of the version whose paragraphs answer (DocumentVersion.number); 0 while none has been published.
+    # The row's file, hash, name and size are those of its newest version, which may still be read (or have
+    # failed): the paragraphs of `version` answer until a newer one is published (services/documents/_versions.py).
+    version = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -350,6 +354,47 @@ class Document(TenantOwned):
 
     def __str__(self) -> str:
         return self.filename
+
+
+class VersionStatus(models.TextChoices):
+    READING = "reading", "being read"
+    CURRENT = "current", "answering"
+    ERROR = "error", "could not be read"
+    RETIRED = "retired", "retired"
+
+
+def version_upload_to(version: DocumentVersion, filename: str) -> str:  # pragma: no cover - files are the document's
+    return f"{version.tenant_id}/{version.document.collection_id}/{version.content_hash}/{filename}"
+
+
+class DocumentVersion(TenantOwned):
+    """One uploaded file of a document: the one answering, older ones (their originals kept for download), and a
+    newer one being read or that could not be read. Its file is the one the document held when it was uploaded
+    (the same stored name): versions never write files of their own."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    filename = models.CharField(max_length=255)
+    content_hash = models.CharField(max_length=64)
+    size = models.BigIntegerField(default=0)
+    file = models.FileField(upload_to=version_upload_to, max_length=500)
+    status = models.CharField(max_length=10, choices=VersionStatus.choices, default=VersionStatus.READING)
+    error = models.TextField(blank=True, default="")
+    uploaded_by = models.CharField(max_length=200, blank=True, default="")
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+    # When its paragraphs began to answer, and when a newer version's replaced them (null: not, or not yet).
+    published_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["document", "-number"]
+        constraints = [
+            # Numbers count a document's uploads: 1, 2, 3 ... never two of one number.
+            models.UniqueConstraint(fields=["document", "number"], name="document_version_number_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.filename} v{self.number}"
 
 
 class ChunkKind(models.TextChoices):
@@ -473,6 +518,9 @@ class Build(TenantOwned):
     dims = models.PositiveSmallIntegerField()
     method = models.JSONField(default=dict)
     built_from = models.CharField(max_length=300)
+    # The document version this build read (DocumentVersion.number); null: a collection's build, or recorded
+    # before versions were.
+    version = models.PositiveIntegerField(null=True, blank=True)
     passages = models.PositiveIntegerField(default=0)
     built_at = models.DateTimeField(auto_now_add=True)
     # null = nobody recorded it, [] = nothing refused, [names] = what could not be read.

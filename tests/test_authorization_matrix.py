@@ -40,6 +40,7 @@ from collections_app.models import (
     Chunk,
     Collection,
     Document,
+    DocumentVersion,
     Membership,
     ReaderLabel,
     Role,
@@ -120,6 +121,10 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         progress=100,
     )
     document.file.save(f"{tag}-doc.txt", ContentFile(f"{tag} text".encode()))  # the download page streams it
+    DocumentVersion.objects.create(
+        tenant=tenant, document=document, number=1, filename=document.filename, content_hash=document.content_hash,
+        file=document.file.name, status="current",
+    )  # fmt: skip
     chunk = Chunk.objects.create(
         tenant=tenant, collection=collection, document=document, ordinal=0, text=f"{tag} text", language=tag[:10]
     )
@@ -393,8 +398,12 @@ ENDPOINTS = api_endpoints()
 WRITES = {"post", "put", "patch", "delete"}
 SAFE_READS = {"search"}  # POST endpoints that only read: any valid key
 ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need an admin key
-# Reading needs an editor key too: golden questions and their evaluations are the editors' working material.
-EDITOR_ONLY = {"golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail"}
+# Reading needs an editor key too: golden questions and their evaluations are the editors' working material,
+# and a version's original is the whole file.
+EDITOR_ONLY = {
+    "golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail",
+    "document-version-original",
+}  # fmt: skip
 
 
 def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
@@ -428,6 +437,7 @@ def _api_url(endpoint: Endpoint, world: World, side: str, missing: bool = False)
     ):
         value = uuid.uuid4() if missing else world.objects[(label, side)].pk
         route = re.sub(rf"<[^>]*:?{param}>", str(value), route)
+    route = re.sub(r"<int:number>", "1", route)  # a document's version (its first)
     assert "<" not in route, f"give {endpoint} a value for its path parameters: {route}"
     return "/" + route
 
@@ -472,8 +482,7 @@ def test_api_endpoint(world: World, db, endpoint: Endpoint, role: str, side: str
     else:
         assert status not in (401, 403), (status, response.content[:300])
     if side == "own" and endpoint.method == "get" and not (writes and not may_write):
-        # errors="replace": an export may be a zip (stored, so names in it are still seen here).
-        assert status == 200 and OTHER not in response.content.decode(errors="replace")
+        assert status == 200 and OTHER not in _body(response)
 
 
 def test_naming_another_tenants_collection_in_a_search_answers_as_an_unknown_name(world: World, db) -> None:
@@ -511,4 +520,10 @@ def test_an_agent_key_reaches_only_its_agents_collections(world: World, db, endp
         # The name the key sent comes back in the refusal, worded as for a name that exists nowhere.
         assert response.status_code == 400 and "is available to this key" in response.json()["detail"]
         return
-    assert f"{OWN}-collection" not in response.content.decode(), response.content[:300]
+    assert f"{OWN}-collection" not in _body(response), _body(response)[:300]
+
+
+def _body(response) -> str:
+    """The answer's text; a download (an original) streams it, an export may be a zip (stored: names still seen)."""
+    content = b"".join(response.streaming_content) if response.streaming else response.content
+    return content.decode(errors="replace")

@@ -30,18 +30,19 @@ from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAd
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
-from collections_app.models import Document, DocumentStatus
-from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS
+from collections_app.models import Document, DocumentStatus, DocumentVersion
+from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
 from collections_app.services.documents import (
     FileTooLarge,
     document_create,
     document_delete,
     document_queue_ingest,
+    document_version_problem,
     upload_filename,
 )
 from collections_app.validation import source_uri_problem
 from doors.admin.base import TenantScopedAdmin, object_for_tool
-from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge
+from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge, table
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -74,6 +75,13 @@ class DocumentUploadForm(forms.ModelForm):
         "One file only: several files each get upload://<their name>.",
     )
     scanned_text_language = scanned_text_field()
+    replace = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Replace a document of the same name",
+        help_text="A changed file under the name (or source) of a document of the collection becomes its next "
+        "version; the old one answers until the new one is read. Untick to keep both as separate documents.",
+    )
 
     class Meta:
         model = Document
@@ -122,6 +130,27 @@ class DocumentUploadForm(forms.ModelForm):
                 "A .zip import takes no OCR language: its files are read with the defaults. "
                 "Upload a scan on its own to choose its language.",
             )
+        collection = data.get("collection")
+        if collection is not None and data.get("replace"):
+            # Said beside the file rather than as an error page: the document it would be a version of is being
+            # read, or several documents have its name (the API answers 409). With several files, that file
+            # alone is refused and the others go.
+            kept = []
+            for upload in uploads:
+                problem = family_of(upload.name) != "archive" and document_version_problem(
+                    collection_id=collection.pk,
+                    filename=upload_filename(upload.name),
+                    source_uri=data.get("source_uri", ""),
+                )
+                if not problem:
+                    kept.append(upload)
+                elif len(uploads) == 1:
+                    self.add_error("upload", problem.replace('send "replace": false', 'untick "Replace"'))
+                else:
+                    self.refused.append((upload.name, problem.replace('send "replace": false', 'untick "Replace"')))
+            if uploads and not kept and len(uploads) > 1:
+                self.add_error("upload", [f"{name}: {problem}" for name, problem in self.refused])
+            data["upload"] = kept
         return data
 
     def ingest_options(self) -> dict:
@@ -185,6 +214,7 @@ class DocumentAdmin(
         "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown", "language",
         "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs", "ocr_languages",
         "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown", "content_hash",
+        "versions_shown",
     ]  # fmt: skip
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
@@ -200,7 +230,7 @@ class DocumentAdmin(
 
     def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
         if obj is None:
-            return [(None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language"]})]
+            return [(None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language", "replace"]})]
         options = [
             *(["ocr_languages"] if family_of(obj.filename) in OCR_FAMILIES else []),
             *(["column_roles"] if obj.ingest_options.get("columns") else []),
@@ -209,6 +239,7 @@ class DocumentAdmin(
             (None, {"fields": ["filename", "collection", "status_shown", "progress_shown", "stale_shown", "error",
                                "size_shown", "language", "uploaded_by", "source_uri", "created_at", "updated_at"]}),
             ("Paragraphs", {"fields": ["paragraphs", "first_paragraphs"]}),
+            ("Versions", {"fields": ["versions_shown"]}),
             *([("Reading options", {"fields": options})] if options else []),
             ("Details", {"classes": ["collapse"], "fields": ["attached_to", "attachment_links", "warnings_shown",
                                                               "metadata_shown", "content_hash"]}),
@@ -217,7 +248,7 @@ class DocumentAdmin(
     def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
         if obj is None:
             kwargs["form"] = DocumentUploadForm
-            kwargs["fields"] = ["collection", "upload", "source_uri", "scanned_text_language"]
+            kwargs["fields"] = ["collection", "upload", "source_uri", "scanned_text_language", "replace"]
         else:
             kwargs["fields"] = []  # every field of a stored document is read-only here
         return super().get_form(request, obj, change=change, **kwargs)
@@ -329,6 +360,28 @@ class DocumentAdmin(
             ),
         )
 
+    @admin.display(description="versions")
+    def versions_shown(self, obj: Document) -> str:
+        """Every version, newest first, each original a download (the one answering marked)."""
+        url = reverse(f"{self.admin_site.name}:collections_app_document_download", args=[obj.pk])
+        rows = [
+            (
+                v.number,
+                status_badge(v.status),
+                v.filename,
+                readable_size(v.size),
+                f"{v.uploaded_at:%Y-%m-%d %H:%M} by {v.uploaded_by or '—'}",
+                f"{v.published_at:%Y-%m-%d %H:%M}" if v.published_at else "—",
+                f"{v.retired_at:%Y-%m-%d %H:%M}" if v.retired_at else "—",
+                format_html('<span title="{}">{}…</span>', v.content_hash, v.content_hash[:12]),
+                Truncator(v.error).chars(200) if v.error else "",
+                format_html('<a href="{}?version={}">download</a>', url, v.number),
+            )
+            for v in document_versions_for(obj)
+        ]
+        headers = ["version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error", ""]
+        return table(headers, rows, empty="none recorded")
+
     @admin.display(description="warnings")
     def warnings_shown(self, obj: Document) -> str:
         if not obj.warnings:
@@ -357,12 +410,14 @@ class DocumentAdmin(
             source_uri=form.cleaned_data.get("source_uri", ""),
             uploaded_by=request.user.get_username(),
             ingest_options=form.ingest_options(),
+            replace=form.cleaned_data.get("replace", False),
         )
         # The admin goes on with (logs, names in its message, redirects to) the stored document.
         for field in Document._meta.concrete_fields:
             setattr(obj, field.attname, getattr(result.document, field.attname))
         obj._state.adding = False
         obj._kb_already_held = not result.accepted
+        obj._kb_version = result.version if result.versioned else None
 
     def save_several(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
         """Several files in one submit: each through the same upload service as one file, and one message per
@@ -382,11 +437,18 @@ class DocumentAdmin(
                     content=upload,
                     uploaded_by=request.user.get_username(),
                     ingest_options=form.ingest_options(),
+                    replace=form.cleaned_data.get("replace", False),
                 )
             except (UnsupportedFile, FileTooLarge, DomainError) as exc:  # a race with the limit or the store
                 self.message_user(request, f"{upload.name}: refused — {exc}", messages.ERROR)
                 continue
-            if result.accepted:
+            if result.accepted and result.versioned:
+                self.log_change(request, result.document, [{"changed": {"fields": ["version"]}}])
+                self.message_user(
+                    request, f"{upload.name}: version {result.version} of {result.document.filename}, queued.",
+                    messages.SUCCESS,
+                )  # fmt: skip
+            elif result.accepted:
                 self.log_addition(request, result.document, [{"added": {}}])
                 self.message_user(request, f"{upload.name}: accepted, queued for ingestion.", messages.SUCCESS)
             else:
@@ -395,6 +457,15 @@ class DocumentAdmin(
                 )
 
     def response_add(self, request, obj, post_url_continue=None):  # type: ignore[no-untyped-def]
+        if version := getattr(obj, "_kb_version", None):
+            self.message_user(
+                request,
+                f"{obj.filename}: version {version} is being read; the version before answers until it is done.",
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:collections_app_document_change", args=[obj.pk])
+            )
         if getattr(obj, "_kb_already_held", False):
             # Not "added": say only that it is already held, and show it.
             self.message_user(request, f"This content is already held as {obj.filename}.", messages.INFO)
@@ -406,6 +477,8 @@ class DocumentAdmin(
     def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
         if getattr(obj, "_kb_already_held", False):
             return None  # nothing was added
+        if version := getattr(obj, "_kb_version", None):  # a new version of a document held: a change of it
+            return self.log_change(request, obj, f"Uploaded version {version}.")
         return super().log_addition(request, obj, message)
 
     def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
@@ -454,13 +527,21 @@ class DocumentAdmin(
         return TemplateResponse(request, "admin/collections_app/document/reingest.html", context)
 
     def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
-        """The stored original, under its own file name (never the path it is stored at)."""
+        """The stored original, under its own file name (never the path it is stored at); `?version=N`: that
+        version's."""
         document = object_for_tool(self, request, object_id, change=False)
+        stored: Document | DocumentVersion = document
+        if "version" in request.GET:
+            number = request.GET["version"]
+            found = document_versions_for(document).filter(number=int(number)).first() if number.isdigit() else None
+            if found is None:
+                raise Http404(f"{document.filename} has no version {number}")
+            stored = found
         try:
-            handle = document.file.open("rb")
+            handle = stored.file.open("rb")
         except (OSError, ValueError):
-            raise Http404(f"the original of {document.filename} is no longer stored") from None
-        return FileResponse(handle, as_attachment=True, filename=document.filename)
+            raise Http404(f"the original of {stored.filename} is no longer stored") from None
+        return FileResponse(handle, as_attachment=True, filename=stored.filename)
 
     def status_view(self, request: HttpRequest) -> JsonResponse:
         """The list's live cells of the documents asked for (?id=...), for the list's refresh script."""

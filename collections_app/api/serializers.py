@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from collections_app.api.language_fields import CollectionLanguagesOutput, LanguageLabelField
 from collections_app.ingestion.chunking import CHUNKING_DEFAULTS
-from collections_app.models import Build, ChunkStrategy, Collection, Document, SizeUnit
+from collections_app.models import Build, ChunkStrategy, Collection, Document, DocumentVersion, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
 from collections_app.services.reindex import reindex_progress
@@ -183,6 +183,13 @@ class DocumentUploadInput(serializers.Serializer):
         help_text='Per-reader collections: the reader labels of the document, a JSON list, e.g. ["hr", "finance"] '
         f"(at most {MAX_LABELS}, each 1-{MAX_LABEL_CHARS} characters). Refused on a collection that is not per-reader.",
     )
+    replace = serializers.BooleanField(
+        default=True,
+        help_text="true (default): a file with new content under the name (or the source_uri) of a document of the "
+        "collection becomes that document's next version: same document_id, its old paragraphs answering until the "
+        "new ones are done, then retired in the same transaction; its versions at .../versions. false: keep both, "
+        "this file a document of its own. The same content again is always the document already held (200).",
+    )
 
 
 class DocumentLabelsInput(serializers.Serializer):
@@ -211,6 +218,10 @@ class IngestOptionsInput(serializers.Serializer):
 class DocumentUploadOutput(serializers.Serializer):
     document_id = serializers.UUIDField()
     status = serializers.CharField()
+    version = serializers.IntegerField(
+        help_text="the document's version this upload is (1 for a new document); the one answering until it is "
+        "done is the document's `version`"
+    )
 
 
 class ArchiveMemberOutput(serializers.Serializer):
@@ -251,9 +262,40 @@ class DocumentOutput(serializers.ModelSerializer):
             "language_pinned",
             "size",
             "chunk_count",
+            "version",
             "created_at",
             "updated_at",
         ]
+        extra_kwargs = {"version": {"help_text": "the version whose paragraphs answer; 0 while none has been read"}}
+
+
+class DocumentVersionOutput(serializers.ModelSerializer):
+    status = serializers.ChoiceField(
+        choices=["reading", "current", "error", "retired"],
+        help_text="reading: being read (the version before still answers); current: its paragraphs answer; "
+        "error: could not be read (see error; the version before still answers); retired: replaced by a newer one",
+    )
+
+    class Meta:
+        model = DocumentVersion
+        fields = [
+            "number",
+            "status",
+            "error",
+            "filename",
+            "size",
+            "content_hash",
+            "uploaded_by",
+            "uploaded_at",
+            "published_at",
+            "retired_at",
+        ]
+        extra_kwargs = {
+            "size": {"help_text": "bytes of the original"},
+            "content_hash": {"help_text": "SHA-256 of the original"},
+            "published_at": {"help_text": "when its paragraphs began to answer (null: never)"},
+            "retired_at": {"help_text": "when a newer version's paragraphs replaced them"},
+        }
 
 
 class DocumentListInput(serializers.Serializer):
@@ -279,6 +321,7 @@ class BuildOutput(serializers.ModelSerializer):
             "dims",
             "method",
             "built_from",
+            "version",
             "passages",
             "built_at",
             "refused",

@@ -22,6 +22,16 @@ urlpatterns = [
         name="document-detail",
     ),
     path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/versions",
+        views.DocumentVersionListView.as_view(),
+        name="document-versions",
+    ),
+    path(
+        "collections/<uuid:collection_id>/documents/<uuid:document_id>/versions/<int:number>/original",
+        views.DocumentVersionOriginalView.as_view(),
+        name="document-version-original",
+    ),
+    path(
         "collections/<uuid:collection_id>/documents/<uuid:document_id>/ingest-options",
         views.DocumentIngestOptionsView.as_view(),
         name="document-ingest-options",

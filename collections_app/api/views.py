@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
@@ -27,6 +28,7 @@ from collections_app.api.serializers import (
     DocumentPageOutput,
     DocumentUploadInput,
     DocumentUploadOutput,
+    DocumentVersionOutput,
     IngestOptionsInput,
 )
 from collections_app.exceptions import InvalidIngestOptions
@@ -39,13 +41,13 @@ from collections_app.services.collections import (
     collection_delete,
     collection_update,
 )
-from collections_app.services.documents import document_create
+from collections_app.services.documents import document_create, document_delete
 from collections_app.services.ingest_options import document_options_update, ingest_options_validate
 from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
 from doors.api.authentication import request_key, request_role
-from doors.api.permissions import EditorWrites, EditorWritesNoAgent
+from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
 from doors.api.schema import refusals
 from doors.api.throttles import UploadsOnly
 
@@ -126,6 +128,12 @@ _UPLOAD_ANSWER = PolymorphicProxySerializer(
 )
 
 
+_UPLOAD_CONFLICT = (
+    "the same content is held with other labels, or the document this file is a new version of is still being "
+    "read, or several documents have its name"
+)
+
+
 class DocumentListView(TenantScopedView):
     parser_classes = [MultiPartParser, FormParser]
     throttle_classes = [UploadsOnly]
@@ -157,11 +165,11 @@ class DocumentListView(TenantScopedView):
         responses={
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
-            **refusals(
-                400, 401, 403, 404, 409, 413, 415, 429, 507, conflict="the same content is held with other labels"
-            ),
+            **refusals(400, 401, 403, 404, 409, 413, 415, 429, 507, conflict=_UPLOAD_CONFLICT),
         },
-        description="A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
+        description="A file with new content under the name (or the source_uri) of a document of the collection is "
+        "that document's next version (same document_id, 202; `replace`: false keeps it a document of its own). "
+        "A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
     def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
@@ -178,8 +186,11 @@ class DocumentListView(TenantScopedView):
             uploaded_by=request_key(request).name or request_key(request).prefix,
             ingest_options=ingest_options_validate(data.validated_data.get("ingest_options")),
             labels=data.validated_data.get("labels"),
+            replace=data.validated_data["replace"],
         )
-        body = DocumentUploadOutput({"document_id": result.document.pk, "status": result.document.status}).data
+        body = DocumentUploadOutput(
+            {"document_id": result.document.pk, "status": result.document.status, "version": result.version}
+        ).data
         return Response(
             body,
             status=status.HTTP_202_ACCEPTED if result.accepted else status.HTTP_200_OK,
@@ -216,6 +227,59 @@ class DocumentDetailView(TenantScopedView):
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         return Response(DocumentOutput(document).data)
+
+    @extend_schema(
+        summary="Delete a document: its paragraphs, versions, attachments and stored originals",
+        responses={204: None, **refusals(401, 403, 404)},
+        description="One transaction: the document's paragraphs stop answering at its commit, their keyword "
+        "postings and statistics go with them, and the stored originals (every version's) are removed after it. "
+        "Builds and search audits stay. An ingestion of the document under way stops within seconds.",
+    )
+    def delete(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document_delete(document=get_object_or_404(selectors.documents_for(collection), pk=document_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DocumentVersionListView(TenantScopedView):
+    @extend_schema(
+        summary="List a document's versions, newest first",
+        responses={200: DocumentVersionOutput(many=True), **refusals(401, 404)},
+        description="Each upload of a changed file under the document's name (or source) is its next version. "
+        "The `current` one answers; a newer one `reading` or in `error` leaves it answering. An original is at "
+        ".../versions/{number}/original (editor or admin key).",
+    )
+    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        return Response(DocumentVersionOutput(selectors.document_versions_for(document), many=True).data)
+
+
+class DocumentVersionOriginalView(TenantScopedView):
+    permission_classes = [EditorOnly]
+    editors_material = "A document's originals"
+
+    @extend_schema(
+        summary="Download the original file of one version of a document",
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(description="the file, under its own name"),
+            **refusals(401, 403, 404),
+        },
+        description="Any version's original, the retired ones included, under the name it was uploaded by. Needs "
+        "an editor or admin key: an original is the whole file, which reader labels do not cut.",
+    )
+    def get(self, request: Request, collection_id, document_id, number: int) -> FileResponse:  # type: ignore[no-untyped-def]
+        collection = self.get_collection(request, collection_id)
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        version = get_object_or_404(selectors.document_versions_for(document), number=number)
+        try:
+            handle = version.file.open("rb")
+        except (OSError, ValueError):
+            raise Http404(f"the original of version {number} of {document.filename} is no longer stored") from None
+        # Under the name it was uploaded by, never the path it is stored at.
+        return FileResponse(
+            handle, as_attachment=True, filename=version.filename, content_type="application/octet-stream"
+        )
 
 
 class DocumentIngestOptionsView(TenantScopedView):

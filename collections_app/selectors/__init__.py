@@ -10,7 +10,7 @@ from typing import cast
 
 from django.db.models import Count, Q, QuerySet
 
-from collections_app.models import ApiKey, Build, Collection, Document, Tenant
+from collections_app.models import ApiKey, Build, Collection, Document, DocumentVersion, Tenant
 
 from .languages import language_counts
 
@@ -53,6 +53,12 @@ def documents_for(collection: Collection) -> QuerySet[Document]:
         .order_by("-created_at", "id")
     )
     return cast("QuerySet[Document]", documents)
+
+
+def document_versions_for(document: Document) -> QuerySet[DocumentVersion]:
+    """A document's versions, newest first (the tenant's own: the document was found through it)."""
+    versions = DocumentVersion.objects.for_tenant(document.tenant_id).filter(document=document).order_by("-number")
+    return cast("QuerySet[DocumentVersion]", versions)
 
 
 def builds_for(collection: Collection) -> QuerySet[Build]:

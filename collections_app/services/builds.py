@@ -17,6 +17,7 @@ def build_record(
     unlabelled: int | None = None,
     warnings: list[str] | None = None,
     alias: str = "",
+    version: int | None = None,
 ) -> Build:
     """Record one indexing run. `refused`: [] = everything read, [names] = what could not be, None = unknown.
 
@@ -24,6 +25,8 @@ def build_record(
     A caller that passes only an alias as `model` (zip imports, folder syncs) gets the identity looked up.
     The "model changed" warning compares identities: a remote server swapping models under one alias is
     noticed; two aliases of one model are not a change.
+
+    `version`: the document version the build read (None: a collection's build).
 
     `unlabelled`: paragraphs this build left without a reader label; None = counted here from the rows of the
     generation searches read (the document's, or for a collection build the collection's). In a per-reader
@@ -59,6 +62,7 @@ def build_record(
             **({"parent_size": collection.parent_size} if collection.parent_size else {}),
         },
         built_from=built_from,
+        version=version,
         passages=passages,
         refused=refused,
         warnings=warnings,

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettings, check_strategy, overlap_following
 from collections_app.models import Chunk, Collection, ParentReturn, Role, SizeUnit, Tenant
-from collections_app.services.documents import collection_chunking
+from collections_app.services.documents import collection_chunking, stored_files_of
 from collections_app.services.languages import language_codes
 from collections_app.services.reader_access import reader_access_check
 from collections_app.services.reindex import CHUNKING_FIELDS, collection_mark_stale
@@ -196,7 +196,7 @@ def _save(collection: Collection, update_fields: list[str] | None = None) -> Non
 
 
 def collection_delete(*, collection: Collection) -> None:
-    files = list(collection.documents.exclude(file="").values_list("file", flat=True))
+    files = stored_files_of(collection_id=collection.pk)  # every document's, every version's
     storage = collection.documents.model._meta.get_field("file").storage
 
     def remove_files() -> None:

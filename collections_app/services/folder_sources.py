@@ -13,14 +13,15 @@ made a collection of that name read the first one's folder. `folder_sources_adop
 variable once to the one collection of that name (saying which tenant), and refuses while two tenants have
 one; after that the variable is never read for any other collection.
 
-A sync (`folder_sync`) imports new files, replaces changed ones (same path, new content:
-the new document is read first and the old one deleted only once the new one is `done`,
-so readers never see the file vanish; a version that cannot be read leaves the last good
-one in place), removes documents whose file is gone or now excluded, and records one Build.
+A sync (`folder_sync`) imports new files, replaces changed ones (same path, new content: the
+document's next version, services/documents/_versions.py — the document keeps its id and its
+old paragraphs answer until the new ones replace them in one transaction; a version that
+cannot be read leaves the last good one in place), removes documents whose file is gone or
+now excluded, and records one Build.
 
 Ingestion runs in the sync itself, file after file, rather than through the queue: the
 sync's Build can then say exactly how many paragraphs it built and which files could not
-be read, and a changed file's old version is deleted only after its successor is done.
+be read.
 A scheduled sync is one django-q2 task, so it still runs off the web process.
 
 `Collection.folder_source_options` holds the options of the import, as a .zip upload takes them:
@@ -57,7 +58,13 @@ from collections_app.ingestion.navigation_hubs import (
 from collections_app.ingestion.paths import is_excluded, is_junk
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus, Role, Tenant, role_at_least
 from collections_app.services.builds import build_record
-from collections_app.services.documents import FileTooLarge, document_create, document_delete, document_ingest
+from collections_app.services.documents import (
+    FileTooLarge,
+    VersionConflict,
+    document_create,
+    document_delete,
+    document_ingest,
+)
 from collections_app.services.ingest_options import ingest_options_validate
 from collections_app.sql import advisory_try_lock, advisory_unlock
 from collections_app.validation import text_problem
@@ -361,15 +368,19 @@ class _Run:
                     content=content,
                     source_uri=self.prefix + relative,
                     queue=False,
+                    # A changed file is its document's next version, as an editor's upload is (same id; the old
+                    # paragraphs answer until the new are published, in one transaction). Several documents
+                    # of one path (left by syncs before versions): a new one replaces them all once done.
+                    replace=len(versions) <= 1,
                 )
-        except (UnsupportedFile, FileTooLarge) as exc:
-            self.refuse(name, str(exc))
+        except (UnsupportedFile, FileTooLarge, VersionConflict) as exc:
+            self.refuse(name, f"{relative}: {exc}" if isinstance(exc, VersionConflict) else str(exc))
             return
         except OSError as exc:
             self.refuse(name, f"{relative} could not be opened ({type(exc).__name__})")
             return
         document = outcome.document
-        if not outcome.created:
+        if not outcome.created and not outcome.versioned:
             self._already_held(relative, document, versions)
             return
         document_ingest(document_id=str(document.pk))
@@ -380,7 +391,8 @@ class _Run:
             return
         result.passages += Chunk.objects.filter(document=document).count()
         (result.replaced if versions else result.imported).append(relative)
-        self._drop(versions)
+        if outcome.created:
+            self._drop(versions)
 
     def _navigation_hub(self, relative: str, path: Path) -> bool:
         """Skip a README.md that is mostly links and headings; the Build names it and why."""

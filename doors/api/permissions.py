@@ -27,6 +27,18 @@ class EditorWrites(HasApiKey):
         return role_at_least(request.auth.role, Role.EDITOR)
 
 
+class EditorOnly(HasApiKey):
+    """Reading and changing both need an editor or admin key: a document's stored originals are whole files,
+    which reader labels do not cut, and golden questions with what their evaluations found are the editors' own
+    working material. A view names what it guards in `editors_material` for the refusal's message."""
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        if not super().has_permission(request, view):
+            return False
+        self.message = f"{getattr(view, 'editors_material', 'These')} need an editor or admin key."
+        return role_at_least(request.auth.role, Role.EDITOR)
+
+
 class AdminOnly(HasApiKey):
     """Reading and changing both need an admin key: what readers may read is the tenant admins' call."""
 
@@ -50,13 +62,3 @@ class EditorWritesNoAgent(EditorWrites):
             "key of no agent."
         )
         return False
-
-
-class EditorOnly(HasApiKey):
-    """Reading and changing both need an editor or admin key: an editor's own working material (golden questions
-    and what their evaluations found) is not something every reader of the collection sees."""
-
-    message = "Golden questions and evaluations need an editor or admin key."
-
-    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
-        return super().has_permission(request, view) and role_at_least(request.auth.role, Role.EDITOR)

@@ -162,6 +162,7 @@ def _page(request: Request, rows: QuerySet, output: type[serializers.Serializer]
 
 class CollectionDoor(APIView):
     permission_classes = [EditorOnly]
+    editors_material = "Golden questions and evaluations"
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
         # Another tenant's id, or one the key's agent does not reach, is simply not found.

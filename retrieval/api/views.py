@@ -92,6 +92,7 @@ class SearchDocumentRef(serializers.Serializer):
     id = serializers.UUIDField()
     filename = serializers.CharField()
     source_uri = serializers.CharField()
+    version = serializers.IntegerField(help_text="the document's version these paragraphs were read from")
 
 
 class SearchResult(serializers.Serializer):

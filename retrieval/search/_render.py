@@ -25,7 +25,7 @@ def render_results(windows: list[Window], collections: dict[str, Collection]) ->
         .paragraphs()
         .select_related("document")
         .only("id", "text", "ordinal", "page", "section", "language", "metadata", "document__id",
-              "document__filename", "document__source_uri", "collection_id")
+              "document__filename", "document__source_uri", "document__version", "collection_id")
     )  # fmt: skip
     by_key = {(str(r.document_id), r.ordinal): r for r in rows}
     results = []
@@ -41,6 +41,7 @@ def render_results(windows: list[Window], collections: dict[str, Collection]) ->
                     "id": str(best.document.id),
                     "filename": best.document.filename,
                     "source_uri": best.document.source_uri,
+                    "version": best.document.version,  # the version whose paragraphs answer
                 },
                 "page": best.page,
                 "section": best.section,

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from collections_app.models import Document
+from collections_app.models import Document, DocumentVersion
 
 
 class Command(BaseCommand):
@@ -44,6 +44,8 @@ class Command(BaseCommand):
         # Read before listing: a file written after this query is younger than the age threshold, so an
         # upload committing meanwhile is never taken for an orphan.
         referenced = set(Document.objects.exclude(file="").values_list("file", flat=True).iterator())
+        # Older versions' originals, kept for download until their document is deleted.
+        referenced |= set(DocumentVersion.objects.exclude(file="").values_list("file", flat=True).iterator())
         cutoff = time.time() - min_age
         checked = kept_young = 0
         orphans: list[tuple[str, int]] = []

@@ -15,7 +15,8 @@ The public API is what this module exports; the private modules are by job, in t
 - _embed.py: vectors for the staged paragraphs, batch by batch, with progress;
 - _publish.py: the new rows replace the old in one transaction, with their keyword index and build record;
 - _rows.py: the rows written with COPY (a re-index writes its generation with it too);
-- _delete.py: a document, its paragraphs and attachments removed, its originals after the commit.
+- _versions.py: a changed file under a document's name is its next version, answering once published;
+- _delete.py: a document, its paragraphs, versions and attachments removed, its originals after the commit.
 
 services/reindex.py rebuilds documents from the same steps (Staging, document_chunk, document_stage_stream,
 document_embed, document_rows_write) into a generation of its own.
@@ -41,11 +42,13 @@ from collections_app.services.documents._upload import (
     stored_files_remove,
     upload_filename,
 )
+from collections_app.services.documents._versions import VersionConflict, document_version_problem, stored_files_of
 
 __all__ = [
     "FileTooLarge",
     "Staging",
     "UploadResult",
+    "VersionConflict",
     "collection_chunking",
     "document_chunk",
     "document_create",
@@ -58,6 +61,8 @@ __all__ = [
     "document_rows_write",
     "document_stage_stream",
     "document_streams",
+    "document_version_problem",
+    "stored_files_of",
     "stored_files_remove",
     "upload_filename",
 ]

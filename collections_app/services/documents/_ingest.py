@@ -11,7 +11,7 @@ from django.utils import timezone
 from collections_app.ingestion import NothingReadable, OverBudget, UnsupportedFile
 from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.ingestion.errors import ParserUnavailable
-from collections_app.models import Collection, Document, DocumentStatus
+from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.services.builds import build_record
 from collections_app.services.documents._chunk import document_chunk, document_stage_stream
 from collections_app.services.documents._embed import document_embed
@@ -30,6 +30,7 @@ from collections_app.services.documents._read import (
     document_streams,
 )
 from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._versions import document_version_fail
 from collections_app.services.documents._watch import DocumentGone, Watch
 from embedding import get_model
 
@@ -129,6 +130,8 @@ def _stage(document: Document, collection: Collection, staging: Staging, watch: 
 
 def _fail(document: Document, reason: str) -> None:
     with transaction.atomic():
+        # A new version that cannot be read: it says so, and the version before still answers (_versions.py).
+        reason = document_version_fail(document=document, reason=reason)
         failed = Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.ERROR,
             error=reason,
@@ -142,4 +145,14 @@ def _fail(document: Document, reason: str) -> None:
         build_record(
             collection=collection, document=document, model=model.model_id, alias=model.alias, dims=model.dims,
             passages=0, refused=[document.filename], built_from=built_from_upload(document),
+            version=_version_read(document),
         )  # fmt: skip
+
+
+def _version_read(document: Document) -> int | None:
+    return (
+        DocumentVersion.objects.filter(document=document, content_hash=document.content_hash)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )

@@ -8,8 +8,8 @@ them, however long writing them takes. Its steps, in order:
 2. choose the generation the rows go to (the one searches read, or a pending re-index's);
 3. replace the document's rows (COPY, _rows.py);
 4. index their keywords, unless they wait for a re-index's cutover;
-5. mark the document done;
-6. record the build.
+5. mark the document done, and the version it read the one answering (the version before retired, _versions.py);
+6. record the build, with that version.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents._rows import document_rows_write
 from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._versions import document_version_publish
 from collections_app.services.documents._watch import DocumentGone
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
@@ -44,7 +45,8 @@ def document_publish(document: Document, collection: Collection, staging: Stagin
         if not target.waiting:
             document_keywords_index(document)
         _mark_done(document, pinned)
-        _record_build(document, collection, model, staging, published, labels)
+        version = document_version_publish(document=document)
+        _record_build(document, collection, model, staging, published, labels, version)
 
 
 def _lock_collection(collection: Collection) -> Collection:
@@ -120,6 +122,7 @@ def _record_build(
     staging: Staging,
     published: int,
     labels: list[str],
+    version: int,
 ) -> None:
     build_record(
         collection=collection,
@@ -129,6 +132,7 @@ def _record_build(
         passages=published,
         refused=[],
         built_from=built_from_upload(document),
+        version=version or None,
         unlabelled=0 if labels else published,
         # What the document budgets left out or cut (pages not read by OCR, long blocks): named in the build too.
         warnings=budget_warnings(document.warnings or []),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from dataclasses import dataclass
@@ -13,8 +14,13 @@ from django.core.files.base import ContentFile
 from django.db import connection, transaction
 
 from collections_app.ingestion import UnsupportedFile, check_upload
-from collections_app.models import Collection, Document, DocumentStatus
+from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.services.documents._queue import document_queue_ingest
+from collections_app.services.documents._versions import (
+    document_version_first,
+    document_version_next,
+    document_version_of,
+)
 from collections_app.services.labels import LabelsDiffer, collection_labels_check, labels_clean
 from collections_app.services.recovery import document_recover
 from collections_app.sql import advisory_key, advisory_xact_lock
@@ -32,10 +38,14 @@ class UploadResult:
     created: bool
     # The same content was held but had failed: it is read again (202, like a new upload).
     requeued: bool = False
+    # A changed file under a document's name (or source): the document's next version, queued (202).
+    versioned: bool = False
+    # The document's version this upload is (the one holding this content, when it was held already).
+    version: int = 1
 
     @property
     def accepted(self) -> bool:
-        return self.created or self.requeued
+        return self.created or self.requeued or self.versioned
 
 
 def document_create(
@@ -49,8 +59,13 @@ def document_create(
     parent: Document | None = None,
     queue: bool = True,
     labels: list[str] | None = None,
+    replace: bool = False,
 ) -> UploadResult:
     """Store an upload and queue its ingestion; the same content again returns the document already held.
+
+    `replace=True` (an editor's upload, a folder sync): new content under the name (or the source) of a document
+    of the collection is that document's next version (_versions.py): the document keeps its id and its paragraphs
+    answer until the new version's are published. False: a document of its own (a zip's members, attachments).
 
     `labels`: reader labels of a per-reader collection (None: none given). The same content already held with
     other labels is a conflict: an upload never changes who may read a document (`document_labels_set` does).
@@ -59,7 +74,8 @@ def document_create(
 
     Identical uploads at the same moment: a transaction-scoped advisory lock on (collection, content hash)
     lets one of them in at a time, so the first creates the document and the others, once it has committed,
-    find it (200) instead of colliding on the unique constraint (a 500).
+    find it (200) instead of colliding on the unique constraint (a 500). Two versions of one document at the
+    same moment: the document's row is locked, and the second finds the first being read (409).
 
     The stored file and the row: the file is written inside the transaction, after the lock and the look-up
     (so a duplicate never writes one), and removed again if anything in this function fails (the row is rolled
@@ -78,6 +94,7 @@ def document_create(
         labels = labels_clean(labels)
         collection_labels_check(collection=collection, labels=labels)
     content_hash = hashlib.sha256(data).hexdigest()
+    given_source = source_uri
     stored: list[str] = []
     try:
         with transaction.atomic():
@@ -90,12 +107,23 @@ def document_create(
                         f"{existing.labels}; change them with PATCH .../documents/{existing.pk}/labels"
                     )
                 return _upload_again(existing, queue=queue)
+            source_uri = source_uri or f"upload://{filename}"
+            if replace and parent is None:
+                _lock_name(collection, filename)
+                held = document_version_of(collection_id=collection.pk, filename=filename, source_uri=given_source)
+                if held is not None:
+                    number = _version_store(
+                        held, filename, data, content_hash, uploaded_by, ingest_options, labels, stored
+                    )
+                    if queue:
+                        document_queue_ingest(document=held)
+                    return UploadResult(held, created=False, versioned=True, version=number)
             document = Document(
                 tenant_id=collection.tenant_id,
                 collection=collection,
                 content_hash=content_hash,
                 filename=filename,
-                source_uri=source_uri or f"upload://{filename}",
+                source_uri=source_uri,
                 size=len(data),
                 uploaded_by=uploaded_by,
                 ingest_options=ingest_options or {},
@@ -106,6 +134,7 @@ def document_create(
             if document.file.name:  # always set by save(); the check is for the type checker
                 stored.append(document.file.name)
             document.save()
+            document_version_first(document=document)
             if queue:
                 document_queue_ingest(document=document)
     except BaseException:
@@ -115,6 +144,17 @@ def document_create(
 
 
 def _upload_again(existing: Document, *, queue: bool) -> UploadResult:
+    result = _upload_again_read(existing, queue=queue)
+    number = (
+        DocumentVersion.objects.filter(document=existing, content_hash=existing.content_hash)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    return dataclasses.replace(result, version=number or existing.version or 1)
+
+
+def _upload_again_read(existing: Document, *, queue: bool) -> UploadResult:
     if existing.status == DocumentStatus.ERROR and queue:
         # Uploading a failed file again is how a person retries it (after
         # installing Tesseract, say): read it again instead of answering "done".
@@ -135,6 +175,47 @@ def _upload_again(existing: Document, *, queue: bool) -> UploadResult:
     ):
         return UploadResult(existing, created=False, requeued=True)
     return UploadResult(existing, created=False)
+
+
+def _version_store(
+    held: Document,
+    filename: str,
+    data: bytes,
+    content_hash: str,
+    uploaded_by: str,
+    ingest_options: dict[str, Any] | None,
+    labels: list[str] | None,
+    stored: list[str],
+) -> int:
+    """The locked document takes the new file as its next version; its paragraphs stay until that one is published.
+
+    Who may read it and its pinned language are the document's and stay; its ingest options stay unless new ones
+    are given; its parser output is dropped, so the new file is parsed."""
+    if labels is not None and labels != held.labels:
+        raise LabelsDiffer(
+            f"{held.filename} (document {held.pk}) has labels {held.labels}; a new version keeps them: change "
+            f"them with PATCH .../documents/{held.pk}/labels"
+        )
+    held.content_hash, held.filename, held.size = content_hash, filename, len(data)
+    held.file.save(_stored_name(filename), ContentFile(data), save=False)  # beside the older versions' files
+    if held.file.name:
+        stored.append(held.file.name)
+    held.uploaded_by = uploaded_by or held.uploaded_by
+    held.ingest_options = ingest_options or held.ingest_options
+    held.status, held.progress, held.error, held.blocks = DocumentStatus.PARSING, 0, "", None
+    held.save(
+        update_fields=[
+            "content_hash", "filename", "size", "file", "uploaded_by", "ingest_options",
+            "status", "progress", "error", "blocks", "updated_at",
+        ]
+    )  # fmt: skip
+    return document_version_next(document=held).number
+
+
+def _lock_name(collection: Collection, filename: str) -> None:
+    # Two new files of one name at once: the second waits, then finds the first as the document it is a version of.
+    with connection.cursor() as cursor:
+        advisory_xact_lock(cursor, advisory_key(f"document-name:{collection.pk}:{filename}"))
 
 
 def _lock_content(collection: Collection, content_hash: str) -> None:

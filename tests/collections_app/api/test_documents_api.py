@@ -65,6 +65,7 @@ def test_the_same_content_again_answers_200_with_the_first_document(cast, collec
     assert again.json() == {
         "document_id": first.json()["document_id"],
         "status": "done",
+        "version": 1,
     }
     assert Document.objects.filter(collection=collection).count() == 1
 

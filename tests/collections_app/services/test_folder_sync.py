@@ -71,8 +71,9 @@ def test_a_sync_imports_replaces_removes_and_records_what_it_could_not_read(cast
 
     documents = folder_documents(handbook)
     returns = documents["folder://handbook/guide/returns.md"]
-    assert returns.pk != old_returns.pk  # a new document replaced the old one ...
-    assert not Document.objects.filter(pk=old_returns.pk).exists()  # ... which is gone
+    assert returns.pk == old_returns.pk and returns.version == 2  # the document's next version ...
+    assert [(v.number, v.status) for v in returns.versions.all()] == [(2, "current"), (1, "retired")]
+    assert not returns.chunks.filter(text__contains="thirty days").exists()  # ... whose paragraphs replaced v1's
     assert returns.chunks.filter(text__contains="sixty days").exists()
     assert "folder://handbook/guide/delivery.txt" not in documents  # its file is gone
     assert documents["folder://handbook/guide/broken.pdf"].status == "error"

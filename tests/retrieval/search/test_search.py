@@ -66,6 +66,7 @@ def test_a_paraphrase_with_no_shared_keyword_finds_its_paragraph_first(cast, col
         "id": office,
         "filename": "office.html",
         "source_uri": "upload://office.html",
+        "version": 1,
     }
     assert first["collection"] == "handbook" and first["language"] == "en"
     assert answer["floor"] > 0
