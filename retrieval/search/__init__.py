@@ -18,6 +18,7 @@ from ._fusion import fuse, ranked, reciprocal_rank_fusion, rrf_combine, zscore_c
 from ._judge import verdict
 from ._pipeline import STAGE_ORDER, SearchAnswer, search
 from ._planning import sub_questions
+from ._render import stitch
 from ._scope import (
     ReaderRequired,
     SearchScope,
@@ -30,7 +31,6 @@ from ._scope import (
 from ._stages import EmbeddingWidthMismatch, Hit, keyword_retrieve, passes_floor, vector_retrieve
 from ._trace import Trace
 from ._visibility import FROM_VISIBLE, READER_SQL, VISIBLE_SQL, Visibility
-from ._render import stitch
 from ._window import build_windows, window_split
 
 __all__ = [
