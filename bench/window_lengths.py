@@ -30,7 +30,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import setup_django  # noqa: E402
+from _common import setup_django
 
 SCIFACT = Path("/work/shared/eval/scifact")
 
