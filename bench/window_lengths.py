@@ -100,7 +100,7 @@ def main() -> int:
             for q, rels in asked.items():
                 answer = search(scope=scope, query=queries[q])
                 per_question.append(len(answer.results))
-                window = next((s for s in answer.stages if s.stage == "window"), None)
+                window = next((s for s in answer.stages if s.name == "window"), None)
                 split += (window.counts.get("split_by_ceiling", 0) if window else 0) or 0
                 hit = None
                 for result in answer.results:

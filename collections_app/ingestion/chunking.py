@@ -157,9 +157,9 @@ def iter_chunk_blocks(
             )
         carried = []
     if held is not None:  # a closing heading is content, with the lone headings before it
-        (page, section), members = held
-        language = _dominant_language(members)
-        for text, metadata, continues in _ipack([*carried, *members], settings, measure):
+        (page, section), closing = held
+        language = _dominant_language(closing)
+        for text, metadata, continues in _ipack([*carried, *closing], settings, measure):
             yield ChunkDraft(
                 text=text, section=list(section), page=page, language=language, metadata=metadata, continues=continues
             )
