@@ -5,7 +5,9 @@ admin's choices, the preview and the docs read it; a planned name is refused wit
 
 - `structure`: consecutive blocks that share a page and a section are packed into one chunk up to `size`;
   a heading travels with the body beneath it; a chunk never crosses a page or section boundary; a block
-  longer than `size` is split at whitespace with `overlap`.
+  longer than `size` is split at whitespace with `overlap`. A heading with no body of its own is never a
+  chunk: beneath it, its text travels in the next chunk's trail; otherwise (a title followed directly by a
+  section heading) it leads the next chunk. Only a heading that ends the document stays alone.
 - `fixed`: each block on its own, never joined; one longer than `size` is cut at whitespace found in the
   last tenth of the window (else at the window's end), the next piece repeating `overlap`.
 - `page`: one chunk per page (or slide); a page longer than `size` is cut between blocks, then at whitespace.
@@ -15,6 +17,9 @@ admin's choices, the preview and the docs read it; a planned name is refused wit
 
 `size` is a ceiling in the unit the caller measures with (`measure`: characters, or the embedding model's
 tokens).
+
+Every chunk says whether it starts inside a block the previous chunk began (`ChunkDraft.continues`: a cut), so
+a search window rejoins the two with a space, and any other two with a paragraph break.
 """
 
 from __future__ import annotations
