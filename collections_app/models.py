@@ -88,6 +88,9 @@ class ChunkStrategy(models.TextChoices):
 # Strategies whose chunker exists. The others are part of the vocabulary (and
 # accepted by the API only to be refused with a clear 400) until they are built.
 BUILT_CHUNK_STRATEGIES = set(built_strategies())
+
+# A collection's default ceiling on a stitched result, in characters (measured: docs/DECISIONS.md, "Windows").
+WINDOW_MAX_CHARS = 3000
 assert set(ChunkStrategy.values) == set(CHUNK_STRATEGIES), "ChunkStrategy must list the chunking vocabulary"
 
 
@@ -168,6 +171,13 @@ class Collection(TenantOwned):
     )
     around = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Neighbouring paragraphs stitched on each side of a hit. Empty: 1."
+    )
+    # A run of stitched paragraphs longer than this splits at its weakest gap into results of their own
+    # (retrieval/search/_window.py); the default is measured (docs/DECISIONS.md, "Windows").
+    window_max_chars = models.PositiveIntegerField(
+        default=WINDOW_MAX_CHARS,
+        help_text="The longest stitched result, in characters: a longer run of neighbours splits where it is "
+        "least relevant into results of their own. A single paragraph is never cut.",
     )
     languages = ArrayField(
         models.CharField(max_length=10),
@@ -463,6 +473,9 @@ class Chunk(TenantOwned):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
     # Which build of the collection this row belongs to; searches read Collection.active_generation only.
     generation = models.PositiveIntegerField(default=0)
+    # True: it starts inside the block the previous paragraph began (a cut), so a window rejoins them with a
+    # space; False: at a block boundary (a paragraph break); null: built before the chunker recorded it.
+    continues = models.BooleanField(null=True, blank=True, editable=False)
 
     objects: ClassVar[models.Manager[Chunk]] = ChunkQuerySet.as_manager()
 

@@ -33,6 +33,7 @@ COLLECTION_SETTINGS = [
     "score_threshold",
     "min_score",
     "around",
+    "window_max_chars",
     "languages",
     "per_reader",
 ]
@@ -58,6 +59,7 @@ def _bounds() -> dict[str, dict[str, Any]]:
         "rerank_top_k": {"min_value": 1, "max_value": svc.MAX_TOP_K},
         "rerank_top_n": {"min_value": 1, "max_value": svc.MAX_TOP_N},
         "around": {"min_value": 0, "max_value": svc.MAX_AROUND},
+        "window_max_chars": dict(zip(("min_value", "max_value"), svc.WINDOW_MAX_CHARS_RANGE, strict=True)),
         "merge_threshold": fraction,
         "hybrid_weight": fraction,
         "score_threshold": fraction,

@@ -41,6 +41,10 @@ class ChunkDraft:
     kind: str = "paragraph"
     # A child's parent: the parent's index in the same list of drafts (hierarchical only).
     parent: int | None = None
+    # True when this paragraph starts inside a block the previous one began (a `fixed` cut, a long block split
+    # by `structure`): a window rejoins the two with a space, dropping the overlap they share. False: it starts
+    # at a block boundary (a heading, a new paragraph, a page), and a window puts a paragraph break before it.
+    continues: bool = False
 
     def embedding_text(self, title: str = "") -> str:
         # The breadcrumb (document title › heading trail) gives the embedding its context ("Refunds" means

@@ -5,7 +5,9 @@ admin's choices, the preview and the docs read it; a planned name is refused wit
 
 - `structure`: consecutive blocks that share a page and a section are packed into one chunk up to `size`;
   a heading travels with the body beneath it; a chunk never crosses a page or section boundary; a block
-  longer than `size` is split at whitespace with `overlap`.
+  longer than `size` is split at whitespace with `overlap`. A heading with no body of its own is never a
+  chunk: beneath it, its text travels in the next chunk's trail; otherwise (a title followed directly by a
+  section heading) it leads the next chunk. Only a heading that ends the document stays alone.
 - `fixed`: each block on its own, never joined; one longer than `size` is cut at whitespace found in the
   last tenth of the window (else at the window's end), the next piece repeating `overlap`.
 - `page`: one chunk per page (or slide); a page longer than `size` is cut between blocks, then at whitespace.
@@ -15,6 +17,9 @@ admin's choices, the preview and the docs read it; a planned name is refused wit
 
 `size` is a ceiling in the unit the caller measures with (`measure`: characters, or the embedding model's
 tokens).
+
+Every chunk says whether it starts inside a block the previous chunk began (`ChunkDraft.continues`: a cut), so
+a search window rejoins the two with a space, and any other two with a paragraph break.
 """
 
 from __future__ import annotations
@@ -90,17 +95,32 @@ def chunk_blocks(
 def _structure(blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]) -> list[ChunkDraft]:
     drafts: list[ChunkDraft] = []
     groups = [(key, list(group)) for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section)))]
+    carried: list[Block] = []  # lone headings waiting for the content that follows them
     for index, ((page, section), members) in enumerate(groups):
-        # A heading whose body follows in a deeper section adds nothing the
-        # next chunk's trail does not already carry; any other lone heading
-        # (a one-line text file, a closing title) is content and is kept.
-        following = groups[index + 1][0][1] if index + 1 < len(groups) else ()
-        if all(b.kind == "heading" for b in members) and following[: len(section)] == section and following != section:
+        if all(b.kind == "heading" for b in members) and index + 1 < len(groups):
+            # A heading with no body of its own never is a paragraph of its own. One whose body follows in a
+            # deeper section adds nothing the next chunk's trail does not already carry; any other (a title
+            # followed directly by a section heading) leads the content that follows it.
+            following = groups[index + 1][0][1]
+            if not _beneath(section, following):
+                carried.extend(members)
             continue
+        # A lone heading at the very end (a one-line text file, a closing title) is content and is kept.
         language = _dominant_language(members)
-        for text, metadata in _pack(members, settings, measure):
-            drafts.append(ChunkDraft(text=text, section=list(section), page=page, language=language, metadata=metadata))
+        for text, metadata, continues in _ipack([*carried, *members], settings, measure):
+            drafts.append(
+                ChunkDraft(
+                    text=text, section=list(section), page=page, language=language, metadata=metadata,
+                    continues=continues,
+                )
+            )  # fmt: skip
+        carried = []
     return drafts
+
+
+def _beneath(section: tuple[str, ...], following: tuple[str, ...]) -> bool:
+    """Whether the `following` trail lies strictly beneath `section` (its heading is in that trail)."""
+    return following[: len(section)] == section and following != section
 
 
 def iter_chunk_blocks(
@@ -120,10 +140,11 @@ def iter_chunk_blocks(
     _check_strategy(settings)
     measure = measure or len
     held: tuple[tuple[int | None, tuple[str, ...]], list[Block]] | None = None  # an all-heading group
+    carried: list[Block] = []  # lone headings that lead the next content (see _structure)
     for key, group in groupby(blocks, key=lambda b: (b.page, tuple(b.section))):
-        if held is not None:
-            yield from _held_headings(held, key[1], settings, measure)
-            held = None
+        if held is not None and not _beneath(held[0][1], key[1]):
+            carried.extend(held[1])
+        held = None
         members = iter(group)
         head: list[Block] = []
         for block in members:
@@ -135,24 +156,18 @@ def iter_chunk_blocks(
             continue
         page, section = key
         language = _dominant_language(head)
-        for text, metadata in _ipack(chain(head, members), settings, measure):
-            yield ChunkDraft(text=text, section=list(section), page=page, language=language, metadata=metadata)
-    if held is not None:
-        yield from _held_headings(held, (), settings, measure)
-
-
-def _held_headings(
-    held: tuple[tuple[int | None, tuple[str, ...]], list[Block]],
-    following: tuple[str, ...],
-    settings: ChunkingSettings,
-    measure: Callable[[str], int],
-) -> Iterator[ChunkDraft]:
-    (page, section), members = held
-    if following[: len(section)] == section and following != section:
-        return  # the next section is beneath it: its text travels in that trail (see chunk_blocks)
-    language = _dominant_language(members)
-    for text, metadata in _ipack(members, settings, measure):
-        yield ChunkDraft(text=text, section=list(section), page=page, language=language, metadata=metadata)
+        for text, metadata, continues in _ipack(chain(carried, head, members), settings, measure):
+            yield ChunkDraft(
+                text=text, section=list(section), page=page, language=language, metadata=metadata, continues=continues
+            )
+        carried = []
+    if held is not None:  # a closing heading is content, with the lone headings before it
+        (page, section), closing = held
+        language = _dominant_language(closing)
+        for text, metadata, continues in _ipack([*carried, *closing], settings, measure):
+            yield ChunkDraft(
+                text=text, section=list(section), page=page, language=language, metadata=metadata, continues=continues
+            )
 
 
 def _check_strategy(settings: ChunkingSettings) -> None:
@@ -197,12 +212,13 @@ def _fixed(blocks: Iterable[Block], settings: ChunkingSettings, measure: Callabl
         else:
             pieces = _block_pieces(block, settings, measure, cut_text=_cut_fixed)
         metadata = dict(block.metadata) if block.kind == "record" else {}
-        for piece in pieces:
+        for number, piece in enumerate(pieces):
             drafts.append(
                 ChunkDraft(
-                    text=piece, section=list(block.section), page=block.page, language=block.language, metadata=metadata
+                    text=piece, section=list(block.section), page=block.page, language=block.language,
+                    metadata=metadata, continues=number > 0,
                 )
-            )
+            )  # fmt: skip
     return drafts
 
 
@@ -270,8 +286,8 @@ def _by_page(blocks: Iterable[Block], settings: ChunkingSettings, measure: Calla
         section = _common_trail([b.section for b in members if b.kind != "heading"] or [b.section for b in members])
         language = _dominant_language(members)
         flat = [replace(b, kind="paragraph") if b.kind == "record" else b for b in members]
-        for text, _ in _ipack(flat, settings, measure):
-            drafts.append(ChunkDraft(text=text, section=section, page=page, language=language))
+        for text, _, continues in _ipack(flat, settings, measure):
+            drafts.append(ChunkDraft(text=text, section=section, page=page, language=language, continues=continues))
     return drafts
 
 
@@ -321,28 +337,24 @@ def _dominant_language_of(drafts: list[ChunkDraft]) -> str:
     return max(set(languages), key=languages.count) if languages else ""
 
 
-def _pack(
-    blocks: list[Block], settings: ChunkingSettings, measure: Callable[[str], int]
-) -> list[tuple[str, dict[str, object]]]:
-    return list(_ipack(blocks, settings, measure))
-
-
 def _ipack(
     blocks: Iterable[Block], settings: ChunkingSettings, measure: Callable[[str], int]
-) -> Iterator[tuple[str, dict[str, object]]]:
-    """Pack blocks up to `size`. A record (spreadsheet row, JSON object) is always a chunk of its own."""
+) -> Iterator[tuple[str, dict[str, object], bool]]:
+    """Pack blocks up to `size`: (text, metadata, continues), `continues` when the chunk starts inside a block the
+    previous chunk began. A record (spreadsheet row, JSON object) is always a chunk of its own."""
     current: list[str] = []
+    starts_inside = False  # `current` starts with a piece that is not its block's first
 
-    def flush() -> Iterator[tuple[str, dict[str, object]]]:
+    def flush() -> Iterator[tuple[str, dict[str, object], bool]]:
         if current:
-            yield ("\n\n".join(current), {})
+            yield ("\n\n".join(current), {}, starts_inside)
             current.clear()
 
     headings_only = False  # `current` holds nothing but headings so far
     for block in blocks:
         if block.kind == "record":
             yield from flush()
-            yield (block.text, dict(block.metadata))
+            yield (block.text, dict(block.metadata), False)
             continue
         # A heading travels with the body beneath it: when only headings are
         # waiting, the body is split to leave them room rather than flushing
@@ -351,10 +363,12 @@ def _ipack(
         if current and headings_only and block.kind != "heading":
             budget = max(settings.size - measure("\n\n".join(current)) - 2, settings.size // 2)
         pieces = _block_pieces(block, replace(settings, size=budget), measure, cut_text=_split_long)
-        for piece in pieces:
+        for number, piece in enumerate(pieces):
             if current and measure("\n\n".join([*current, piece])) > settings.size:
                 yield from flush()
             headings_only = (headings_only or not current) and block.kind == "heading"
+            if not current:
+                starts_inside = number > 0
             current.append(piece)
     yield from flush()
 

@@ -26,7 +26,7 @@ UPDATE collections_app_document SET version = 1 WHERE status = 'done' OR chunk_c
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0019_document_chunk_count_triggers'),
+        ('collections_app', '0020_window_ceiling_paragraph_continues'),
     ]
 
     operations = [

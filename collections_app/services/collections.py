@@ -26,6 +26,8 @@ MAX_PARENT_SIZE = 200_000
 MAX_NAME_CHARS = Collection._meta.get_field("name").max_length or 200
 MAX_DESCRIPTION_CHARS = 10_000
 MAX_LANGUAGES = 50
+# A stitched result's ceiling: below a few sentences a window is no window; above this it is a chapter.
+WINDOW_MAX_CHARS_RANGE = (200, 100_000)
 
 
 class CollectionNameTaken(Conflict):
@@ -92,6 +94,7 @@ def _validate(values: dict[str, Any]) -> None:
     _bounded_int(values, "rerank_top_k", 1, MAX_TOP_K)
     _bounded_int(values, "rerank_top_n", 1, MAX_TOP_N)
     _bounded_int(values, "around", 0, MAX_AROUND, nullable=True)
+    _bounded_int(values, "window_max_chars", *WINDOW_MAX_CHARS_RANGE)
     _fraction(values, "merge_threshold", nullable=False)
     for field in ("hybrid_weight", "score_threshold", "min_score"):
         _fraction(values, field)

@@ -95,18 +95,34 @@ class SearchDocumentRef(serializers.Serializer):
     version = serializers.IntegerField(help_text="the document's version these paragraphs were read from")
 
 
+class SearchMatch(serializers.Serializer):
+    paragraph_id = serializers.UUIDField(help_text="the paragraph (chunk) that matched")
+    start = serializers.IntegerField(help_text="where it starts in the result's `text` (a character offset)")
+    end = serializers.IntegerField(help_text="where it ends in `text`: `text[start:end]` is the paragraph")
+    score = serializers.FloatField(allow_null=True, help_text="its semantic score")
+
+
 class SearchResult(serializers.Serializer):
-    text = serializers.CharField(help_text="the paragraph, stitched with its neighbours (`around`)")
-    score = serializers.FloatField(allow_null=True, help_text="the best score of its pieces")
+    text = serializers.CharField(
+        help_text="the paragraph, stitched with its neighbours (`around`) in document order: a paragraph break "
+        "where a new block starts (a heading, a paragraph), a space where one block was cut; at most the "
+        "collection's `window_max_chars` unless one paragraph is longer"
+    )
+    score = serializers.FloatField(allow_null=True, help_text="the best score of its matched paragraphs")
     collection = serializers.CharField()
     document = SearchDocumentRef()
-    page = serializers.IntegerField(allow_null=True)
-    section = serializers.ListField(child=serializers.CharField(), help_text="the heading trail")
-    chunk_id = serializers.UUIDField()
+    page = serializers.IntegerField(allow_null=True, help_text="the page of its best matched paragraph")
+    section = serializers.ListField(
+        child=serializers.CharField(), help_text="the heading trail of its best matched paragraph"
+    )
+    chunk_id = serializers.UUIDField(help_text="its best matched paragraph, the one it cites")
     language = serializers.CharField(
         allow_null=True, help_text="the paragraph's language (sh: Serbian, Croatian, Bosnian); null: undetected"
     )
     passages = serializers.IntegerField(help_text="how many paragraphs were stitched into `text`")
+    matches = SearchMatch(
+        many=True, help_text="the paragraphs in `text` that matched the question, best score first, by offset"
+    )
     badge = serializers.ChoiceField(
         choices=["supported", "weak"],
         help_text="supported: its score reaches the score_threshold (the reranker's when one ran); weak: below it",

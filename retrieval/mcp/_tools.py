@@ -39,7 +39,8 @@ SEARCH_DESCRIPTION = (
     "Search the knowledge base: cited paragraphs that answer a question, from the collections this key may "
     "read. The same contract as POST /api/search: `query` is required; `collections` narrows (never widens) "
     "the key's set; per-reader collections need the registered `reader`. The answer carries `results` "
-    "(text, score, collection, document, page, section, chunk_id), `refused` (null: could not refuse, false: "
+    "(text, score, collection, document, page, section, chunk_id, passages, and `matches`: where in `text` each "
+    "matched paragraph lies, by character offsets, best first), `refused` (null: could not refuse, false: "
     "the judge approved, true: nothing here answers), the `floor` used, `reason` when results are empty, "
     "the stage-by-stage `trace` and `search_id` (the audit record)."
 )

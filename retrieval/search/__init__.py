@@ -8,7 +8,8 @@ The stages' building blocks are public too, for the bench and for tests that che
 `STAGE_ORDER` (the order every answer lists its stages in), the retrievals (`keyword_retrieve`, `vector_retrieve`,
 their `Hit`), the one visibility predicate (`Visibility`, `VISIBLE_SQL`, its reader part `READER_SQL`,
 `FROM_VISIBLE`), fusion (`fuse`, `zscore_fusion`, `reciprocal_rank_fusion` and the plain `zscores`,
-`zscore_combine`, `rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`), the trace
+`zscore_combine`, `rrf_combine`, `ranked`), the floor (`passes_floor`), windows (`build_windows`, `window_split`,
+and `stitch`, how a window's paragraphs are joined), the trace
 (`Trace`) and how a chat model's reply is read (the judge's `verdict`, the planner's `sub_questions`).
 """
 
@@ -17,6 +18,7 @@ from ._fusion import fuse, ranked, reciprocal_rank_fusion, rrf_combine, zscore_c
 from ._judge import verdict
 from ._pipeline import STAGE_ORDER, SearchAnswer, search
 from ._planning import sub_questions
+from ._render import stitch
 from ._scope import (
     ReaderRequired,
     SearchScope,
@@ -29,7 +31,7 @@ from ._scope import (
 from ._stages import EmbeddingWidthMismatch, Hit, keyword_retrieve, passes_floor, vector_retrieve
 from ._trace import Trace
 from ._visibility import FROM_VISIBLE, READER_SQL, VISIBLE_SQL, Visibility
-from ._window import build_windows
+from ._window import build_windows, window_split
 
 __all__ = [
     "FROM_VISIBLE",
@@ -57,9 +59,11 @@ __all__ = [
     "rrf_combine",
     "search",
     "searchable_collections",
+    "stitch",
     "sub_questions",
     "vector_retrieve",
     "verdict",
+    "window_split",
     "zscore_combine",
     "zscore_fusion",
     "zscores",

@@ -72,6 +72,7 @@ def sections(
             continue
         # Another child of a section already handed back: its run joins in; the best score stays.
         window.ordinals = sorted(set(window.ordinals) | set(_run_around(readable, hit.ordinal)))
+        window.hits.append(hit)
         if hit.semantic is not None and (window.score is None or hit.semantic > window.score):
             window.score, window.best = hit.semantic, hit
     return Sections(list(taken.values()), rest, merged)

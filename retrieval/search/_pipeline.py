@@ -20,7 +20,7 @@ from ._judge import judge_stage
 from ._parents import sections
 from ._planning import merge_planned, planning_stage
 from ._query_embedding import QueryEmbedding, start_query_embeddings
-from ._render import render_results
+from ._render import render_results, window_paragraphs, windows_within_ceiling
 from ._rerank import RerankFailed, rerank_scores
 from ._scope import SearchScope
 from ._stages import (
@@ -412,19 +412,37 @@ def _window_stage(
     if not around and not found.merged:
         trace.skipped("window", "around is 0: each paragraph is returned alone")
         windows = build_windows(found.rest, {}, 0)
+        rows = window_paragraphs(windows)
     else:
         with trace.timed("window") as counts:
             readable = readable_neighbours(visible=plan.visible, hits=found.rest, around=around, filters=plan.where)
             windows = build_windows(found.rest, readable, around)
+            rows = window_paragraphs([*found.windows, *windows])
+            # A section handed back keeps its own ceiling (parent_size); a run of neighbours has this one.
+            stitched = len(windows)
+            windows = windows_within_ceiling(
+                windows, rows, ceiling=lambda w: collections[w.best.collection_id].window_max_chars,
+                semantic=lambda collection_id, ids: _semantic(plan, collections[collection_id], ids),
+            )  # fmt: skip
             counts.update(around=around, results=len(windows) + len(found.windows))
+            if len(windows) != stitched:
+                counts.update(split_by_ceiling=len(windows) - stitched)
             if found.merged:
                 counts.update(sections=len(found.windows), merged_into_sections=found.merged)
     rank = {h.chunk_id: index for index, h in enumerate(hits)}
     windows = sorted([*found.windows, *windows], key=lambda w: rank[w.best.chunk_id])
-    results = render_results(windows, collections)
+    results = render_results(windows, collections, rows)
     for window, result in zip(windows, results, strict=True):
         result["badge"] = "supported" if _window_supported(window, hits, supported) else "weak"
     return results
+
+
+def _semantic(plan: SearchPlan, collection: Collection, chunk_ids: list[str]) -> dict[str, float]:
+    """The question's similarity to these paragraphs, with the vector it was searched with (the first question's,
+    for a planned one); none without one (the vector side was off)."""
+    alias = collection.served_alias
+    vector = next((v for (a, _), v in plan.query_vectors.items() if a == alias), None)
+    return semantic_scores(chunk_ids=chunk_ids, vector=vector) if vector is not None else {}
 
 
 def _window_supported(window: Window, hits: list[Hit], supported: set[str]) -> bool:

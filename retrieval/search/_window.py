@@ -2,13 +2,15 @@
 
 Neighbours come only from rows the reader may read, never from another
 document, and a window stops at a paragraph the reader may not read rather
-than closing over it.
+than closing over it. A window longer than its collection's ceiling splits
+at its weakest gap (`window_split`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -21,8 +23,18 @@ from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
 class Window:
     document_id: str
     ordinals: list[int]
-    best: Hit
+    best: Hit  # the hit that ranks it (its first in the search's order)
     score: float | None
+    hits: list[Hit] = field(default_factory=list)  # every hit inside it, in the search's order
+
+    def __post_init__(self) -> None:
+        if not self.hits:
+            self.hits = [self.best]
+
+    @property
+    def cited(self) -> Hit:
+        """Its best-scoring matched paragraph: the one whose section, page and id the result cites."""
+        return max(self.hits, key=lambda h: -1.0 if h.semantic is None else h.semantic)
 
 
 def readable_neighbours(
@@ -82,6 +94,7 @@ def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -
                 and window.ordinals[0] <= span[-1] + reach
             ):
                 window.ordinals = sorted(set(window.ordinals) | set(span))
+                window.hits.append(hit)
                 if hit.semantic is not None and (window.score is None or hit.semantic > window.score):
                     window.score = hit.semantic
                 merged = True
@@ -89,3 +102,38 @@ def build_windows(hits: list[Hit], readable: dict[str, set[int]], around: int) -
         if not merged:
             windows.append(Window(hit.document_id, span, hit, hit.semantic))
     return windows
+
+
+def window_split(
+    window: Window, *, fits: Callable[[list[int]], bool], scores: Mapping[int, float | None]
+) -> list[Window]:
+    """A window whose stitched text does not `fit` the ceiling, split at its weakest gaps until every part does.
+
+    The weakest gap is the boundary between neighbours whose two paragraphs score lowest together (the mean of
+    their semantic scores, `scores` by ordinal: what the question has least to do with); on a tie, the one
+    nearer the middle. Each part becomes a window of its own with its own hits, best hit and best score; a part
+    holding no hit (context only) is dropped. A single paragraph is never cut, whatever its length.
+    """
+    parts: list[Window] = []
+    for ordinals in _split(window.ordinals, fits, scores):
+        hits = [h for h in window.hits if h.ordinal in ordinals]
+        if not hits:
+            continue
+        scored = [h.semantic for h in hits if h.semantic is not None]
+        parts.append(Window(window.document_id, ordinals, hits[0], max(scored) if scored else None, hits))
+    return parts
+
+
+def _split(
+    ordinals: list[int], fits: Callable[[list[int]], bool], scores: Mapping[int, float | None]
+) -> list[list[int]]:
+    if len(ordinals) < 2 or fits(ordinals):
+        return [ordinals]
+    middle = (len(ordinals) - 1) / 2
+
+    def strength(gap: int) -> tuple[float, float]:  # the boundary before ordinals[gap]
+        pair = [scores.get(ordinals[gap - 1]), scores.get(ordinals[gap])]
+        return (sum(s or 0.0 for s in pair) / 2, abs(gap - 0.5 - middle))
+
+    gap = min(range(1, len(ordinals)), key=strength)
+    return _split(ordinals[:gap], fits, scores) + _split(ordinals[gap:], fits, scores)

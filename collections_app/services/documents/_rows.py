@@ -21,7 +21,7 @@ DOCUMENT_METADATA_KEYS = ("author", "created", "subject", "recipients", "thread"
 # The paragraph columns publishing writes (search_vector is filled afterwards, by document_keywords_index).
 _CHUNK_COLUMNS = (
     "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
-    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "language_detected",
+    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "language_detected", "continues",
 )  # fmt: skip
 
 
@@ -66,6 +66,7 @@ def document_rows_write(
                     None if draft.parent is None else ids[draft.parent],
                     generation,
                     draft.language,
+                    draft.continues,
                 )
             )
             published += draft.kind == "paragraph"

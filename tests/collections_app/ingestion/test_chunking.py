@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks
+from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks, iter_chunk_blocks
 from collections_app.ingestion.chunking import StrategyNotBuilt
 
 
@@ -77,3 +77,42 @@ def test_a_heading_is_never_left_alone_when_its_body_is_long():
     assert drafts[0].text.startswith("A title of some length\n\nword000")
     assert all(len(d.text) <= 1000 for d in drafts)
     assert {w for d in drafts for w in d.text.split()} >= set(body.split())
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_title_followed_directly_by_a_section_heading_leads_that_section_and_is_no_paragraph(stream):
+    blocks = [
+        heading("Procurement policy", ["Procurement policy"]),
+        heading("1 Scope", ["1 Scope"]),
+        para("This policy applies to every purchase.", ["1 Scope"]),
+        heading("2 Payment", ["2 Payment"]),
+        para("Invoices are paid within thirty days.", ["2 Payment"]),
+    ]
+    settings = ChunkingSettings(size=200, overlap=0)
+    drafts = list(iter_chunk_blocks(blocks, settings)) if stream else chunk_blocks(blocks, settings)
+    assert [(d.text, d.section) for d in drafts] == [
+        ("Procurement policy\n\n1 Scope\n\nThis policy applies to every purchase.", ["1 Scope"]),
+        ("2 Payment\n\nInvoices are paid within thirty days.", ["2 Payment"]),
+    ]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_closing_heading_with_nothing_after_it_stays_a_paragraph(stream):
+    blocks = [heading("Intro", ["Intro"]), para("Text.", ["Intro"]), heading("The end", ["The end"])]
+    settings = ChunkingSettings(size=200, overlap=0)
+    drafts = list(iter_chunk_blocks(blocks, settings)) if stream else chunk_blocks(blocks, settings)
+    assert [d.text for d in drafts] == ["Intro\n\nText.", "The end"]
+
+
+@pytest.mark.parametrize("strategy", ["structure", "fixed", "hierarchical"])
+def test_a_paragraph_cut_from_the_block_before_it_says_it_continues_one_at_a_new_block_does_not(strategy):
+    long = " ".join(f"w{i:03d}" for i in range(60))  # ~300 characters, cut at 100
+    blocks = [heading("Refunds", ["Refunds"]), para(long, ["Refunds"]), para("Next block.", ["Refunds"])]
+    drafts = [d for d in chunk_blocks(blocks, ChunkingSettings(strategy=strategy, size=100, overlap=20))]
+    paragraphs = [d for d in drafts if d.kind == "paragraph"]
+    inside = [d for d in paragraphs if d.continues]
+    assert inside and all("w0" in d.text for d in inside)  # only pieces of the long block continue
+    first_of_block = [d for d in paragraphs if not d.continues]
+    assert first_of_block[0].text.startswith("Refunds")  # the first piece, with its heading
+    assert any(d.text.endswith("Next block.") for d in paragraphs)
+    assert not any(d.continues for d in drafts if d.kind == "parent")

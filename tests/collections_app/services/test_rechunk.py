@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from collections_app.models import Build, Chunk, Collection, Document
-from tests.files.documents import html_bytes
+from tests.files.documents import docx_bytes, html_bytes
 from tests.files.sections import SECTIONS
 
 
@@ -156,3 +156,23 @@ def test_it_rechunks_for_editors_only_and_the_outsider_finds_nothing(cast, colle
     assert cast.viewer.post(url).status_code == 403
     assert cast.outsider.post(url).status_code == 404
     assert Collection.objects.count() == 1
+
+
+def test_a_title_followed_by_a_section_heading_is_no_chunk_of_its_own_in_a_word_preview(cast, collection, upload):
+    policy = [
+        (0, "Procurement policy", ""),
+        (1, "1 Scope", "This policy applies to every purchase made on behalf of the company by any employee."),
+        (2, "1.1 Approval", "Purchases above 5,000 EUR need the approval of the finance director before ordering."),
+        (1, "2 Payment terms", "Invoices are paid within thirty days of receipt, by bank transfer to the supplier."),
+    ]
+    answer = upload(cast.editor, collection, "policy.docx", docx_bytes(policy))
+    document = Document.objects.get(pk=answer.json()["document_id"])
+    body = cast.editor.post(
+        preview_url(document), {"chunk_size": 64, "chunk_size_unit": "tokens"}, format="json"
+    ).json()
+    headings = {heading for _, heading, _ in policy}
+    assert not [c["text"] for c in body["chunks"] if c["text"] in headings]  # "Procurement policy" alone was one
+    assert body["heading_only_count"] == 0
+    first = body["chunks"][0]
+    assert first["text"].startswith("Procurement policy\n\n1 Scope\n\nThis policy") and first["section"] == ["1 Scope"]
+    assert [c["section"] for c in body["chunks"][1:]] == [["1 Scope", "1.1 Approval"], ["2 Payment terms"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from collections_app.models import Chunk, Collection
+from retrieval.search import stitch
 from tests.files.documents import html_bytes
 from tests.files.sections import SECTIONS
 
@@ -52,7 +53,7 @@ def test_child_returns_the_passage_parent_the_section_citing_the_child(cast, hie
     set_return(hierarchical, "parent")
     section = ask(cast)
     assert section["chunk_id"] == child["chunk_id"]  # the citation is the matched child
-    assert section["text"] == " ".join(c.text for c in siblings)
+    assert section["text"] == stitch(siblings).text  # each child once, the overlap of its cut printed once
     assert section["passages"] == len(siblings) and section["score"] == child["score"]
 
 
@@ -91,4 +92,4 @@ def test_a_section_breaks_around_a_paragraph_the_search_may_not_read(cast, hiera
         run.append(run[-1] + 1)
     assert hidden.ordinal not in run
     # Only the unbroken run holding the match: what lies beyond the hidden paragraph is not closed over.
-    assert section["text"] == " ".join(passing[o].text for o in run)
+    assert section["text"] == stitch([passing[o] for o in run]).text
