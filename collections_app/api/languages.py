@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from collections_app import selectors
 from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
+from collections_app.ingestion.languages import SH, language_name
 from collections_app.services.languages import document_language_set, document_language_unpin
 from doors.api.schema import refusals
 
@@ -19,7 +20,7 @@ class DocumentLanguageInput(serializers.Serializer):
     language = serializers.CharField(
         max_length=20,
         allow_null=True,
-        help_text="a language code: en, de, sh (Serbian, Croatian and Bosnian, either script), mk, bg, ru, he, ...; "
+        help_text=f"a language code: en, de, sh ({language_name(SH)}, either script), mk, bg, ru, he, ...; "
         "null: back to detected languages",
     )
 

@@ -19,7 +19,7 @@ from doors.api.authentication import request_key
 from doors.api.permissions import EditorWrites
 from doors.api.schema import refusals
 from retrieval.models import CollectionJudge
-from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set
+from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
 
 
 class JudgeInput(serializers.Serializer):
@@ -66,6 +66,11 @@ class JudgeOutput(serializers.Serializer):
     endpoint_configured = serializers.BooleanField(
         help_text="whether KB_LLM_URL is set: without it a judged collection's searches answer refused: null"
     )
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="what keeps this judge from running, e.g. an enabled judge while KB_LLM_URL is not set; "
+        "[] when nothing does",
+    )
 
 
 def _answer(collection: Collection, judge: CollectionJudge | None) -> dict[str, Any]:
@@ -76,6 +81,7 @@ def _answer(collection: Collection, judge: CollectionJudge | None) -> dict[str, 
         "timeout": judge.timeout if judge else None,
         "prompt": judge.prompt if judge else "",
         "endpoint_configured": bool(settings.KB_LLM_URL),
+        "warnings": judge_warnings(judge),
     }
 
 

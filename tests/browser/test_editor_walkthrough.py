@@ -87,7 +87,7 @@ def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_serve
     page.wait_for_selector("#result_list")
     document = Document.objects.get(collection=collection)
     status_cell = f'[data-kb-doc="{document.pk}"][data-kb-field="status"]'
-    assert page.inner_text(status_cell) == "parsing"
+    assert page.inner_text(status_cell) == "queued"  # waiting for a worker, not "parsing 0 %"
     assert len(held_tasks) == 1
     screenshot(page, "walkthrough-04-uploaded-parsing")
 
