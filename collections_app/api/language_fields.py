@@ -7,13 +7,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from collections_app.ingestion.languages import SH, language_name
 from collections_app.models import Collection
 from collections_app.selectors.languages import collection_language_shares, collection_languages
-
-
-# How an answer's language labels read: one wording, from the one function that names languages.
-LABEL_HELP = f"an ISO 639-1 code; {SH}: {language_name(SH)}"
+from doors.api.schema import LABEL_HELP
 
 
 class LanguageShareOutput(serializers.Serializer):

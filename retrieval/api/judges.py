@@ -18,6 +18,7 @@ from collections_app.models import Collection
 from doors.api.authentication import request_key
 from doors.api.permissions import EditorWrites
 from doors.api.schema import refusals
+from retrieval.api import examples
 from retrieval.models import CollectionJudge
 from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
 
@@ -96,6 +97,7 @@ class CollectionJudgeView(APIView):
         summary="A collection's judge",
         description="Whether the collection's searches are judged (and may be refused), with the judge's model, "
         "timeout and prompt.",
+examples=[OpenApiExample("A judge with a short wait", value=examples.JUDGE, response_only=True, status_codes=["200"])],
         responses={200: JudgeOutput, **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
