@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_load import ROOT, Api, free_port, prepare_platform, wait_until_serving  # noqa: E402
+from search_load import ROOT, Api, free_port, prepare_platform, wait_until_serving
 
 QUESTIONS = [
     "how many days of annual leave do I get?",

@@ -67,12 +67,18 @@ def test_the_readme_mcp_examples_are_valid_and_its_curl_searches_over_mcp(live_s
     assert stdio_config["mcpServers"]["kbsite"]["args"][-1] == "mcp" and "KB_MCP_KEY" in str(stdio_config)
 
     key = api_key_create(tenant=Tenant.objects.create(name="demo"), role=Role.EDITOR).secret
-    server = {PLACEHOLDER_KEY: key, PLACEHOLDER_API: f"{live_server.url}/api", "http://127.0.0.1:8000/mcp": f"{live_server.url}/mcp"}
+    server = {
+        PLACEHOLDER_KEY: key,
+        PLACEHOLDER_API: f"{live_server.url}/api",
+        "http://127.0.0.1:8000/mcp": f"{live_server.url}/mcp",
+    }
     script = walkthrough_script() + readme_block("## Agents over MCP", "sh")
     for placeholder, value in server.items():
         assert placeholder in script
         script = script.replace(placeholder, value)
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    run = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
 
     assert run.returncode == 0, run.stderr
     tools, searched = (json.loads(line) for line in run.stdout.strip().splitlines()[-2:])

@@ -85,9 +85,7 @@ class DocumentLanguageAdminMixin(admin.ModelAdmin):
             .annotate(n=Count("id"))
             .order_by()
         )
-        paragraphs = sorted(
-            ((language_name(code), n) for code, n in counts if n), key=lambda r: -r[1]
-        )
+        paragraphs = sorted(((language_name(code), n) for code, n in counts if n), key=lambda r: -r[1])
         context = {
             **self.admin_site.each_context(request),
             "title": f"Language of {document.filename}",

@@ -127,9 +127,10 @@ class DocumentAdmin(
     search_fields = ["filename", "source_uri"]
     actions = ["reingest"]
     readonly_fields = [
-        "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown", "language_shown",
-        "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs", "ocr_languages",
-        "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown", "content_hash",
+        "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown",
+        "language_shown", "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs",
+        "ocr_languages", "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown",
+        "content_hash",
     ]  # fmt: skip
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
@@ -152,7 +153,8 @@ class DocumentAdmin(
         ]
         return [
             (None, {"fields": ["filename", "collection", "status_shown", "progress_shown", "stale_shown", "error",
-                               "size_shown", "language_shown", "uploaded_by", "source_uri", "created_at", "updated_at"]}),
+                               "size_shown", "language_shown", "uploaded_by", "source_uri", "created_at",
+                               "updated_at"]}),
             ("Paragraphs", {"fields": ["paragraphs", "first_paragraphs"]}),
             *([("Reading options", {"fields": options})] if options else []),
             ("Details", {"classes": ["collapse"], "fields": ["attached_to", "attachment_links", "warnings_shown",

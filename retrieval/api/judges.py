@@ -97,7 +97,9 @@ class CollectionJudgeView(APIView):
         summary="A collection's judge",
         description="Whether the collection's searches are judged (and may be refused), with the judge's model, "
         "timeout and prompt.",
-examples=[OpenApiExample("A judge with a short wait", value=examples.JUDGE, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample("A judge with a short wait", value=examples.JUDGE, response_only=True, status_codes=["200"])
+        ],
         responses={200: JudgeOutput, **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:

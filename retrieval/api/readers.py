@@ -18,7 +18,6 @@ from retrieval.api import examples
 from retrieval.models import Reader
 from retrieval.services import reader_create, reader_delete, reader_update
 
-
 NAME_TAKEN = {
     "conflict": "a reader of that name is already registered in this tenant",
     "conflict_example": "a reader named 'ada@example.com' already exists",
@@ -47,7 +46,11 @@ class ReaderListView(APIView):
 
     @extend_schema(
         summary="List the tenant's readers",
-        examples=[OpenApiExample("A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"]
+            )
+        ],
         responses={200: ReaderOutput(many=True), **refusals(401, 403)},
     )
     def get(self, request: Request) -> Response:
@@ -76,7 +79,11 @@ class ReaderDetailView(APIView):
 
     @extend_schema(
         summary="A reader and its labels",
-        examples=[OpenApiExample("A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"])],
+        examples=[
+            OpenApiExample(
+                "A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"]
+            )
+        ],
         responses={200: ReaderOutput, **refusals(401, 403, 404)},
     )
     def get(self, request: Request, reader_id: UUID) -> Response:

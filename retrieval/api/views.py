@@ -126,7 +126,9 @@ class SearchResult(serializers.Serializer):
     page = serializers.IntegerField(allow_null=True, help_text="the page it is on (PDF, slides); null: no pages")
     section = serializers.ListField(child=serializers.CharField(), help_text="the heading trail")
     chunk_id = serializers.UUIDField(help_text="the matched paragraph")
-    language = serializers.CharField(allow_null=True, help_text=f"the paragraph's language ({LABEL_HELP}); null: undetected")
+    language = serializers.CharField(
+        allow_null=True, help_text=f"the paragraph's language ({LABEL_HELP}); null: undetected"
+    )
     passages = serializers.IntegerField(help_text="how many paragraphs were stitched into `text`")
     badge = serializers.ChoiceField(choices=["supported", "weak"], help_text=BADGE_HELP)
     metadata = serializers.DictField(help_text="the paragraph's metadata: a record's fields, an email's subject, ...")
@@ -199,12 +201,18 @@ class SearchView(APIView):
         responses={
             200: SearchOutput,
             **refusals(
-                400, 401, 403, 409, 413, 415, 429,
+                400,
+                401,
+                403,
+                409,
+                413,
+                415,
+                429,
                 conflict="a searched collection was built with a model of another width than the question's; "
                 "rebuild it (re-index) with its current model",
                 conflict_example="the question is embedded with 384 dimensions but archive (768 dimensions) were "
                 "built with another model; rebuild those collections with their current embedding model",
-            ),  # fmt: skip
+            ),
         },
     )
     def post(self, request: Request) -> Response:

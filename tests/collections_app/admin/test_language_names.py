@@ -72,5 +72,7 @@ def test_the_api_names_each_measured_language(cast, collection, labelled) -> Non
     shares = cast.viewer.get(f"/api/manage/collections/{collection.pk}").json()["language_shares"]
 
     assert [(s["language"], s["name"]) for s in shares] == [
-        ("sh", "Serbo-Croatian (sr/hr/bs)"), (None, "undetected"), ("el", "Greek"),
+        ("sh", "Serbo-Croatian (sr/hr/bs)"),
+        (None, "undetected"),
+        ("el", "Greek"),
     ]  # fmt: skip  (most frequent first, then by label)

@@ -282,7 +282,9 @@ def test_pinning_overrides_the_measured_languages_and_null_returns_to_them(cast,
     assert pinned.status_code == 200, pinned.content
     # English is pinned though no paragraph is English yet (English questions over Macedonian documents).
     assert pinned.json()["languages"] == pinned.json()["languages_pinned"] == ["mk", "en", "sh"]
-    assert pinned.json()["language_shares"] == [{"language": "mk", "name": "Macedonian", "paragraphs": 100, "share": 1.0}]
+    assert pinned.json()["language_shares"] == [
+        {"language": "mk", "name": "Macedonian", "paragraphs": 100, "share": 1.0}
+    ]
 
     refused = cast.editor.patch(url, {"languages": ["mk", "xx"]}, format="json")
     assert refused.status_code == 400 and "'xx' is not a supported language code" in str(refused.json())
@@ -326,7 +328,10 @@ def test_the_collections_admin_page_shows_the_shares_and_pins_languages(cast, st
     assert staff.post(url, _collection_form(cast, languages="mk,en,bs")).status_code == 302
     collection.refresh_from_db()
     assert collection.languages == ["mk", "en", "sh"]
-    assert "pinned instead: <strong>Macedonian (mk), English (en), Serbo-Croatian (sr/hr/bs)</strong>" in staff.get(url).content.decode()
+    assert (
+        "pinned instead: <strong>Macedonian (mk), English (en), Serbo-Croatian (sr/hr/bs)</strong>"
+        in staff.get(url).content.decode()
+    )
 
     assert staff.post(url, _collection_form(cast, languages="")).status_code == 302
     collection.refresh_from_db()

@@ -26,7 +26,9 @@ def test_an_upload_waiting_for_a_worker_is_queued_in_the_api_and_the_admin_list(
     detail = cast.viewer.get(f"/api/manage/collections/{collection.pk}/documents/{document_id}").json()
     assert (detail["status"], detail["progress"]) == ("queued", 0)
     listed = staff.get("/admin/collections_app/document/").content.decode()
-    cells = dict(re.findall(rf'data-kb-doc="{document_id}" data-kb-field="(\w+)" data-kb-in-flight="1">(.*?)</span>', listed))
+    cells = dict(
+        re.findall(rf'data-kb-doc="{document_id}" data-kb-field="(\w+)" data-kb-in-flight="1">(.*?)</span>', listed)
+    )
     assert "queued" in cells["status"] and cells["progress"] == "waiting for a worker"
 
     for task in tasks:  # the worker takes it: parsing while read, then done

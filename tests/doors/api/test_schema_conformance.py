@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import schemathesis
@@ -168,7 +170,7 @@ def _schema() -> dict:
     return SchemaGenerator().get_schema(request=None, public=True)
 
 
-def _strict(node):  # type: ignore[no-untyped-def]
+def _strict(node: Any) -> Any:
     """An OpenAPI 3.0 schema as JSON Schema: references to `$defs`, `nullable` as a null type, and no property the
     schema does not name (an example with a field the answer lacks is as wrong as one missing a field)."""
     if isinstance(node, list):
@@ -185,18 +187,18 @@ def _strict(node):  # type: ignore[no-untyped-def]
     return out
 
 
-def _json_schema(node, components: dict) -> dict:  # type: ignore[no-untyped-def]
+def _json_schema(node: Any, components: dict) -> dict:
     return {**_strict(node), "$defs": {name: _strict(c) for name, c in components.items()}}
 
 
-def _body(node, components: dict) -> dict:  # type: ignore[no-untyped-def]
+def _body(node: Any, components: dict) -> dict:
     """A request body's own schema (its component), each property as written there."""
     while "$ref" in node:
         node = components[node["$ref"].rsplit("/", 1)[1]]
     return {**node, "properties": {k: _strict(v) for k, v in node.get("properties", {}).items()}}
 
 
-def _reads_and_search(schema: dict):  # type: ignore[no-untyped-def]
+def _reads_and_search(schema: dict) -> Iterator[tuple[str, dict]]:
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             if method == "get" or path == "/api/search":
@@ -214,7 +216,9 @@ def test_the_search_and_every_read_show_a_200_example_that_is_a_valid_answer() -
         assert content.get("examples"), f"{name}: no 200 example"
         validator = Draft202012Validator(_json_schema(content["schema"], components), format_checker=FormatChecker())
         for title, example in content["examples"].items():
-            errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(example["value"])]
+            errors = [
+                f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(example["value"])
+            ]
             assert not errors, f"{name} example {title!r}: {errors}"
             checked += 1
     assert checked >= 11  # nine reads and the search's two answers

@@ -28,7 +28,7 @@ def test_the_start_up_check_names_each_judged_collection_without_an_endpoint(cas
 
     collection_judge_set(collection=collection, enabled=True)
     [warning] = _judge_warnings()
-    assert warning.level == checks.WARNING and "acme/handbook" in warning.msg and "KB_LLM_URL" in warning.hint
+    assert warning.level == checks.WARNING and "acme/handbook" in warning.msg and "KB_LLM_URL" in str(warning.hint)
 
     CollectionJudge.objects.update(enabled=False)
     assert _judge_warnings() == []
