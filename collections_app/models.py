@@ -283,8 +283,8 @@ class ApiKey(TenantOwned):
 
 
 class DocumentStatus(models.TextChoices):
-    # queued: a re-ingest was asked for and its task has not started; parsing: being read (a new upload
-    # starts here, as the API has always answered); then done or error.
+    # queued: waiting for a worker (a new upload, a retried one, a re-ingest) until its task starts; parsing:
+    # being read (a folder sync reads at once and starts here, the field's default); then done or error.
     QUEUED = "queued", "queued"
     PARSING = "parsing", "parsing"
     DONE = "done", "done"

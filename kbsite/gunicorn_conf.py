@@ -15,8 +15,6 @@ threads = env_int("KB_WEB_THREADS", 4)
 # A 100 MB upload over a slow link takes a while; a stuck request is still cut off.
 timeout = env_int("KB_WEB_TIMEOUT", 120)
 graceful_timeout = 10
-# The web server loads the embedding model at start, so the first search does not pay for it.
-raw_env = ["KB_WARM_EMBEDDING=1"]
 accesslog = env_str("KB_ACCESS_LOG", "-") or None
 errorlog = "-"
 # Requests never carry a server path back: gunicorn's own error pages stay terse.
@@ -25,3 +23,11 @@ proc_name = "kbsite-web"
 # (or a test's platform beside `make run`) never share it.
 (var_dir() / "run").mkdir(parents=True, exist_ok=True, mode=0o700)
 control_socket = str(var_dir() / "run" / "gunicorn.ctl")
+
+
+def post_worker_init(worker):  # type: ignore[no-untyped-def]
+    """Each worker, once Django is set up and before it takes a request, loads what its first search needs
+    (kbsite/warmup.py; KB_WARM_EMBEDDING=0 turns it off)."""
+    from kbsite.warmup import web_worker_warm_up
+
+    web_worker_warm_up()

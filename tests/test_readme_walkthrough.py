@@ -53,3 +53,35 @@ def test_the_readme_walkthrough_runs_twice_verbatim(live_server, tmp_path) -> No
         assert answer["results"][0]["chunk_id"] == str(bikes.pk)
         assert_clears(answer["results"][0]["score"], answer["floor"], what="the bicycle paragraph")
         assert answer["refused"] is None
+
+
+def readme_block(heading: str, language: str, index: int = 0) -> str:
+    section = README.read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)[index]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_readme_mcp_examples_are_valid_and_its_curl_searches_over_mcp(live_server, tmp_path) -> None:
+    http_config, stdio_config = (json.loads(readme_block("## Agents over MCP", "json", i)) for i in (0, 1))
+    assert http_config["mcpServers"]["kbsite"]["url"].endswith("/mcp")
+    assert stdio_config["mcpServers"]["kbsite"]["args"][-1] == "mcp" and "KB_MCP_KEY" in str(stdio_config)
+
+    key = api_key_create(tenant=Tenant.objects.create(name="demo"), role=Role.EDITOR).secret
+    server = {
+        PLACEHOLDER_KEY: key,
+        PLACEHOLDER_API: f"{live_server.url}/api",
+        "http://127.0.0.1:8000/mcp": f"{live_server.url}/mcp",
+    }
+    script = walkthrough_script() + readme_block("## Agents over MCP", "sh")
+    for placeholder, value in server.items():
+        assert placeholder in script
+        script = script.replace(placeholder, value)
+    run = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+
+    assert run.returncode == 0, run.stderr
+    tools, searched = (json.loads(line) for line in run.stdout.strip().splitlines()[-2:])
+    assert {t["name"] for t in tools["result"]["tools"]} == {"search", "collections"}
+    answer = json.loads(searched["result"]["content"][0]["text"])
+    assert "bikes" in answer["results"][0]["text"] and answer["results"][0]["badge"] in {"supported", "weak"}

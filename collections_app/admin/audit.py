@@ -6,21 +6,22 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from collections_app.ingestion.languages import language_shown
 from collections_app.models import Build, Chunk
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from doors.admin.base import AuditAdmin
-from doors.admin.display import key_value_rows
+from doors.admin.display import LanguageFilter, key_value_rows
 
 
 @admin.register(Chunk)
 class ChunkAdmin(AuditAdmin):
-    list_display = ["document", "ordinal", "page", "section_trail", "language", "short_text"]
-    list_filter = ["language", "collection"]
+    list_display = ["document", "ordinal", "page", "section_trail", "language_name", "short_text"]
+    list_filter = [("language", LanguageFilter), "collection"]
     list_select_related = ["document"]
     search_fields = ["text"]
-    fields = ["document_link", "collection", "ordinal", "page", "section_trail", "language", "labels", "text",
-              "metadata_shown"]  # fmt: skip
-    readonly_fields = ["document_link", "section_trail", "metadata_shown"]
+    fields = ["document_link", "collection", "ordinal", "page", "section_trail", "language_name", "labels",
+              "text", "metadata_shown"]  # fmt: skip
+    readonly_fields = ["document_link", "section_trail", "language_name", "metadata_shown"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         # Its document by name only (a large one's JSON columns are megabytes, read once per listed row), and
@@ -51,6 +52,10 @@ class ChunkAdmin(AuditAdmin):
             reverse("admin:collections_app_document_change", args=[obj.document_id]),
             obj.document,
         )
+
+    @admin.display(ordering="language", description="language")
+    def language_name(self, obj: Chunk) -> str:
+        return language_shown(obj.language)
 
     @admin.display(description="section")
     def section_trail(self, obj: Chunk) -> str:

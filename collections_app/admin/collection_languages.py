@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib import admin
 from django.utils.html import format_html
 
-from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
+from collections_app.ingestion.languages import SH, SUPPORTED_LANGUAGES, language_name, language_shown
 from collections_app.models import Collection
 from collections_app.selectors.languages import (
     LANGUAGE_SHARE_FLOOR,
@@ -24,7 +24,7 @@ from doors.admin.display import table
 PINNED_HELP = (
     "Language codes, comma-separated (e.g. mk,en), most important first: questions in another language are "
     "translated into these. A language the collection does not contain yet may be pinned. Empty: measured. "
-    f"Supported: {', '.join(sorted(SUPPORTED_LANGUAGES))} (sh is Serbian, Croatian and Bosnian, both scripts)."
+    f"Supported: {', '.join(sorted(SUPPORTED_LANGUAGES))} (sh is {language_name(SH)}, both scripts)."
 )
 
 
@@ -47,7 +47,7 @@ class CollectionLanguagesAdminMixin(admin.ModelAdmin):
         shares = collection_language_shares(obj)
         rows = [
             (
-                format_html("{} ({})", language_name(s["language"]), s["language"]) if s["language"] else "undetected",
+                language_shown(s["language"]),
                 s["paragraphs"],
                 f"{s['share']:.1%}",
             )
@@ -56,8 +56,10 @@ class CollectionLanguagesAdminMixin(admin.ModelAdmin):
         measured = measured_languages(shares)
         summary = format_html(
             "<p>Measured languages: <strong>{}</strong>{}</p>",
-            ", ".join(measured) or "none yet",
-            format_html(" — pinned instead: <strong>{}</strong>", ", ".join(obj.languages)) if obj.languages else "",
+            ", ".join(language_shown(code) for code in measured) or "none yet",
+            format_html(" — pinned instead: <strong>{}</strong>", ", ".join(language_shown(c) for c in obj.languages))
+            if obj.languages
+            else "",
         )
         return format_html("{}{}", summary, table(["language", "paragraphs", "share"], rows, empty="no paragraphs yet"))
 

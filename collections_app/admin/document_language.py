@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from collections_app.exceptions import DomainError
-from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name
+from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name, language_shown
 from collections_app.models import Chunk
 from collections_app.services.languages import document_language_set, document_language_unpin
 from doors.admin.base import object_for_tool
@@ -25,7 +25,7 @@ AUTOMATIC = ("", "Automatic: detected from the text")
 
 
 def language_choices() -> list[tuple[str, str]]:
-    return sorted(((code, f"{language_name(code)} ({code})") for code in SUPPORTED_LANGUAGES), key=lambda c: c[1])
+    return sorted(((code, language_shown(code)) for code in SUPPORTED_LANGUAGES), key=lambda c: c[1])
 
 
 class DocumentLanguageForm(forms.Form):
@@ -85,9 +85,7 @@ class DocumentLanguageAdminMixin(admin.ModelAdmin):
             .annotate(n=Count("id"))
             .order_by()
         )
-        paragraphs = sorted(
-            ((language_name(code) if code else "undetected", n) for code, n in counts if n), key=lambda r: -r[1]
-        )
+        paragraphs = sorted(((language_name(code), n) for code, n in counts if n), key=lambda r: -r[1])
         context = {
             **self.admin_site.each_context(request),
             "title": f"Language of {document.filename}",
@@ -95,6 +93,6 @@ class DocumentLanguageAdminMixin(admin.ModelAdmin):
             "original": document,
             "form": form,
             "paragraph_languages": paragraphs,
-            "current": language_name(document.language) if document.language else "undetected",
+            "current": language_name(document.language),
         }
         return TemplateResponse(request, "admin/collections_app/document/language.html", context)

@@ -30,6 +30,7 @@ from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAd
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
+from collections_app.ingestion.languages import language_shown as language_label
 from collections_app.models import Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
 from collections_app.services.documents import (
@@ -211,10 +212,10 @@ class DocumentAdmin(
     search_fields = ["filename", "source_uri"]
     actions = ["reingest"]
     readonly_fields = [
-        "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown", "language",
-        "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs", "ocr_languages",
-        "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown", "content_hash",
-        "versions_shown",
+        "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown",
+        "language_shown", "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs",
+        "ocr_languages", "column_roles", "attached_to", "attachment_links", "warnings_shown", "metadata_shown",
+        "content_hash", "versions_shown",
     ]  # fmt: skip
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
@@ -237,7 +238,8 @@ class DocumentAdmin(
         ]
         return [
             (None, {"fields": ["filename", "collection", "status_shown", "progress_shown", "stale_shown", "error",
-                               "size_shown", "language", "uploaded_by", "source_uri", "created_at", "updated_at"]}),
+                               "size_shown", "language_shown", "uploaded_by", "source_uri", "created_at",
+                               "updated_at"]}),
             ("Paragraphs", {"fields": ["paragraphs", "first_paragraphs"]}),
             ("Versions", {"fields": ["versions_shown"]}),
             *([("Reading options", {"fields": options})] if options else []),
@@ -299,6 +301,8 @@ class DocumentAdmin(
             shown = "—"  # an errored document did not get 100 % of the way
         elif obj.status == DocumentStatus.DONE:
             shown = "100%"
+        elif obj.status == DocumentStatus.QUEUED:
+            shown = "waiting for a worker"  # not "0 %": nothing has started reading it
         else:
             shown = format_html('<progress max="100" value="{}"></progress> {}%', obj.progress, obj.progress)
         return _live(obj, "progress", shown)
@@ -327,7 +331,7 @@ class DocumentAdmin(
 
     @admin.display(ordering="language", description="language")
     def language_shown(self, obj: Document) -> str:
-        return _live(obj, "language", obj.language or "—")
+        return _live(obj, "language", language_label(obj.language))
 
     # Not named chunk_count: a list column of a model field's name shows the bare field, not this live cell.
     @admin.display(ordering="chunk_count", description="paragraphs")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from collections_app.api import examples
 from collections_app.api.views import TenantScopedView
 from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
@@ -67,6 +68,9 @@ class CollectionMapView(TenantScopedView):
                 required=False,
                 description="per-reader collections: the registered reader the map is for (needed there)",
             )
+        ],
+        examples=[
+            OpenApiExample("A policy's headings", value=examples.CORPUS_MAP, response_only=True, status_codes=["200"])
         ],
         responses={200: CorpusMapOutput, **refusals(400, 401, 403, 404)},
         description="Built from the headings the paragraphs store (no model call); the same paragraphs always "

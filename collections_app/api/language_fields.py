@@ -9,12 +9,12 @@ from rest_framework import serializers
 
 from collections_app.models import Collection
 from collections_app.selectors.languages import collection_language_shares, collection_languages
+from doors.api.schema import LABEL_HELP
 
 
 class LanguageShareOutput(serializers.Serializer):
-    language = serializers.CharField(
-        allow_null=True, help_text="a label (sh: Serbian, Croatian, Bosnian); null: undetected"
-    )
+    language = serializers.CharField(allow_null=True, help_text=f"a label ({LABEL_HELP}); null: undetected")
+    name = serializers.CharField(help_text='the language\'s name for people, e.g. "Greek", or "undetected"')
     paragraphs = serializers.IntegerField()
     share = serializers.FloatField(help_text="0-1 of the paragraphs searches read")
 
@@ -56,7 +56,7 @@ class LanguageLabelField(serializers.CharField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("allow_null", True)
         kwargs.setdefault("read_only", True)
-        kwargs.setdefault("help_text", "its language (sh: Serbian, Croatian, Bosnian); null: undetected")
+        kwargs.setdefault("help_text", f"its language ({LABEL_HELP}); null: undetected")
         super().__init__(**kwargs)
 
     def to_representation(self, value: Any) -> str | None:  # type: ignore[override]

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from collections_app import selectors
 from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
+from collections_app.ingestion.languages import SH, language_name
 from collections_app.services.languages import document_language_set, document_language_unpin
 from doors.api.schema import refusals
 
@@ -19,7 +20,7 @@ class DocumentLanguageInput(serializers.Serializer):
     language = serializers.CharField(
         max_length=20,
         allow_null=True,
-        help_text="a language code: en, de, sh (Serbian, Croatian and Bosnian, either script), mk, bg, ru, he, ...; "
+        help_text=f"a language code: en, de, sh ({language_name(SH)}, either script), mk, bg, ru, he, ...; "
         "null: back to detected languages",
     )
 
@@ -45,7 +46,17 @@ class DocumentLanguageView(TenantScopedView):
         ],
         responses={
             200: DocumentLanguageOutput,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict="the document is still being read"),
+            **refusals(
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                conflict="the document is still being read (queued or parsing)",
+                conflict_example="handbook.docx is being read (parsing); set its language once it is done",
+            ),
         },
         description="The document and every paragraph it has take the language at once, in one transaction: "
         "each paragraph's keyword index is rebuilt with that language's stemmer. Nothing is parsed or embedded "

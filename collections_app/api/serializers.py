@@ -69,7 +69,10 @@ def _bounds() -> dict[str, dict[str, Any]]:
 
 
 class CollectionInput(serializers.ModelSerializer):
-    name = NameField(max_length=collections_service.MAX_NAME_CHARS)
+    name = NameField(
+        max_length=collections_service.MAX_NAME_CHARS,
+        help_text="How searches and agents name the collection; unique in this tenant (a duplicate is a 409).",
+    )
     languages = serializers.ListField(
         child=serializers.CharField(min_length=1, max_length=10),
         max_length=collections_service.MAX_LANGUAGES,
@@ -164,7 +167,11 @@ class LabelsFormField(SafeJSONField):
 
 class DocumentUploadInput(serializers.Serializer):
     # An empty file is accepted and ends in `error` ("no text could be read"), like any unreadable one.
-    file = UploadFileField(allow_empty_file=True)
+    file = UploadFileField(
+        allow_empty_file=True,
+        help_text="The document (PDF, Word, slides, spreadsheets, e-mail, text, HTML, images, ...) or a .zip of "
+        "documents; its name is how it is shown and versioned. Content that contradicts the extension is a 400.",
+    )
     # folder:// names what a folder source synced; only the deployment sets folder sources, and a sync
     # removes folder documents it does not find, so an upload may not claim to be one.
     source_uri = SourceUriField(
@@ -203,12 +210,37 @@ class DocumentLabelsInput(serializers.Serializer):
 
 
 class IngestOptionsInput(serializers.Serializer):
-    confirm_reparse = serializers.BooleanField(default=False)
-    mineru_lang = serializers.CharField(required=False, max_length=50)
-    tesseract_langs = serializers.ListField(child=serializers.CharField(max_length=50), required=False, max_length=50)
-    table_mode = serializers.CharField(required=False, max_length=50)
-    column_roles = SafeDictField(child=serializers.CharField(max_length=50), required=False)
-    records_path = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    confirm_reparse = serializers.BooleanField(
+        default=False,
+        help_text="true: re-parse even though manual chunk edits and per-block decisions are lost (else a 409)",
+    )
+    mineru_lang = serializers.CharField(
+        required=False, max_length=50, help_text="MinerU's language for a scanned PDF, when MinerU is installed"
+    )
+    tesseract_langs = serializers.ListField(
+        child=serializers.CharField(max_length=50),
+        required=False,
+        max_length=50,
+        help_text='Tesseract OCR languages for images and scanned pages, e.g. ["mkd", "eng"]; [] the defaults',
+    )
+    table_mode = serializers.CharField(
+        required=False,
+        max_length=50,
+        help_text='spreadsheets and records: "records" (a paragraph per row, the default) or "sheet" (each sheet '
+        "one table, chunked like any document)",
+    )
+    column_roles = SafeDictField(
+        child=serializers.CharField(max_length=50),
+        required=False,
+        help_text='column → role, e.g. {"status": "both"}: index (searched text), metadata (a filter), both, '
+        "ignore; columns not named keep their proposed role",
+    )
+    records_path = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="JSON, YAML, XML: dotted path to the list of records, e.g. data.items; empty: the whole file",
+    )
     labels = serializers.ListField(
         child=serializers.CharField(max_length=MAX_LABEL_CHARS),
         required=False,
@@ -301,8 +333,10 @@ class DocumentVersionOutput(serializers.ModelSerializer):
 
 
 class DocumentListInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-    offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, help_text="documents per page")
+    offset = serializers.IntegerField(
+        min_value=0, max_value=MAX_OFFSET, default=0, help_text="documents to skip, newest first"
+    )
 
 
 class DocumentPageOutput(serializers.Serializer):
@@ -342,8 +376,11 @@ class ChunkPreviewInput(serializers.Serializer):
         required=False,
         min_value=collections_service.CHUNK_SIZE_RANGE[0],
         max_value=collections_service.CHUNK_SIZE_RANGE[1],
+        help_text="the longest paragraph, in chunk_size_unit",
     )
-    chunk_size_unit = serializers.ChoiceField(choices=SizeUnit.choices, required=False)
+    chunk_size_unit = serializers.ChoiceField(
+        choices=SizeUnit.choices, required=False, help_text="what chunk_size counts: characters, or the model's tokens"
+    )
     chunk_overlap = serializers.IntegerField(
         required=False, min_value=0, max_value=collections_service.CHUNK_SIZE_RANGE[1] - 1, help_text=OVERLAP_HELP
     )
@@ -352,6 +389,7 @@ class ChunkPreviewInput(serializers.Serializer):
         allow_null=True,
         min_value=collections_service.CHUNK_SIZE_RANGE[0],
         max_value=collections_service.MAX_PARENT_SIZE,
+        help_text="hierarchical: the longest parent section; null: 4 x chunk_size",
     )
 
 

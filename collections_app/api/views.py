@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app import selectors
+from collections_app.api import examples
 from collections_app.api.serializers import (
     ArchiveImportOutput,
     BuildOutput,
@@ -42,7 +43,7 @@ from collections_app.services.collections import (
     collection_update,
 )
 from collections_app.services.documents import document_create, document_delete
-from collections_app.services.ingest_options import document_options_update, ingest_options_validate
+from collections_app.services.ingest_options import REPARSE_WARNING, document_options_update, ingest_options_validate
 from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
@@ -67,6 +68,14 @@ class CollectionListView(TenantScopedView):
     @extend_schema(
         summary="List the collections",
         operation_id="manage_collections_list",
+        examples=[
+            OpenApiExample(
+                "A collection in English and German",
+                value=examples.COLLECTION,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
         responses={200: CollectionOutput(many=True), **refusals(401)},
     )
     def get(self, request: Request) -> Response:
@@ -85,7 +94,16 @@ class CollectionListView(TenantScopedView):
         ],
         responses={
             201: CollectionOutput,
-            **refusals(400, 401, 403, 409, 413, 415, conflict="a collection of that name"),
+            **refusals(
+                400,
+                401,
+                403,
+                409,
+                413,
+                415,
+                conflict="a collection of that name already exists in this tenant",
+                conflict_example="a collection named 'handbook' already exists",
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -96,7 +114,18 @@ class CollectionListView(TenantScopedView):
 
 
 class CollectionDetailView(TenantScopedView):
-    @extend_schema(summary="Read a collection", responses={200: CollectionOutput, **refusals(401, 404)})
+    @extend_schema(
+        summary="Read a collection",
+        examples=[
+            OpenApiExample(
+                "A collection in English and German",
+                value=examples.COLLECTION,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
+        responses={200: CollectionOutput, **refusals(401, 404)},
+    )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         return Response(CollectionOutput(self.get_collection(request, collection_id)).data)
 
@@ -105,7 +134,17 @@ class CollectionDetailView(TenantScopedView):
         request=CollectionInput(partial=True),
         responses={
             200: CollectionOutput,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict="another collection of that name"),
+            **refusals(
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                conflict="another collection of this tenant already has that name",
+                conflict_example="a collection named 'handbook' already exists",
+            ),
         },
     )
     def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -142,6 +181,14 @@ class DocumentListView(TenantScopedView):
         summary="List a collection's documents, a page at a time",
         operation_id="manage_collections_documents_list",
         parameters=[DocumentListInput],
+        examples=[
+            OpenApiExample(
+                "One document read, one waiting for a worker",
+                value=examples.DOCUMENT_PAGE,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
         responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -165,7 +212,21 @@ class DocumentListView(TenantScopedView):
         responses={
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
-            **refusals(400, 401, 403, 404, 409, 413, 415, 429, 507, conflict=_UPLOAD_CONFLICT),
+            **refusals(
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                429,
+                507,
+                conflict=_UPLOAD_CONFLICT,
+                conflict_example="handbook.docx (document 2ad19f49-1734-40c2-a455-3ef38789cdf8) is still being read: "
+                'upload its new version when it is done, or send "replace": false to keep this file as a document '
+                "of its own",
+            ),
         },
         description="A file with new content under the name (or the source_uri) of a document of the collection is "
         "that document's next version (same document_id, 202; `replace`: false keeps it a document of its own). "
@@ -222,7 +283,15 @@ def _archive_upload(request: Request, collection: Collection, validated: dict[st
 
 
 class DocumentDetailView(TenantScopedView):
-    @extend_schema(summary="Read a document's status", responses={200: DocumentOutput, **refusals(401, 404)})
+    @extend_schema(
+        summary="Read a document's status",
+        examples=[
+            OpenApiExample(
+                "A document read and searchable", value=examples.DOCUMENT, response_only=True, status_codes=["200"]
+            )
+        ],
+        responses={200: DocumentOutput, **refusals(401, 404)},
+    )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
@@ -288,7 +357,17 @@ class DocumentIngestOptionsView(TenantScopedView):
         request=IngestOptionsInput,
         responses={
             202: DocumentOutput,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict='re-parsing needs "confirm_reparse": true'),
+            **refusals(
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                conflict='re-parsing loses manual chunk edits, so it needs "confirm_reparse": true',
+                conflict_example=REPARSE_WARNING,
+            ),
         },
     )
     def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
@@ -327,6 +406,11 @@ class DocumentLabelsView(TenantScopedView):
 class BuildListView(TenantScopedView):
     @extend_schema(
         summary="List a collection's builds, newest first",
+        examples=[
+            OpenApiExample(
+                "An upload's build: nothing refused", value=examples.BUILD, response_only=True, status_codes=["200"]
+            )
+        ],
         responses={200: BuildOutput(many=True), **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
@@ -361,7 +445,14 @@ class DocumentRechunkView(TenantScopedView):
         request=None,
         responses={
             202: DocumentOutput,
-            **refusals(401, 403, 404, 409, conflict="the document is being read, or has no stored parser output"),
+            **refusals(
+                401,
+                403,
+                404,
+                409,
+                conflict="the document is being read (queued or parsing), or has no stored parser output",
+                conflict_example="handbook.docx is being read; re-chunk it once it is done",
+            ),
         },
         description="Queued: the stored parser output is cut and embedded again; the new paragraphs replace the "
         "old in one transaction (searchable until then).",

@@ -177,14 +177,33 @@ def detector(labels: tuple[str, ...]) -> LanguageDetector:
         return LanguageDetectorBuilder.from_languages(*languages).build()
 
 
-def language_name(code: str) -> str:
-    """A label for people: "mk" → "Macedonian", "sh" → "Serbian, Croatian, Bosnian"."""
+# Names people read, where the ISO 639 register's own name is not one ("Modern Greek (1453-)").
+_NAMES = {SH: "Serbo-Croatian (sr/hr/bs)", "el": "Greek", "ne": "Nepali", "no": "Norwegian"}
+
+
+def language_name(code: str | None) -> str:
+    """The one name of a language label for people, in every admin page and API answer that names one:
+    "mk" → "Macedonian", "sh" (and sr, hr, bs) → "Serbo-Croatian (sr/hr/bs)", "el" → "Greek",
+    "" or None → "undetected". The ISO 639 register's name otherwise, without its qualifiers in brackets
+    ("Nepali (macrolanguage)"); an unknown code is shown as itself."""
     import iso639
 
+    if not code:
+        return "undetected"
     label = normalise(code)
-    if label == SH:
-        return "Serbian, Croatian, Bosnian"
+    if label in _NAMES:
+        return _NAMES[label]
     try:
-        return str(iso639.Language.from_part1(label).name)
+        name = str(iso639.Language.from_part1(label).name)
     except Exception:  # an unknown code is shown as itself
         return label
+    return name.split(" (")[0].removeprefix("Modern ")
+
+
+def language_shown(code: str | None) -> str:
+    """A label with its name, for lists and choices: "Greek (el)", "Serbo-Croatian (sr/hr/bs)" (its code is in its
+    name), "undetected"."""
+    if not code:
+        return language_name(code)
+    name, label = language_name(code), normalise(code)
+    return name if label == SH or name == label else f"{name} ({label})"

@@ -10,7 +10,7 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Count, OuterRef
 from django.db.models.functions import JSONObject
 
-from collections_app.ingestion.languages import normalise
+from collections_app.ingestion.languages import language_name, normalise
 from collections_app.models import Chunk, Collection
 
 LANGUAGE_SHARE_FLOOR = 0.05
@@ -41,12 +41,20 @@ def collection_language_counts(collection: Collection) -> dict[str, int]:
 
 
 def collection_language_shares(collection: Collection) -> list[dict[str, Any]]:
-    """The measured split, most frequent first: [{"language", "paragraphs", "share"}]; undetected paragraphs
-    count in the whole but are no language (`language` null)."""
+    """The measured split, most frequent first: [{"language", "name", "paragraphs", "share"}]; undetected
+    paragraphs count in the whole but are no language (`language` null, `name` "undetected")."""
     counts = collection_language_counts(collection)
     total = sum(counts.values())
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return [{"language": normalise(code) or None, "paragraphs": n, "share": round(n / total, 4)} for code, n in ranked]
+    return [
+        {
+            "language": normalise(code) or None,
+            "name": language_name(code),
+            "paragraphs": n,
+            "share": round(n / total, 4),
+        }
+        for code, n in ranked
+    ]
 
 
 def measured_languages(shares: list[dict[str, Any]]) -> list[str]:

@@ -6,10 +6,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.contrib import admin
 from django.template.defaultfilters import filesizeformat
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from collections_app.ingestion.languages import language_shown
 from collections_app.models import DocumentStatus
 
 IN_FLIGHT = {DocumentStatus.QUEUED, DocumentStatus.PARSING}
@@ -18,6 +20,18 @@ IN_FLIGHT = {DocumentStatus.QUEUED, DocumentStatus.PARSING}
 def status_badge(status: str) -> SafeString:
     """A coloured badge that also says the status in words (colour alone tells nothing to some readers)."""
     return format_html('<span class="kb-badge kb-badge-{}">{}</span>', status, status)
+
+
+class LanguageFilter(admin.AllValuesFieldListFilter):
+    """A list filter on a language label that names each language ("Greek (el)", "Serbo-Croatian (sr/hr/bs)",
+    "undetected"), not its bare code."""
+
+    def choices(self, changelist):  # type: ignore[no-untyped-def]
+        codes = {str(code) for code in self.lookup_choices if code is not None}
+        for choice in super().choices(changelist):
+            if choice.get("display") in codes:
+                choice = {**choice, "display": language_shown(str(choice["display"]))}
+            yield choice
 
 
 def readable_size(size: int | None) -> str:

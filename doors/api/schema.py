@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
+
+from collections_app.ingestion.languages import SH, language_name
+
+# How an answer's language labels read in the docs: one wording, from the one function that names languages.
+LABEL_HELP = f"an ISO 639-1 code; {SH}: {language_name(SH)}"
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -34,7 +39,6 @@ REFUSALS = {
     401: "No API key, or one that is unknown or revoked.",
     403: "This key's role may not do this: creating or changing needs an editor or admin key.",
     404: "No such collection or document for this key's tenant.",
-    409: "Conflict",
     413: "The upload, or the JSON body, is larger than the server takes.",
     415: "The body is not in a media type this operation reads (JSON; an upload is multipart/form-data).",
     429: "This key's rate limit is reached: retry after the `Retry-After` header's seconds.",
@@ -42,12 +46,26 @@ REFUSALS = {
 }
 
 
-def refusals(*codes: int, conflict: str = "") -> dict[int, OpenApiResponse]:
-    """The error answers of an operation, for `extend_schema(responses={..., **refusals(400, 401)})`."""
+def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dict[int, OpenApiResponse]:
+    """The error answers of an operation, for `extend_schema(responses={..., **refusals(400, 401)})`.
+
+    A 409 is particular to its operation: `conflict` says when it happens and `conflict_example` is the message
+    the service gives then (each operation's own, so the description and the example tell the same story).
+    """
+    if 409 in codes and not (conflict and conflict_example):
+        raise ValueError("a 409 needs its conflict= description and its conflict_example= message")
     answers = {}
     for code in codes:
-        description = REFUSALS[code] if code != 409 else f"Conflict: {conflict}." if conflict else "Conflict."
-        answers[code] = OpenApiResponse(ValidationErrorOutput if code == 400 else ErrorOutput, description=description)
+        if code == 409:
+            answers[code] = OpenApiResponse(
+                ErrorOutput,
+                description=f"Conflict: {conflict}.",
+                examples=[OpenApiExample("Conflict", value={"detail": conflict_example}, status_codes=["409"])],
+            )
+            continue
+        answers[code] = OpenApiResponse(
+            ValidationErrorOutput if code == 400 else ErrorOutput, description=REFUSALS[code]
+        )
     return answers
 
 
@@ -73,7 +91,6 @@ ERROR_EXAMPLES: dict[str, dict[str, Any]] = {
     "401": {"detail": "An API key is required: 'Authorization: Bearer <key>'."},
     "403": {"detail": "This key may only read: creating or changing needs an editor or admin key."},
     "404": {"detail": "Not found."},
-    "409": {"detail": "a collection named 'handbook' already exists"},
     "413": {"detail": "report.pdf is larger than the upload limit of 104857600 bytes"},
     "415": {"detail": 'Unsupported media type "text/plain" in request.'},
     "429": {"detail": "Request was throttled. Expected available in 42 seconds."},

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Model, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
@@ -19,7 +19,7 @@ from collections_app.models import Role
 from doors.admin.base import AuditAdmin, TenantScopedAdmin
 from doors.admin.roles import may, tenants_where
 from retrieval.models import CollectionJudge, ModelCall
-from retrieval.services import JUDGE_MAX_TIMEOUT
+from retrieval.services import JUDGE_MAX_TIMEOUT, judge_warnings
 
 DAILY_ROWS = 200  # the per-agent-per-day table lists at most this many days × agents (the filters narrow it)
 
@@ -52,6 +52,8 @@ class CollectionJudgeAdmin(TenantScopedAdmin):
     def save_model(self, request: HttpRequest, obj: CollectionJudge, form: Any, change: bool) -> None:
         obj.tenant_id = obj.collection.tenant_id  # the collection's tenant, never a second choice
         super().save_model(request, obj, form, change)
+        for warning in judge_warnings(obj):
+            messages.warning(request, f"{obj.collection}: {warning}.")
 
 
 @admin.register(ModelCall)

@@ -20,6 +20,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from collections_app.ingestion.languages import language_shown
 from collections_app.models import Collection, Role
 from collections_app.selectors import document_filenames
 from doors.admin.base import AuditAdmin
@@ -133,14 +134,19 @@ class SearchEventAdmin(AuditAdmin):
     date_hierarchy = "created_at"
     readonly_fields = [
         "created_at", "asked_by", "on_behalf_of", "reader", "collection_links", "refused_shown", "reason_shown",
-        "floor", "threshold", "around", "results", "documents_shown", "latency_ms", "question_language",
+        "floor", "threshold", "around", "results", "documents_shown", "latency_ms", "question_language_shown",
         "trace_shown", "question_shown", "withheld_shown",
     ]  # fmt: skip
 
     MAIN_FIELDS = [
         "created_at", "tenant", "asked_by", "on_behalf_of", "reader", "collection_links", "refused_shown",
-        "reason_shown", "floor", "threshold", "around", "results", "documents_shown", "latency_ms", "question_language",
+        "reason_shown", "floor", "threshold", "around", "results", "documents_shown", "latency_ms",
+        "question_language_shown",
     ]  # fmt: skip
+
+    @admin.display(description="question language")
+    def question_language_shown(self, obj: SearchEvent) -> str:
+        return language_shown(obj.question_language)
 
     def get_fieldsets(self, request: HttpRequest, obj: SearchEvent | None = None) -> Any:
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [

@@ -194,7 +194,20 @@ class GoldenListView(CollectionDoor):
                 "A control", value={"question": "Who won the 1998 World Cup?", "control": True}, request_only=True
             ),
         ],
-        responses={201: GoldenOutput, **refusals(400, 401, 403, 404, 409, 413, 415, conflict="the question is held")},
+        responses={
+            201: GoldenOutput,
+            **refusals(
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                conflict="the collection already has that question",
+                conflict_example="this collection already has that golden question",
+            ),
+        },
     )
     def post(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -218,7 +231,20 @@ class GoldenDetailView(CollectionDoor):
     @extend_schema(
         summary="Change a golden question",
         request=GoldenInput(partial=True),
-        responses={200: GoldenOutput, **refusals(400, 401, 403, 404, 409, 413, 415, conflict="the question is held")},
+        responses={
+            200: GoldenOutput,
+            **refusals(
+                400,
+                401,
+                403,
+                404,
+                409,
+                413,
+                415,
+                conflict="the collection already has that question",
+                conflict_example="this collection already has that golden question",
+            ),
+        },
     )
     def patch(self, request: Request, collection_id: UUID, golden_id: UUID) -> Response:
         golden = self.get_golden(request, collection_id, golden_id)

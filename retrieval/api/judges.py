@@ -18,8 +18,9 @@ from collections_app.models import Collection
 from doors.api.authentication import request_key
 from doors.api.permissions import EditorWrites
 from doors.api.schema import refusals
+from retrieval.api import examples
 from retrieval.models import CollectionJudge
-from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set
+from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
 
 
 class JudgeInput(serializers.Serializer):
@@ -66,6 +67,11 @@ class JudgeOutput(serializers.Serializer):
     endpoint_configured = serializers.BooleanField(
         help_text="whether KB_LLM_URL is set: without it a judged collection's searches answer refused: null"
     )
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="what keeps this judge from running, e.g. an enabled judge while KB_LLM_URL is not set; "
+        "[] when nothing does",
+    )
 
 
 def _answer(collection: Collection, judge: CollectionJudge | None) -> dict[str, Any]:
@@ -76,6 +82,7 @@ def _answer(collection: Collection, judge: CollectionJudge | None) -> dict[str, 
         "timeout": judge.timeout if judge else None,
         "prompt": judge.prompt if judge else "",
         "endpoint_configured": bool(settings.KB_LLM_URL),
+        "warnings": judge_warnings(judge),
     }
 
 
@@ -90,6 +97,9 @@ class CollectionJudgeView(APIView):
         summary="A collection's judge",
         description="Whether the collection's searches are judged (and may be refused), with the judge's model, "
         "timeout and prompt.",
+        examples=[
+            OpenApiExample("A judge with a short wait", value=examples.JUDGE, response_only=True, status_codes=["200"])
+        ],
         responses={200: JudgeOutput, **refusals(401, 404)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:

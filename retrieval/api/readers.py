@@ -14,8 +14,14 @@ from rest_framework.views import APIView
 from doors.api.authentication import request_key
 from doors.api.permissions import AdminOnly
 from doors.api.schema import refusals
+from retrieval.api import examples
 from retrieval.models import Reader
 from retrieval.services import reader_create, reader_delete, reader_update
+
+NAME_TAKEN = {
+    "conflict": "a reader of that name is already registered in this tenant",
+    "conflict_example": "a reader named 'ada@example.com' already exists",
+}
 
 
 class ReaderInput(serializers.Serializer):
@@ -38,7 +44,15 @@ class ReaderOutput(serializers.ModelSerializer):
 class ReaderListView(APIView):
     permission_classes = [AdminOnly]
 
-    @extend_schema(summary="List the tenant's readers", responses={200: ReaderOutput(many=True), **refusals(401, 403)})
+    @extend_schema(
+        summary="List the tenant's readers",
+        examples=[
+            OpenApiExample(
+                "A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"]
+            )
+        ],
+        responses={200: ReaderOutput(many=True), **refusals(401, 403)},
+    )
     def get(self, request: Request) -> Response:
         readers = Reader.objects.for_tenant(request_key(request).tenant_id)
         return Response(ReaderOutput(readers, many=True).data)
@@ -47,7 +61,7 @@ class ReaderListView(APIView):
         summary="Register a reader and its labels",
         request=ReaderInput,
         examples=[OpenApiExample("A reader of HR paragraphs", value={"name": "ada@example.com", "labels": ["hr"]})],
-        responses={201: ReaderOutput, **refusals(400, 401, 403, 409, 413, 415, conflict="the name is taken")},
+        responses={201: ReaderOutput, **refusals(400, 401, 403, 409, 413, 415, **NAME_TAKEN)},
     )
     def post(self, request: Request) -> Response:
         data = ReaderInput(data=request.data)
@@ -63,14 +77,22 @@ class ReaderDetailView(APIView):
         # Another tenant's reader is simply not found.
         return get_object_or_404(Reader.objects.for_tenant(request_key(request).tenant_id), pk=reader_id)
 
-    @extend_schema(summary="A reader and its labels", responses={200: ReaderOutput, **refusals(401, 403, 404)})
+    @extend_schema(
+        summary="A reader and its labels",
+        examples=[
+            OpenApiExample(
+                "A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"]
+            )
+        ],
+        responses={200: ReaderOutput, **refusals(401, 403, 404)},
+    )
     def get(self, request: Request, reader_id: UUID) -> Response:
         return Response(ReaderOutput(self.get_reader(request, reader_id)).data)
 
     @extend_schema(
         summary="Rename a reader or change its labels (the next search uses them)",
         request=ReaderInput(partial=True),
-        responses={200: ReaderOutput, **refusals(400, 401, 403, 404, 409, 413, 415, conflict="the name is taken")},
+        responses={200: ReaderOutput, **refusals(400, 401, 403, 404, 409, 413, 415, **NAME_TAKEN)},
     )
     def patch(self, request: Request, reader_id: UUID) -> Response:
         reader = self.get_reader(request, reader_id)

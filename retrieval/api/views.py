@@ -9,8 +9,10 @@ from rest_framework.views import APIView
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
 from collections_app.validation import SafeJSONField
 from doors.api.authentication import request_key
-from doors.api.schema import refusals
+from doors.api.schema import LABEL_HELP, refusals
 from doors.api.throttles import SearchThrottle
+from retrieval.api import examples
+from retrieval.api.examples import BADGE_HELP
 from retrieval.search import resolve_scope, search
 from retrieval.services import on_behalf_of_agent, search_event_record
 
@@ -34,15 +36,37 @@ class FloorField(serializers.JSONField):
 
 
 class SearchInput(serializers.Serializer):
-    query = serializers.CharField(max_length=4000, trim_whitespace=True)
+    query = serializers.CharField(
+        max_length=4000,
+        trim_whitespace=True,
+        help_text="The question, in any language, as a person would ask it. Its language is detected (the trace's "
+        "translation stage says which) and keywords are matched with that language's word forms; the embedding "
+        "reads it whole.",
+    )
     collections = serializers.ListField(
         child=serializers.CharField(max_length=MAX_NAME_CHARS),
         required=False,
         allow_empty=False,
         max_length=1000,
+        help_text="Names of the collections to search. Narrows what this key may read (an agent key: its "
+        "configured collections), never widens it; a name this key may not read is a 400 naming it. Absent: "
+        "every collection the key may read.",
     )
-    top_n = serializers.IntegerField(min_value=1, max_value=MAX_TOP_N, required=False)
-    around = serializers.IntegerField(min_value=0, max_value=MAX_AROUND, required=False)
+    top_n = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_TOP_N,
+        required=False,
+        help_text="How many results at most (before neighbours are stitched in). Absent: the largest "
+        "`rerank_top_n` of the searched collections (8 unless changed).",
+    )
+    around = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_AROUND,
+        required=False,
+        help_text="Neighbouring paragraphs stitched to each side of a match from the same document (0: the "
+        "matched paragraph alone). Absent: the smallest `around` of the searched collections, else 1. The value "
+        "used travels back as `around`.",
+    )
     reader = serializers.CharField(
         required=False,
         max_length=MAX_NAME_CHARS,
@@ -89,9 +113,9 @@ class SearchInput(serializers.Serializer):
 
 
 class SearchDocumentRef(serializers.Serializer):
-    id = serializers.UUIDField()
-    filename = serializers.CharField()
-    source_uri = serializers.CharField()
+    id = serializers.UUIDField(help_text="the document (GET /api/manage/collections/{id}/documents/{document_id})")
+    filename = serializers.CharField(help_text="the name it was uploaded under (never a server path)")
+    source_uri = serializers.CharField(help_text="where it came from: upload://<name>, http(s)://, mailto:, folder://")
     version = serializers.IntegerField(help_text="the document's version these paragraphs were read from")
 
 
@@ -109,33 +133,32 @@ class SearchResult(serializers.Serializer):
         "collection's `window_max_chars` unless one paragraph is longer"
     )
     score = serializers.FloatField(allow_null=True, help_text="the best score of its matched paragraphs")
-    collection = serializers.CharField()
+    collection = serializers.CharField(help_text="the collection's name")
     document = SearchDocumentRef()
-    page = serializers.IntegerField(allow_null=True, help_text="the page of its best matched paragraph")
+    page = serializers.IntegerField(
+        allow_null=True, help_text="the page of its best matched paragraph (PDF, slides); null: no pages"
+    )
     section = serializers.ListField(
         child=serializers.CharField(), help_text="the heading trail of its best matched paragraph"
     )
     chunk_id = serializers.UUIDField(help_text="its best matched paragraph, the one it cites")
     language = serializers.CharField(
-        allow_null=True, help_text="the paragraph's language (sh: Serbian, Croatian, Bosnian); null: undetected"
+        allow_null=True, help_text=f"the paragraph's language ({LABEL_HELP}); null: undetected"
     )
     passages = serializers.IntegerField(help_text="how many paragraphs were stitched into `text`")
     matches = SearchMatch(
         many=True, help_text="the paragraphs in `text` that matched the question, best score first, by offset"
     )
-    badge = serializers.ChoiceField(
-        choices=["supported", "weak"],
-        help_text="supported: its score reaches the score_threshold (the reranker's when one ran); weak: below it",
-    )
+    badge = serializers.ChoiceField(choices=["supported", "weak"], help_text=BADGE_HELP)
     metadata = serializers.DictField(help_text="the paragraph's metadata: a record's fields, an email's subject, ...")
 
 
 class SearchStage(serializers.Serializer):
-    stage = serializers.CharField()
+    stage = serializers.CharField(help_text="planning, translation, keyword retrieval, query embedding, ...")
     status = serializers.ChoiceField(choices=["ran", "skipped", "failed"])
-    reason = serializers.CharField(required=False)
-    counts = serializers.DictField(required=False)
-    ms = serializers.FloatField()
+    reason = serializers.CharField(required=False, help_text="why it was skipped or failed")
+    counts = serializers.DictField(required=False, help_text="what it did: hits, candidates, the threshold, ...")
+    ms = serializers.FloatField(help_text="milliseconds it took")
 
 
 class SearchOutput(serializers.Serializer):
@@ -147,7 +170,7 @@ class SearchOutput(serializers.Serializer):
         "true: the judge said nothing here answers, so `results` is empty and `reason` is judge_refused",
     )
     floor = FloorField()
-    around = serializers.IntegerField()
+    around = serializers.IntegerField(help_text="the neighbours stitched to each side of a match")
     trace = SearchStage(many=True, help_text="every pipeline stage in order, ran, skipped or failed with a reason")
     reason = serializers.ChoiceField(
         choices=["no_collection", "no_readable_paragraph", "below_floor", "judge_refused"],
@@ -174,6 +197,13 @@ class SearchView(APIView):
                 value={"query": "where do I secure my cycle?", "top_n": 5, "around": 1},
                 request_only=True,
             ),
+            OpenApiExample("Answered", value=examples.SEARCH_ANSWERED, response_only=True, status_codes=["200"]),
+            OpenApiExample(
+                "Nothing here answers: every match scored under the floor",
+                value=examples.SEARCH_BELOW_FLOOR,
+                response_only=True,
+                status_codes=["200"],
+            ),
             OpenApiExample(
                 "Narrowed to one collection, for a registered reader, with a filter, charged to an agent",
                 value={
@@ -190,7 +220,17 @@ class SearchView(APIView):
         responses={
             200: SearchOutput,
             **refusals(
-                400, 401, 403, 409, 413, 415, 429, conflict="the query embedding's width does not match the rows"
+                400,
+                401,
+                403,
+                409,
+                413,
+                415,
+                429,
+                conflict="a searched collection was built with a model of another width than the question's; "
+                "rebuild it (re-index) with its current model",
+                conflict_example="the question is embedded with 384 dimensions but archive (768 dimensions) were "
+                "built with another model; rebuild those collections with their current embedding model",
             ),
         },
     )

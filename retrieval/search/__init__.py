@@ -2,7 +2,8 @@
 
     answer = search(scope=..., query=..., top_n=...)
 
-Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCollections`, `InvalidFilters`.
+Public API: `search`, `SearchScope`, `SearchAnswer`, `resolve_scope`, `UnknownCollections`, `InvalidFilters`, and
+`search_warm_up` (what a web process loads before its first search).
 
 The stages' building blocks are public too, for the bench and for tests that check a stage on its own:
 `STAGE_ORDER` (the order every answer lists its stages in), the retrievals (`keyword_retrieve`, `vector_retrieve`,
@@ -31,6 +32,7 @@ from ._scope import (
 from ._stages import EmbeddingWidthMismatch, Hit, keyword_retrieve, passes_floor, vector_retrieve
 from ._trace import Trace
 from ._visibility import FROM_VISIBLE, READER_SQL, VISIBLE_SQL, Visibility
+from ._warm import WarmUp, search_warm_up
 from ._window import build_windows, window_split
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "UnknownCollections",
     "UnknownReader",
     "Visibility",
+    "WarmUp",
     "build_windows",
     "collection_scope",
     "fuse",
@@ -58,6 +61,7 @@ __all__ = [
     "resolve_scope",
     "rrf_combine",
     "search",
+    "search_warm_up",
     "searchable_collections",
     "stitch",
     "sub_questions",

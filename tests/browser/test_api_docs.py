@@ -39,6 +39,9 @@ def test_redoc_renders_offline(offline_page, live_server, screenshot) -> None:
     page.goto(f"{live_server.url}/api/redoc/")
     page.wait_for_selector("text=kbsite API", timeout=20_000)
     page.wait_for_selector("[data-section-id]", timeout=20_000)
+    # The search's answer is shown as a real one (not the generated "string" skeleton), its fields described.
+    page.wait_for_selector("text=Carrying over", state="attached", timeout=20_000)
+    assert page.locator("text=Neighbouring paragraphs stitched to each side").count() >= 1
     screenshot(page, "api-docs-redoc")
     # Redoc's bundle links its maker's logo from a CDN in the sidebar footer and hides it when it fails to
     # load: a decoration, not part of the documentation. Anything else from outside fails the test.

@@ -87,7 +87,7 @@ def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_serve
     page.wait_for_selector("#result_list")
     document = Document.objects.get(collection=collection)
     status_cell = f'[data-kb-doc="{document.pk}"][data-kb-field="status"]'
-    assert page.inner_text(status_cell) == "parsing"
+    assert page.inner_text(status_cell) == "queued"  # waiting for a worker, not "parsing 0 %"
     assert len(held_tasks) == 1
     screenshot(page, "walkthrough-04-uploaded-parsing")
 
@@ -101,7 +101,7 @@ def test_an_editor_walks_from_login_to_the_search_event(offline_page, live_serve
     page.wait_for_selector(f"{status_cell} .kb-badge-done", timeout=30_000)
     assert page.evaluate("window.kbNotReloaded") is True  # the same page: no reload happened
     assert page.inner_text(f'[data-kb-doc="{document.pk}"][data-kb-field="progress"]') == "100%"
-    assert page.inner_text(f'[data-kb-doc="{document.pk}"][data-kb-field="language"]') == "en"
+    assert page.inner_text(f'[data-kb-doc="{document.pk}"][data-kb-field="language"]') == "English (en)"
     paragraphs = int(page.inner_text(f'[data-kb-doc="{document.pk}"][data-kb-field="paragraphs"]'))
     assert paragraphs == document.chunks.count() > 0
     screenshot(page, "walkthrough-05-done-without-reload")

@@ -273,7 +273,10 @@ def test_sigkill_of_the_group_mid_ingest_leaves_nothing_and_the_next_start_finis
     serving = time.monotonic() - started_at
     assert serving < 60
     deadline = time.monotonic() + 300
-    while (status := api.document(collection, document)["status"]) == "parsing" and time.monotonic() < deadline:
+    while (status := api.document(collection, document)["status"]) in (
+        "queued",
+        "parsing",
+    ) and time.monotonic() < deadline:
         time.sleep(1)
     assert status == "done", f"{api.document(collection, document)}\n{platform.log.read_text()[-5000:]}"
     with capsys.disabled():

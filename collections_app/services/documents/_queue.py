@@ -14,7 +14,8 @@ INGEST_FUNC = "collections_app.tasks.ingest_document"
 def document_queue_ingest(*, document: Document, reingest: bool = False) -> None:
     """Queue the document's ingestion once the transaction commits.
 
-    `reingest=True` (an editor's re-ingest) shows it `queued` at once, until its task starts reading it; its
+    A new upload is created `queued` (services/documents/_upload.py); `reingest=True` (an editor's re-ingest)
+    shows it `queued` at once too; the task sets `parsing` when it starts reading. A re-ingested document's
     paragraphs stay searchable meanwhile. The task is named after the file, with the document's id for the
     recovery (services/recovery.py finds a document's tasks by "ingest document <id>").
     """

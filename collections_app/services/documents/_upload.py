@@ -129,6 +129,9 @@ def document_create(
                 ingest_options=ingest_options or {},
                 parent=parent,
                 labels=labels or [],
+                # Waiting for a worker until its task starts (which sets `parsing`); read at once by a caller
+                # that ingests it itself (queue=False, a folder sync).
+                status=DocumentStatus.QUEUED if queue else DocumentStatus.PARSING,
             )
             document.file.save(_stored_name(filename), ContentFile(data), save=False)
             if document.file.name:  # always set by save(); the check is for the type checker
@@ -159,7 +162,7 @@ def _upload_again_read(existing: Document, *, queue: bool) -> UploadResult:
         # Uploading a failed file again is how a person retries it (after
         # installing Tesseract, say): read it again instead of answering "done".
         existing.status, existing.error, existing.progress, existing.blocks = (
-            DocumentStatus.PARSING,
+            DocumentStatus.QUEUED,
             "",
             0,
             None,

@@ -259,10 +259,10 @@ def test_a_collections_languages_are_those_over_five_percent_at_most_four(cast, 
     assert body["languages"] == ["en", "de", "sh", "mk"]  # bg (6 %) is fifth; ru (4 %) under 5 %
     assert body["languages_pinned"] is None
     assert body["language_shares"][:2] == [
-        {"language": "en", "paragraphs": 40, "share": 0.4},
-        {"language": "de", "paragraphs": 30, "share": 0.3},
+        {"language": "en", "name": "English", "paragraphs": 40, "share": 0.4},
+        {"language": "de", "name": "German", "paragraphs": 30, "share": 0.3},
     ]
-    assert {"language": None, "paragraphs": 1, "share": 0.01} in body["language_shares"]
+    assert {"language": None, "name": "undetected", "paragraphs": 1, "share": 0.01} in body["language_shares"]
     listed = cast.viewer.get("/api/manage/collections").json()
     assert next(c for c in listed if c["id"] == str(collection.pk))["languages"] == ["en", "de", "sh", "mk"]
 
@@ -282,7 +282,9 @@ def test_pinning_overrides_the_measured_languages_and_null_returns_to_them(cast,
     assert pinned.status_code == 200, pinned.content
     # English is pinned though no paragraph is English yet (English questions over Macedonian documents).
     assert pinned.json()["languages"] == pinned.json()["languages_pinned"] == ["mk", "en", "sh"]
-    assert pinned.json()["language_shares"] == [{"language": "mk", "paragraphs": 100, "share": 1.0}]
+    assert pinned.json()["language_shares"] == [
+        {"language": "mk", "name": "Macedonian", "paragraphs": 100, "share": 1.0}
+    ]
 
     refused = cast.editor.patch(url, {"languages": ["mk", "xx"]}, format="json")
     assert refused.status_code == 400 and "'xx' is not a supported language code" in str(refused.json())
@@ -319,7 +321,7 @@ def test_the_collections_admin_page_shows_the_shares_and_pins_languages(cast, st
     url = f"/admin/collections_app/collection/{collection.pk}/change/"
 
     page = staff.get(url).content.decode()
-    assert "Languages" in page and "Measured languages: <strong>mk, en</strong>" in page
+    assert "Languages" in page and "Measured languages: <strong>Macedonian (mk), English (en)</strong>" in page
     assert "Macedonian (mk)" in page and "90.0%" in page and "4.0%" in page
 
     refused = staff.post(url, _collection_form(cast, languages="mk,xx"))
@@ -327,7 +329,10 @@ def test_the_collections_admin_page_shows_the_shares_and_pins_languages(cast, st
     assert staff.post(url, _collection_form(cast, languages="mk,en,bs")).status_code == 302
     collection.refresh_from_db()
     assert collection.languages == ["mk", "en", "sh"]
-    assert "pinned instead: <strong>mk, en, sh</strong>" in staff.get(url).content.decode()
+    assert (
+        "pinned instead: <strong>Macedonian (mk), English (en), Serbo-Croatian (sr/hr/bs)</strong>"
+        in staff.get(url).content.decode()
+    )
 
     assert staff.post(url, _collection_form(cast, languages="")).status_code == 302
     collection.refresh_from_db()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import schemathesis
@@ -157,3 +159,125 @@ def test_every_operation_is_described_and_every_refusal_has_an_example() -> None
                 assert all("examples" in c for c in answer.get("content", {}).values()), f"{method} {path} {code}"
     search = schema["paths"]["/api/search"]["post"]["requestBody"]["content"]["application/json"]
     assert len(search["examples"]) == 2
+
+
+# --- the documentation's examples and descriptions -------------------------------------------------------------
+
+
+def _schema() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _strict(node: Any) -> Any:
+    """An OpenAPI 3.0 schema as JSON Schema: references to `$defs`, `nullable` as a null type, and no property the
+    schema does not name (an example with a field the answer lacks is as wrong as one missing a field)."""
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return {"$ref": "#/$defs/" + node["$ref"].rsplit("/", 1)[1]}
+    out = {k: _strict(v) for k, v in node.items() if k not in {"nullable", "readOnly", "writeOnly"}}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    if node.get("nullable"):
+        return {"anyOf": [out, {"type": "null"}], "description": out.get("description", "")}
+    return out
+
+
+def _json_schema(node: Any, components: dict) -> dict:
+    return {**_strict(node), "$defs": {name: _strict(c) for name, c in components.items()}}
+
+
+def _body(node: Any, components: dict) -> dict:
+    """A request body's own schema (its component), each property as written there."""
+    while "$ref" in node:
+        node = components[node["$ref"].rsplit("/", 1)[1]]
+    return {**node, "properties": {k: _strict(v) for k, v in node.get("properties", {}).items()}}
+
+
+def _reads_and_search(schema: dict) -> Iterator[tuple[str, dict]]:
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if method == "get" or path == "/api/search":
+                yield f"{method.upper()} {path}", operation
+
+
+def test_the_search_and_every_read_show_a_200_example_that_is_a_valid_answer() -> None:
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    schema = _schema()
+    components = schema["components"]["schemas"]
+    checked = 0
+    for name, operation in _reads_and_search(schema):
+        content = operation["responses"]["200"]["content"]["application/json"]
+        assert content.get("examples"), f"{name}: no 200 example"
+        validator = Draft202012Validator(_json_schema(content["schema"], components), format_checker=FormatChecker())
+        for title, example in content["examples"].items():
+            errors = [
+                f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(example["value"])
+            ]
+            assert not errors, f"{name} example {title!r}: {errors}"
+            checked += 1
+    assert checked >= 11  # nine reads and the search's two answers
+
+    search = schema["paths"]["/api/search"]["post"]["responses"]["200"]["content"]["application/json"]["examples"]
+    answered, empty = (example["value"] for example in search.values())
+    assert answered["results"] and {r["badge"] for r in answered["results"]} == {"supported", "weak"}
+    first = answered["results"][0]
+    assert first["text"] and first["page"] and first["section"] and first["metadata"] and answered["search_id"]
+    assert (answered["reason"], empty["results"], empty["reason"], empty["retried"]) == (None, [], "below_floor", True)
+
+
+def test_every_request_field_and_query_parameter_is_described() -> None:
+    schema = _schema()
+    components = schema["components"]["schemas"]
+    undescribed = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query" and not parameter.get("description"):
+                    undescribed.append(f"{method.upper()} {path} ?{parameter['name']}")
+            for media, content in operation.get("requestBody", {}).get("content", {}).items():
+                body = _body(content["schema"], components)
+                for field, spec in body.get("properties", {}).items():
+                    if not spec.get("description"):
+                        undescribed.append(f"{method.upper()} {path} ({media}) {field}")
+    assert not undescribed, "\n".join(undescribed)
+
+
+def test_the_badge_says_what_each_value_means_and_its_score_band() -> None:
+    badge = _schema()["components"]["schemas"]["SearchResult"]["properties"]["badge"]
+    described = badge["description"]
+    assert "**supported**" in described and "**weak**" in described
+    assert "0.84" in described and "0.80" in described and "score_threshold" in described
+
+
+def test_each_conflict_has_its_own_example_that_fits_its_description() -> None:
+    conflicts = {}
+    for path, operations in _schema()["paths"].items():
+        for method, operation in operations.items():
+            answer = operation["responses"].get("409")
+            if answer:
+                [example] = answer["content"]["application/json"]["examples"].values()
+                conflicts[f"{method.upper()} {path}"] = (answer["description"], example["value"]["detail"])
+    assert len(conflicts) >= 8
+    # What each conflict is about, named in its description and in its example's message alike.
+    subjects = {
+        "POST /api/search": ("width", "dimensions"),
+        "POST /api/manage/readers": ("reader", "reader"),
+        "PATCH /api/manage/readers/{reader_id}": ("reader", "reader"),
+        "POST /api/manage/collections": ("collection", "collection"),
+        "PATCH /api/manage/collections/{collection_id}": ("collection", "collection"),
+        "POST /api/manage/collections/{collection_id}/documents": ("labels", "labels"),
+        "PATCH /api/manage/collections/{collection_id}/documents/{document_id}/ingest-options": (
+            "confirm_reparse", "confirm_reparse"),
+        "PATCH /api/manage/collections/{collection_id}/documents/{document_id}/language": ("being read", "being read"),
+        "POST /api/manage/collections/{collection_id}/documents/{document_id}/rechunk": ("being read", "being read"),
+    }  # fmt: skip
+    assert set(conflicts) == set(subjects)
+    for operation, (in_description, in_example) in subjects.items():
+        description, example = conflicts[operation]
+        assert in_description in description and in_example in example, (operation, description, example)

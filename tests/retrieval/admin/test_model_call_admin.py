@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from collections_app.models import Agent, Membership, Role
 from retrieval.models import CollectionJudge, ModelCall
+from retrieval.services import NO_ENDPOINT_WARNING
 
 
 def _call(tenant, agent, days_ago: int, tokens_in: int, tokens_out: int, ms: float, ok: bool = True) -> ModelCall:
@@ -87,3 +88,17 @@ def test_an_editor_gives_a_collection_a_judge_in_its_own_tenant(cast, client, co
         "/admin/retrieval/collectionjudge/add/", {"collection": collection.pk, "timeout": "0", "enabled": "on"}
     )
     assert "above 0" in refused.content.decode()
+
+
+def test_enabling_a_judge_without_a_chat_endpoint_warns_on_save(cast, client, collection, settings) -> None:
+    settings.KB_LLM_URL = ""
+    _login(client, cast.tenant, Role.EDITOR)
+    add = {"collection": collection.pk, "model": "", "timeout": "", "prompt": ""}
+
+    saved = client.post("/admin/retrieval/collectionjudge/add/", {**add, "enabled": "on"}, follow=True)
+
+    shown = [(m.level_tag, str(m)) for m in saved.context["messages"]]
+    assert ("warning", f"{collection}: {NO_ENDPOINT_WARNING}.") in shown
+    judge = CollectionJudge.objects.get(collection=collection)
+    disabled = client.post(f"/admin/retrieval/collectionjudge/{judge.pk}/change/", add, follow=True)
+    assert not [m for m in disabled.context["messages"] if m.level_tag == "warning"]  # off: nothing to warn about

