@@ -60,6 +60,7 @@ DOCUMENT: dict[str, Any] = {
     "language": "en",
     "language_pinned": None,
     "size": 284113,
+    "version": 2,
     "chunk_count": 46,
     "created_at": "2026-11-02T08:31:40.265Z",
     "updated_at": "2026-11-02T08:32:19.923Z",
@@ -75,12 +76,40 @@ QUEUED_DOCUMENT: dict[str, Any] = {
     "progress": 0,
     "language": "",
     "size": 48210,
+    "version": 0,
     "chunk_count": 0,
     "created_at": "2026-11-27T15:02:40.118Z",
     "updated_at": "2026-11-27T15:02:40.118Z",
 }
 
 DOCUMENT_PAGE: dict[str, Any] = {"count": 2, "limit": 50, "offset": 0, "results": [DOCUMENT, QUEUED_DOCUMENT]}
+
+DOCUMENT_VERSIONS: list[dict[str, Any]] = [
+    {
+        "number": 2,
+        "status": "current",
+        "error": "",
+        "filename": "leave-policy.pdf",
+        "size": 284113,
+        "content_hash": "9f2c4e7a1b3d5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8091a2b3c4d5e6f7",
+        "uploaded_by": "hr-editor",
+        "uploaded_at": "2026-11-02T08:31:40.265Z",
+        "published_at": "2026-11-02T08:32:19.923Z",
+        "retired_at": None,
+    },
+    {
+        "number": 1,
+        "status": "retired",
+        "error": "",
+        "filename": "leave-policy.pdf",
+        "size": 279860,
+        "content_hash": "3a7d1c9e5b2f48061d7e3a9c5b1f7d2e4a6c8b0d2f4e6a8c0b2d4f6e8a0c2b4d",
+        "uploaded_by": "hr-editor",
+        "uploaded_at": "2026-03-11T10:05:02.774Z",
+        "published_at": "2026-03-11T10:05:31.120Z",
+        "retired_at": "2026-11-02T08:32:19.923Z",
+    },
+]
 
 BUILD: dict[str, Any] = {
     "id": "73722c7c-d238-4ee1-8116-c7b8f6ad225d",
@@ -91,6 +120,7 @@ BUILD: dict[str, Any] = {
     "method": {"size": 512, "unit": "tokens", "overlap": 64, "strategy": "structure"},
     "built_from": "upload by hr-editor",
     "passages": 46,
+    "version": 2,
     "built_at": "2026-11-02T08:32:19.929Z",
     "refused": [],
     "warnings": [],

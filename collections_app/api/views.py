@@ -314,6 +314,15 @@ class DocumentVersionListView(TenantScopedView):
     @extend_schema(
         summary="List a document's versions, newest first",
         responses={200: DocumentVersionOutput(many=True), **refusals(401, 404)},
+        examples=[
+            OpenApiExample(
+                # drf-spectacular lists a many=True answer's example itself: one version here is a list of one.
+                "The current version",
+                value=examples.DOCUMENT_VERSIONS[0],
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
         description="Each upload of a changed file under the document's name (or source) is its next version. "
         "The `current` one answers; a newer one `reading` or in `error` leaves it answering. An original is at "
         ".../versions/{number}/original (editor or admin key).",

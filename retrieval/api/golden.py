@@ -31,6 +31,7 @@ from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key
 from doors.api.permissions import EditorOnly
 from doors.api.schema import refusals
+from retrieval.api import examples
 from retrieval.golden import (
     DEFAULT_TOP_N,
     MAX_IMPORT_BYTES,
@@ -118,7 +119,9 @@ class EvaluateInput(serializers.Serializer):
 
 class EvaluationOutput(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
-    reader: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    reader: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True, help_text="the reader it searched as; null: no reader"
+    )
 
     class Meta:
         model = Evaluation
@@ -177,6 +180,11 @@ class GoldenListView(CollectionDoor):
         operation_id="manage_collections_golden_list",
         parameters=[PageInput],
         responses={200: GoldenPageOutput, **refusals(400, 401, 403, 404)},
+        examples=[
+            OpenApiExample(
+                "A question and a control", value=examples.GOLDEN_PAGE, response_only=True, status_codes=["200"]
+            )
+        ],
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         return _page(request, golden_questions_for(self.get_collection(request, collection_id)), GoldenOutput)
@@ -224,7 +232,11 @@ class GoldenDetailView(CollectionDoor):
         collection = self.get_collection(request, collection_id)
         return get_object_or_404(golden_questions_for(collection).select_related("collection"), pk=golden_id)
 
-    @extend_schema(summary="A golden question", responses={200: GoldenOutput, **refusals(401, 403, 404)})
+    @extend_schema(
+        summary="A golden question",
+        responses={200: GoldenOutput, **refusals(401, 403, 404)},
+        examples=[OpenApiExample("A golden question", value=examples.GOLDEN, response_only=True, status_codes=["200"])],
+    )
     def get(self, request: Request, collection_id: UUID, golden_id: UUID) -> Response:
         return Response(GoldenOutput(self.get_golden(request, collection_id, golden_id)).data)
 
@@ -356,6 +368,9 @@ class EvaluationListView(CollectionDoor):
         operation_id="manage_collections_evaluations_list",
         parameters=[PageInput],
         responses={200: EvaluationPageOutput, **refusals(400, 401, 403, 404)},
+        examples=[
+            OpenApiExample("One evaluation", value=examples.EVALUATION_PAGE, response_only=True, status_codes=["200"])
+        ],
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -369,6 +384,14 @@ class EvaluationDetailView(CollectionDoor):
     @extend_schema(
         summary="One evaluation with a row per question",
         responses={200: EvaluationDetailOutput, **refusals(401, 403, 404)},
+        examples=[
+            OpenApiExample(
+                "A question found first, a control refused",
+                value=examples.EVALUATION_DETAIL,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
     )
     def get(self, request: Request, collection_id: UUID, evaluation_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
