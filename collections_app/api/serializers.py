@@ -192,6 +192,14 @@ class DocumentUploadInput(serializers.Serializer):
         help_text='Per-reader collections: the reader labels of the document, a JSON list, e.g. ["hr", "finance"] '
         f"(at most {MAX_LABELS}, each 1-{MAX_LABEL_CHARS} characters). Refused on a collection that is not per-reader.",
     )
+    metadata = SafeJSONField(
+        required=False,
+        help_text='Values for the collection\'s metadata columns, a JSON object, e.g. {"year": 2026, "department": '
+        '"HR", "valid_from": "2026-01-01"}: merged into every paragraph\'s metadata (a record\'s own columns win), '
+        "so search `filters` select them. A value that does not fit its declared column is a 400 naming the column "
+        "and its type; a key the collection does not declare yet declares a column, typed from its value (number, "
+        "date YYYY-MM-DD, else string). Not taken with a .zip.",
+    )
     replace = serializers.BooleanField(
         default=True,
         help_text="true (default): a file with new content under the name (or the source_uri) of a document of the "

@@ -248,6 +248,7 @@ class DocumentListView(TenantScopedView):
             ingest_options=ingest_options_validate(data.validated_data.get("ingest_options")),
             labels=data.validated_data.get("labels"),
             replace=data.validated_data["replace"],
+            metadata=data.validated_data.get("metadata"),
         )
         body = DocumentUploadOutput(
             {"document_id": result.document.pk, "status": result.document.status, "version": result.version}
@@ -262,6 +263,10 @@ def _archive_upload(request: Request, collection: Collection, validated: dict[st
     if validated.get("labels") is not None:
         raise ValidationError(
             {"labels": ["a .zip import takes no labels; label its documents afterwards (PATCH .../labels)"]}
+        )
+    if validated.get("metadata") is not None:
+        raise ValidationError(
+            {"metadata": ["a .zip import takes no metadata; upload its files on their own to give them metadata"]}
         )
     try:  # a zip takes only the options of a whole import (keep_navigation_readmes)
         options = ingest_options_validate(validated.get("ingest_options"), scope="import")

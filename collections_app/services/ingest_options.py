@@ -5,6 +5,8 @@ Options by owner; each owner's module validates its own keys:
 - records (ingestion/records.py): table_mode, column_roles, records_path
 - navigation hubs (ingestion/navigation_hubs.py): keep_navigation_readmes, an option of a whole import
   (a .zip upload, a folder source), not of one document: IMPORT_OPTIONS
+Upload metadata (`metadata`) is stored as an ingest option but given as the upload's own `metadata` field: it is
+checked against the collection's schema (services/metadata_schema.py), which an options check cannot see.
 Reader labels are not an ingest option (they change who reads, not how the file is read): they live on the
 document (`Document.labels`, services/labels.py) and change without re-parsing. `labels` here is refused, saying so.
 """
@@ -79,6 +81,13 @@ def labels_validate(options: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def upload_metadata_refuse(options: dict[str, Any]) -> dict[str, Any]:
+    raise InvalidIngestOptions(
+        "metadata is not sent among ingest_options: send it as the upload's own `metadata` field (a JSON object), "
+        "which is checked against the collection's metadata columns"
+    )
+
+
 # Each option → the function of the module that owns it, which cleans its options or says what to send.
 OPTION_OWNERS: dict[str, OptionsValidator] = {
     "mineru_lang": ocr.validate_options,
@@ -87,6 +96,7 @@ OPTION_OWNERS: dict[str, OptionsValidator] = {
     "column_roles": records.validate_options,
     "records_path": records.validate_options,
     "labels": labels_validate,
+    "metadata": upload_metadata_refuse,
     navigation_hubs.OPTION: navigation_hubs.validate_options,
 }
 

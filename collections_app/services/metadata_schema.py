@@ -13,6 +13,13 @@ Collection.metadata_schema = {column: {"type": "number" | "date" | "enum" | "str
   proposed as `index` (its values there look like free text, e.g. a date column with typos), it becomes
   `both`, so its values are checked and the ones that do not fit are reported.
 - Declaring runs under a row lock on the collection, so two uploads at once never lose each other's columns.
+- Metadata given at upload (`metadata` of the API upload, the admin's metadata fields) is checked against the
+  same schema, but strictly: a value that does not fit its column refuses the upload (InvalidMetadata, a 400
+  naming the column and its type), since a person is there to correct it. A key the schema does not declare
+  declares a column, typed from its one value as a record column is from its values (number, date, else
+  string; an enum needs repeated values to be recognised). An enum's vocabulary grows as it does for records.
+  The values are stored as the document's `metadata` ingest option and merged into every paragraph's metadata
+  at publish (services/documents/_rows.py), under a record's own columns.
 """
 
 from __future__ import annotations
@@ -23,12 +30,90 @@ from uuid import UUID
 
 from django.db import transaction
 
+from collections_app.exceptions import Invalid
 from collections_app.ingestion.blocks import ParseResult
 from collections_app.ingestion.values import ENUM_VOCABULARY_LIMIT, as_text, coerce, infer_type, is_empty
 from collections_app.models import Collection, Document
 
 # Problems listed one by one on a document before the rest are counted.
 MAX_VALUE_WARNINGS = 50
+
+# Document facts every paragraph carries (services/documents/_rows.py), typed as filters compare them
+# (retrieval/search/_filters.py): a value given for one at upload is checked as that type, not declared.
+DOCUMENT_FACT_TYPES: dict[str, dict[str, Any]] = {
+    "author": {"type": "string"},
+    "created": {"type": "date"},
+    "subject": {"type": "string"},
+    "recipients": {"type": "string"},
+    "thread": {"type": "string"},
+}
+# Filters answer these from the paragraph's own columns, never its metadata: a value under them could never
+# be filtered on, so an upload may not give one.
+PARAGRAPH_COLUMN_KEYS = frozenset({"language", "document"})
+MAX_UPLOAD_METADATA_KEYS = 50
+MAX_METADATA_KEY_CHARS = 100
+
+
+class InvalidMetadata(Invalid):
+    """Metadata given at upload that the collection's schema cannot take; the message names the column."""
+
+    field = "metadata"
+
+
+def upload_metadata_check(*, schema: dict[str, Any], metadata: Any) -> dict[str, Any]:
+    """The upload's metadata as it will be stored (each value coerced to its column's type, empty ones left out),
+    or InvalidMetadata naming every key that does not fit. Writes nothing (collection_upload_metadata_declare
+    does, under the collection's lock)."""
+    if metadata in (None, ""):
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidMetadata('metadata must be a JSON object, e.g. {"year": 2026, "department": "HR"}')
+    if len(metadata) > MAX_UPLOAD_METADATA_KEYS:
+        raise InvalidMetadata(f"metadata holds {len(metadata)} keys; at most {MAX_UPLOAD_METADATA_KEYS} are taken")
+    clean: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in metadata.items():
+        name = key.strip() if isinstance(key, str) else ""
+        if not name or len(name) > MAX_METADATA_KEY_CHARS:
+            problems.append(f"a metadata key must be 1-{MAX_METADATA_KEY_CHARS} characters")
+            continue
+        if name in PARAGRAPH_COLUMN_KEYS:
+            problems.append(
+                f"{name}: filters answer {name} from each paragraph itself; give the value under another name"
+            )
+            continue
+        if isinstance(value, dict | list):
+            problems.append(f"{name}: give one value (a number, a date YYYY-MM-DD or text), not a list or object")
+            continue
+        entry = schema.get(name) or DOCUMENT_FACT_TYPES.get(name) or infer_type([value])
+        if entry.get("type") == "enum":
+            entry = _grow_vocabulary(entry, [value]) or entry  # a new value joins the vocabulary, as in records
+        try:
+            typed = coerce(value, entry)
+        except ValueError as exc:
+            source = "the collection declares" if name in schema else "every document has"
+            problems.append(f"{name}: {exc} ({source} {name} as {entry.get('type', 'string')})")
+            continue
+        if typed is not None:
+            clean[name] = typed
+    if problems:
+        raise InvalidMetadata("metadata: " + "; ".join(problems))
+    return clean
+
+
+def collection_upload_metadata_declare(*, collection_id: UUID | str, metadata: Any) -> dict[str, Any]:
+    """Check the upload's metadata under the collection's lock and declare the columns it names first; the values
+    as stored. Raises InvalidMetadata before anything is declared."""
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().only("id", "metadata_schema").get(pk=collection_id)
+        schema = locked.metadata_schema or {}
+        clean = upload_metadata_check(schema=schema, metadata=metadata)
+        # Document facts (author, created) are filterable without a schema entry; a records column of that name
+        # that the collection declares keeps its own.
+        declarable = {k: [v] for k, v in clean.items() if k in schema or k not in DOCUMENT_FACT_TYPES}
+        if declarable:
+            collection_schema_declare(collection_id=collection_id, values_by_key=declarable)
+    return clean
 
 
 def collection_schema_declare(*, collection_id: UUID | str, values_by_key: dict[str, list[Any]]) -> dict[str, Any]:

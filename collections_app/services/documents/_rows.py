@@ -38,6 +38,11 @@ def document_rows_write(
     # Document-level facts every paragraph answers to: the platform keys (author, created) and
     # an email's subject, recipients and conversation thread.
     platform_metadata = {k: v for k, v in document.metadata.items() if k in DOCUMENT_METADATA_KEYS}
+    # Values an editor gave at upload (checked against the collection's schema then, stored as an ingest option so
+    # every rebuild has them): over the file's own document facts (an editor's "author" over a template's), under
+    # a record's own columns (a row's value is the more specific one).
+    given = document.ingest_options.get("metadata") or {}
+    document_metadata = {**platform_metadata, **given}
     # Ids decided up front: a child names its parent, which is written after it (the foreign key is checked
     # at commit).
     ids = [uuid.uuid4() for _ in range(staging.count)]
@@ -59,7 +64,7 @@ def document_rows_write(
                     draft.page,
                     language or draft.language,
                     labels,
-                    Jsonb({**platform_metadata, **draft.metadata}),
+                    Jsonb({**document_metadata, **draft.metadata}),
                     None if vector is None else "[" + ",".join(map(repr, vector)) + "]",  # pgvector's text form
                     None if vector is None else dims,
                     draft.kind,

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import connection, transaction
 
+from collections_app.exceptions import Conflict
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.services.documents._queue import document_queue_ingest
@@ -22,6 +23,7 @@ from collections_app.services.documents._versions import (
     document_version_of,
 )
 from collections_app.services.labels import LabelsDiffer, collection_labels_check, labels_clean
+from collections_app.services.metadata_schema import collection_upload_metadata_declare, upload_metadata_check
 from collections_app.services.recovery import document_recover
 from collections_app.sql import advisory_key, advisory_xact_lock
 
@@ -30,6 +32,10 @@ logger = logging.getLogger(__name__)
 
 class FileTooLarge(ValueError):
     pass
+
+
+class MetadataDiffers(Conflict):
+    """The same content is held with other upload metadata: an upload never changes a held document's metadata."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ def document_create(
     queue: bool = True,
     labels: list[str] | None = None,
     replace: bool = False,
+    metadata: dict[str, Any] | None = None,
 ) -> UploadResult:
     """Store an upload and queue its ingestion; the same content again returns the document already held.
 
@@ -71,6 +78,10 @@ def document_create(
     other labels is a conflict: an upload never changes who may read a document (`document_labels_set` does).
 
     `queue=False` leaves ingestion to the caller (a folder sync ingests in its own run).
+
+    `metadata`: values for the collection's metadata columns (services/metadata_schema.py), checked and declared
+    here, stored as the `metadata` ingest option and merged into every paragraph's metadata at publish. None: none
+    given (a new version keeps its document's); InvalidMetadata when one does not fit, before anything is stored.
 
     Identical uploads at the same moment: a transaction-scoped advisory lock on (collection, content hash)
     lets one of them in at a time, so the first creates the document and the others, once it has committed,
@@ -106,14 +117,19 @@ def document_create(
                         f"this content is already held as {existing.filename} (document {existing.pk}) with labels "
                         f"{existing.labels}; change them with PATCH .../documents/{existing.pk}/labels"
                     )
+                _check_held_metadata(existing, collection, metadata)
                 return _upload_again(existing, queue=queue)
+            if metadata is not None:
+                # After the look-up (content already held declares nothing), under the collection's lock.
+                metadata = collection_upload_metadata_declare(collection_id=collection.pk, metadata=metadata)
+                ingest_options = {**(ingest_options or {}), "metadata": metadata} if metadata else ingest_options
             source_uri = source_uri or f"upload://{filename}"
             if replace and parent is None:
                 _lock_name(collection, filename)
                 held = document_version_of(collection_id=collection.pk, filename=filename, source_uri=given_source)
                 if held is not None:
                     number = _version_store(
-                        held, filename, data, content_hash, uploaded_by, ingest_options, labels, stored
+                        held, filename, data, content_hash, uploaded_by, ingest_options, labels, stored, metadata
                     )
                     if queue:
                         document_queue_ingest(document=held)
@@ -144,6 +160,18 @@ def document_create(
         stored_files_remove(stored)
         raise
     return UploadResult(document, created=True)
+
+
+def _check_held_metadata(existing: Document, collection: Collection, metadata: dict[str, Any] | None) -> None:
+    if metadata is None:
+        return
+    given = upload_metadata_check(schema=collection.metadata_schema or {}, metadata=metadata)
+    held = existing.ingest_options.get("metadata") or {}
+    if given != held:
+        raise MetadataDiffers(
+            f"this content is already held as {existing.filename} (document {existing.pk}) with metadata {held}; "
+            "metadata given at upload applies to a new document or a new version only"
+        )
 
 
 def _upload_again(existing: Document, *, queue: bool) -> UploadResult:
@@ -189,11 +217,13 @@ def _version_store(
     ingest_options: dict[str, Any] | None,
     labels: list[str] | None,
     stored: list[str],
+    metadata: dict[str, Any] | None = None,
 ) -> int:
     """The locked document takes the new file as its next version; its paragraphs stay until that one is published.
 
     Who may read it and its pinned language are the document's and stay; its ingest options stay unless new ones
-    are given; its parser output is dropped, so the new file is parsed."""
+    are given, and so do the metadata given at its upload unless new ones are (`{}` clears them); its parser
+    output is dropped, so the new file is parsed."""
     if labels is not None and labels != held.labels:
         raise LabelsDiffer(
             f"{held.filename} (document {held.pk}) has labels {held.labels}; a new version keeps them: change "
@@ -204,7 +234,10 @@ def _version_store(
     if held.file.name:
         stored.append(held.file.name)
     held.uploaded_by = uploaded_by or held.uploaded_by
-    held.ingest_options = ingest_options or held.ingest_options
+    options = dict(ingest_options or held.ingest_options)
+    kept = metadata if metadata is not None else held.ingest_options.get("metadata")
+    options.pop("metadata", None)
+    held.ingest_options = {**options, "metadata": kept} if kept else options
     held.status, held.progress, held.error, held.blocks = DocumentStatus.PARSING, 0, "", None
     held.save(
         update_fields=[
