@@ -27,12 +27,20 @@ from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
 from collections_app.admin.reindex import StaleAdminMixin, stale_badge
 from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin
+from collections_app.admin.upload_metadata import (
+    METADATA_JSON_FIELD,
+    metadata_form_fields,
+    metadata_given,
+    metadata_json_field,
+    upload_collection_id,
+)
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.ingestion.formats import family_of
 from collections_app.ingestion.languages import language_shown as language_label
-from collections_app.models import Document, DocumentStatus, DocumentVersion
+from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
+from collections_app.services.metadata_schema import InvalidMetadata, upload_metadata_check
 from collections_app.services.documents import (
     FileTooLarge,
     document_create,
@@ -84,9 +92,21 @@ class DocumentUploadForm(forms.ModelForm):
         "version; the old one answers until the new one is read. Untick to keep both as separate documents.",
     )
 
+    metadata = metadata_json_field()
+
+    # The schema of the collection the page is for (DocumentAdmin.get_form): a field per column it declares.
+    metadata_schema: dict = {}
+
     class Meta:
         model = Document
         fields = ["collection"]
+
+    class Media:
+        js = ["kbsite/admin/upload_metadata.js"]
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.fields.update(metadata_form_fields(self.metadata_schema))
 
     def clean_upload(self):  # type: ignore[no-untyped-def]
         """Each file checked whole, as document_create reads it. A file that fails is refused by name; with
@@ -152,7 +172,27 @@ class DocumentUploadForm(forms.ModelForm):
             if uploads and not kept and len(uploads) > 1:
                 self.add_error("upload", [f"{name}: {problem}" for name, problem in self.refused])
             data["upload"] = kept
+        self._clean_metadata(data, uploads, collection)
         return data
+
+    def _clean_metadata(self, data: dict, uploads: list, collection: Collection | None) -> None:
+        """The values of the metadata fields, checked as the upload service checks them (the same for each file)."""
+        given, problem = metadata_given(data, self.metadata_schema)
+        data["metadata_values"] = None
+        if problem:
+            self.add_error(METADATA_JSON_FIELD, problem)
+            return
+        if given is None or collection is None:
+            return
+        if any(family_of(u.name) == "archive" for u in uploads):
+            self.add_error(
+                METADATA_JSON_FIELD, "A .zip import takes no metadata: upload its files on their own to give them some."
+            )
+            return
+        try:
+            data["metadata_values"] = upload_metadata_check(schema=collection.metadata_schema or {}, metadata=given)
+        except InvalidMetadata as exc:
+            self.add_error(METADATA_JSON_FIELD, str(exc))
 
     def ingest_options(self) -> dict:
         langs = self.cleaned_data.get("scanned_text_language")
@@ -231,7 +271,10 @@ class DocumentAdmin(
 
     def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
         if obj is None:
-            return [(None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language", "replace"]})]
+            return [
+                (None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language", "replace"]}),
+                self.upload_metadata_fieldset(request),
+            ]
         options = [
             *(["ocr_languages"] if family_of(obj.filename) in OCR_FAMILIES else []),
             *(["column_roles"] if obj.ingest_options.get("columns") else []),
@@ -249,11 +292,41 @@ class DocumentAdmin(
 
     def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
         if obj is None:
-            kwargs["form"] = DocumentUploadForm
+            collection = self.upload_collection(request)
+            schema = (collection.metadata_schema or {}) if collection else {}
+            kwargs["form"] = type("DocumentUploadForm", (DocumentUploadForm,), {"metadata_schema": schema})
             kwargs["fields"] = ["collection", "upload", "source_uri", "scanned_text_language", "replace"]
         else:
             kwargs["fields"] = []  # every field of a stored document is read-only here
         return super().get_form(request, obj, change=change, **kwargs)
+
+    def upload_collection(self, request: HttpRequest) -> Collection | None:
+        """The collection the upload form is for (upload_metadata.py), among those this person may upload to."""
+        if not hasattr(request, "_kb_upload_collection"):
+            chosen, found = upload_collection_id(request), None
+            if _is_uuid(chosen):
+                scoped = self.scoped_choices(Collection, request)  # None: a superuser, who may upload anywhere
+                found = (Collection.objects.all() if scoped is None else scoped).filter(pk=chosen).first()
+            request._kb_upload_collection = found  # type: ignore[attr-defined]
+        return request._kb_upload_collection  # type: ignore[attr-defined]
+
+    def upload_metadata_fieldset(self, request: HttpRequest) -> tuple[str, dict]:
+        collection = self.upload_collection(request)
+        schema = (collection.metadata_schema or {}) if collection else {}
+        if schema:
+            described = f"Values for the metadata columns of {collection}, given to every file of this upload."
+        elif collection:
+            described = f"{collection} declares no metadata columns yet: values given here declare them."
+        else:
+            described = "Choose the collection first for a field per metadata column it declares."
+        fields = [*metadata_form_fields(schema), METADATA_JSON_FIELD]
+        return ("Metadata", {"fields": fields, "description": described})
+
+    def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
+        initial = super().get_changeform_initial_data(request)
+        if "collection" not in initial and (collection := self.upload_collection(request)) is not None:
+            initial["collection"] = collection.pk  # the documents list's filter, carried by its "Add" button
+        return initial
 
     def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
         return self.readonly_fields if obj is not None else []
@@ -415,6 +488,7 @@ class DocumentAdmin(
             uploaded_by=request.user.get_username(),
             ingest_options=form.ingest_options(),
             replace=form.cleaned_data.get("replace", False),
+            metadata=form.cleaned_data.get("metadata_values"),
         )
         # The admin goes on with (logs, names in its message, redirects to) the stored document.
         for field in Document._meta.concrete_fields:
@@ -442,6 +516,7 @@ class DocumentAdmin(
                     uploaded_by=request.user.get_username(),
                     ingest_options=form.ingest_options(),
                     replace=form.cleaned_data.get("replace", False),
+                    metadata=form.cleaned_data.get("metadata_values"),
                 )
             except (UnsupportedFile, FileTooLarge, DomainError) as exc:  # a race with the limit or the store
                 self.message_user(request, f"{upload.name}: refused — {exc}", messages.ERROR)
