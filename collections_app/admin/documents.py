@@ -40,7 +40,6 @@ from collections_app.ingestion.formats import family_of
 from collections_app.ingestion.languages import language_shown as language_label
 from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
-from collections_app.services.metadata_schema import InvalidMetadata, upload_metadata_check
 from collections_app.services.documents import (
     FileTooLarge,
     document_create,
@@ -49,6 +48,7 @@ from collections_app.services.documents import (
     document_version_problem,
     upload_filename,
 )
+from collections_app.services.metadata_schema import InvalidMetadata, upload_metadata_check
 from collections_app.validation import source_uri_problem
 from doors.admin.base import TenantScopedAdmin, object_for_tool
 from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge, table
@@ -325,7 +325,7 @@ class DocumentAdmin(
     def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
         initial = super().get_changeform_initial_data(request)
         if "collection" not in initial and (collection := self.upload_collection(request)) is not None:
-            initial["collection"] = collection.pk  # the documents list's filter, carried by its "Add" button
+            initial["collection"] = str(collection.pk)  # the documents list's filter, carried by its "Add" button
         return initial
 
     def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]

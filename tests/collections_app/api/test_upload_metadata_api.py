@@ -105,9 +105,8 @@ def test_a_new_enum_value_joins_the_vocabulary_as_a_records_upload_would(cast, c
     collection.metadata_schema = {"status": {"type": "enum", "values": ["closed", "open"]}}
     collection.save()
 
-    document = uploaded(
-        upload, cast.editor, collection, "handbook.html", html_bytes(HANDBOOK), metadata=json.dumps({"status": "review"})
-    )
+    given = json.dumps({"status": "review"})
+    document = uploaded(upload, cast.editor, collection, "handbook.html", html_bytes(HANDBOOK), metadata=given)
 
     collection.refresh_from_db()
     assert collection.metadata_schema["status"]["values"] == ["closed", "open", "review"]
@@ -168,7 +167,8 @@ def test_metadata_is_refused_with_a_zip_and_among_ingest_options(cast, collectio
 
 
 def test_the_same_content_with_other_metadata_is_a_conflict(cast, collection, upload):
-    uploaded(upload, cast.editor, collection, "handbook.html", html_bytes(HANDBOOK), metadata=json.dumps({"year": 2026}))
+    given = json.dumps({"year": 2026})
+    uploaded(upload, cast.editor, collection, "handbook.html", html_bytes(HANDBOOK), metadata=given)
 
     same = upload(cast.editor, collection, "handbook.html", html_bytes(HANDBOOK), metadata=json.dumps({"year": 2026}))
     other = upload(cast.editor, collection, "handbook.html", html_bytes(HANDBOOK), metadata=json.dumps({"year": 2025}))
