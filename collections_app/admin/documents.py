@@ -15,7 +15,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpRe
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.dateformat import format as date_format
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timezone import localtime
 from django_q.models import Task
@@ -313,10 +313,11 @@ class DocumentAdmin(
     def upload_metadata_fieldset(self, request: HttpRequest) -> tuple[str, dict]:
         collection = self.upload_collection(request)
         schema = (collection.metadata_schema or {}) if collection else {}
+        # The admin prints a fieldset's description as HTML: the collection's name is escaped.
         if schema:
-            described = f"Values for the metadata columns of {collection}, given to every file of this upload."
+            described = escape(f"Values for the metadata columns of {collection}, given to every file of this upload.")
         elif collection:
-            described = f"{collection} declares no metadata columns yet: values given here declare them."
+            described = escape(f"{collection} declares no metadata columns yet: values given here declare them.")
         else:
             described = "Choose the collection first for a field per metadata column it declares."
         fields = [*metadata_form_fields(schema), METADATA_JSON_FIELD]

@@ -17,6 +17,7 @@ from typing import Any
 
 from django import forms
 from django.http import HttpRequest, QueryDict
+from django.utils.html import escape
 
 from collections_app.ingestion.values import as_number
 
@@ -39,7 +40,8 @@ def metadata_form_fields(schema: dict[str, Any]) -> dict[str, forms.Field]:
         common: dict[str, Any] = {
             "required": False,
             "label": column,
-            "help_text": f'{kind}; searches select it with filters {{"{column}": …}}',
+            # The admin prints help text as HTML; a column's name comes from a file's header.
+            "help_text": escape(f'{kind}; searches select it with filters {{"{column}": …}}'),
         }
         field: forms.Field
         if kind == "number":
@@ -55,8 +57,13 @@ def metadata_form_fields(schema: dict[str, Any]) -> dict[str, forms.Field]:
     return fields
 
 
+class MetadataJSONField(forms.JSONField):
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value is None else super().prepare_value(value)  # an empty box with its example, not "null"
+
+
 def metadata_json_field() -> forms.JSONField:
-    return forms.JSONField(
+    return MetadataJSONField(
         required=False,
         label="Other metadata (JSON)",
         widget=forms.Textarea(attrs={"rows": 2, "cols": 60, "placeholder": '{"year": 2026, "department": "HR"}'}),

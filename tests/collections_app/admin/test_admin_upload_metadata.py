@@ -113,3 +113,12 @@ def test_a_value_that_does_not_fit_keeps_the_form_with_the_reason_and_stores_not
     )
     assert "estimate is given twice" in response.content.decode()
     assert not Document.objects.exists()
+
+
+def test_a_column_or_collection_name_is_printed_as_text_not_html(cast, staff):
+    collection = collection_create(tenant=cast.tenant, name="<b>issues</b>")
+    collection.metadata_schema = {"<img src=x onerror=alert(1)>": {"type": "string"}}
+    collection.save()
+    page = staff.get(f"{ADD}?collection={collection.pk}").content.decode()
+    assert "<img src=x" not in page and "<b>issues</b>" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
