@@ -314,12 +314,11 @@ class DocumentAdmin(
         collection = self.upload_collection(request)
         schema = (collection.metadata_schema or {}) if collection else {}
         # The admin prints a fieldset's description as HTML: the collection's name is escaped.
+        described: str = "Choose the collection first for a field per metadata column it declares."
         if schema:
             described = escape(f"Values for the metadata columns of {collection}, given to every file of this upload.")
         elif collection:
             described = escape(f"{collection} declares no metadata columns yet: values given here declare them.")
-        else:
-            described = "Choose the collection first for a field per metadata column it declares."
         fields = [*metadata_form_fields(schema), METADATA_JSON_FIELD]
         return ("Metadata", {"fields": fields, "description": described})
 
