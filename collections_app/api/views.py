@@ -168,8 +168,8 @@ _UPLOAD_ANSWER = PolymorphicProxySerializer(
 
 
 _UPLOAD_CONFLICT = (
-    "the same content is held with other labels, or the document this file is a new version of is still being "
-    "read, or several documents have its name"
+    "the same content is held with other labels (or other upload metadata), or the document this file is a new "
+    "version of is still being read, or several documents have its name"
 )
 
 
@@ -223,9 +223,9 @@ class DocumentListView(TenantScopedView):
                 429,
                 507,
                 conflict=_UPLOAD_CONFLICT,
-                conflict_example="handbook.docx (document 2ad19f49-1734-40c2-a455-3ef38789cdf8) is still being read: "
-                'upload its new version when it is done, or send "replace": false to keep this file as a document '
-                "of its own",
+                conflict_example="this content is already held as handbook.docx (document "
+                "2ad19f49-1734-40c2-a455-3ef38789cdf8) with labels ['hr']; change them with PATCH "
+                ".../documents/2ad19f49-1734-40c2-a455-3ef38789cdf8/labels",
             ),
         },
         description="A file with new content under the name (or the source_uri) of a document of the collection is "

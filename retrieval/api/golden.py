@@ -67,7 +67,9 @@ class GoldenInput(serializers.Serializer):
         help_text="Paragraph ids that answer it (a search result's chunk_id).",
     )  # fmt: skip
     control = serializers.BooleanField(required=False, help_text="true: nothing in the collection should answer it.")
-    note = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    note = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text="For the editors: why this is the answer."
+    )
 
 
 class GoldenOutput(serializers.ModelSerializer):
@@ -78,8 +80,10 @@ class GoldenOutput(serializers.ModelSerializer):
 
 
 class PageInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-    offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, help_text="rows per page (1-200)")
+    offset = serializers.IntegerField(
+        min_value=0, max_value=MAX_OFFSET, default=0, help_text="rows to skip: the page starts after them"
+    )
 
 
 class GoldenPageOutput(serializers.Serializer):

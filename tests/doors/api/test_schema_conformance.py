@@ -278,6 +278,8 @@ def test_each_conflict_has_its_own_example_that_fits_its_description() -> None:
             "confirm_reparse", "confirm_reparse"),
         "PATCH /api/manage/collections/{collection_id}/documents/{document_id}/language": ("being read", "being read"),
         "POST /api/manage/collections/{collection_id}/documents/{document_id}/rechunk": ("being read", "being read"),
+        "POST /api/manage/collections/{collection_id}/golden": ("question", "golden question"),
+        "PATCH /api/manage/collections/{collection_id}/golden/{golden_id}": ("question", "golden question"),
     }  # fmt: skip
     assert set(conflicts) == set(subjects)
     for operation, (in_description, in_example) in subjects.items():
