@@ -109,6 +109,11 @@ def _validate(values: dict[str, Any]) -> None:
         values["languages"] = language_codes(languages) or None
 
 
+def collection_settings_check(values: dict[str, Any]) -> None:
+    """Check settings as collection_update would (each on its own), saving nothing: `measure` checks its variants."""
+    _validate(values)
+
+
 def collection_chunking_with(*, collection: Collection | None, changes: Mapping[str, Any]) -> ChunkingSettings:
     """The chunking settings `collection` (None: a new one, CHUNKING_DEFAULTS) has with `changes` applied,
     checked. Saves nothing: a preview cuts with them, collection_create and collection_update store them.
