@@ -35,6 +35,8 @@ COLLECTION_SETTINGS = [
     "around",
     "languages",
     "per_reader",
+    "golden_gate",
+    "golden_gate_tolerance",
 ]
 
 
@@ -62,6 +64,7 @@ def _bounds() -> dict[str, dict[str, Any]]:
         "hybrid_weight": fraction,
         "score_threshold": fraction,
         "min_score": fraction,
+        "golden_gate_tolerance": fraction,
         "description": {"max_length": svc.MAX_DESCRIPTION_CHARS},
     }
 

@@ -93,6 +93,7 @@ def _validate(values: dict[str, Any]) -> None:
     _bounded_int(values, "rerank_top_n", 1, MAX_TOP_N)
     _bounded_int(values, "around", 0, MAX_AROUND, nullable=True)
     _fraction(values, "merge_threshold", nullable=False)
+    _fraction(values, "golden_gate_tolerance", nullable=False)
     for field in ("hybrid_weight", "score_threshold", "min_score"):
         _fraction(values, field)
     languages = values.get("languages")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from collections_app.models import Build, Chunk, Collection
-from collections_app.services.reindex import collection_cutover
+from django.urls import reverse
+
+from collections_app.models import Build, Chunk, Collection, Membership, Role
 from retrieval.models import GoldenQuestion
 from tests.retrieval.golden.corpus import corpus_upload
 
@@ -41,7 +42,7 @@ def live_texts(collection: Collection) -> list[str]:
 
 
 def test_the_gate_holds_back_a_reindex_that_cuts_the_answers_apart(
-    cast, gated, django_capture_on_commit_callbacks
+    cast, gated, staff, django_capture_on_commit_callbacks
 ) -> None:
     before = live_texts(gated)
     # Twenty characters: no paragraph holds a whole marker any more.
@@ -58,10 +59,18 @@ def test_the_gate_holds_back_a_reindex_that_cuts_the_answers_apart(
     progress = cast.viewer.get(f"/api/manage/collections/{gated.pk}").json()
     assert progress["stale_documents"] == 2 and "held back" in str(progress)
 
-    # An admin cuts it over anyway: the build says so, and the short paragraphs are what searches read.
-    collection_cutover(collection=gated, generation=build.gate["generation"], anyway_by="ada")
+    # The build's page shows both evaluations side by side; an editor may not cut over, an admin may.
+    page = staff.get(reverse("admin:collections_app_build_change", args=[build.pk])).content.decode()
+    assert "serving build" in page and "this build" in page and "held back: ndcg_at_10" in page
+    assert "Cut over anyway" not in page
+    Membership.objects.filter(tenant=cast.tenant).update(role=Role.ADMIN)
+    page = staff.get(reverse("admin:collections_app_build_change", args=[build.pk])).content.decode()
+    assert 'id="kb-cut-over"' in page
+    assert staff.post(reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])).status_code == 302
     forced = Build.objects.filter(collection=gated).latest("built_at")
     assert forced.gate_passed is False and forced.gate["cut_over_anyway"]["by"] == "ada"
+    gated.refresh_from_db()
+    assert gated.reindex_generation is None
     assert forced.gate["candidate"] == build.gate["candidate"]
     assert max(len(t) for t in live_texts(gated)) <= 40
 
