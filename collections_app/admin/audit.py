@@ -14,12 +14,12 @@ from django.utils.safestring import SafeString
 
 from collections_app.exceptions import DomainError
 from collections_app.models import Build, Chunk, Collection, Role
+from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.gate import GATED_METRICS
 from collections_app.services.reindex import collection_cutover
-from doors.admin.roles import may
-from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from doors.admin.base import AuditAdmin
 from doors.admin.display import key_value_rows
+from doors.admin.roles import may
 
 
 @admin.register(Chunk)
@@ -151,7 +151,7 @@ class BuildAdmin(AuditAdmin):
         rows = format_html("").join(
             format_html(
                 "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", name, _metric(serving, name), _metric(candidate, name)
-            )  # fmt: skip
+            )
             for name in (*GATED_METRICS, "hit_at_1", "mrr", "found", "questions")
         )
         table = format_html(
@@ -168,9 +168,9 @@ class BuildAdmin(AuditAdmin):
         # A held-back re-index still waiting: its admins get "Cut over anyway" (templates/.../build/change_form).
         build = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
-        if build is not None and build.gate_passed is False and _still_waiting(build):
-            if may(request, build.tenant_id, Role.ADMIN):
-                context["kb_cut_over_url"] = reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])
+        waiting = build is not None and build.gate_passed is False and _still_waiting(build)
+        if waiting and may(request, build.tenant_id, Role.ADMIN):
+            context["kb_cut_over_url"] = reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])
         return super().change_view(request, object_id, form_url, context)
 
     def get_urls(self):  # type: ignore[no-untyped-def]

@@ -4,7 +4,6 @@ a neutral one goes through; without golden questions it cannot judge, and says s
 from __future__ import annotations
 
 import pytest
-
 from django.urls import reverse
 
 from collections_app.models import Build, Chunk, Collection, Membership, Role

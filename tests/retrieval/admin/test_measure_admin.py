@@ -1,4 +1,4 @@
-"""The measure's result page: variants × metrics with the best per column marked, the two SVG charts, and
+"""The measure's result page: variants x metrics with the best per column marked, the two SVG charts, and
 "Apply this variant", which saves its settings and offers the re-index."""
 
 from __future__ import annotations
