@@ -169,7 +169,7 @@ class BuildAdmin(AuditAdmin):
         build = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
         waiting = build is not None and build.gate_passed is False and _still_waiting(build)
-        if waiting and may(request, build.tenant_id, Role.ADMIN):
+        if build is not None and waiting and may(request, build.tenant_id, Role.ADMIN):
             context["kb_cut_over_url"] = reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])
         return super().change_view(request, object_id, form_url, context)
 

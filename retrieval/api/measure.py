@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from collections_app.services.collections import MAX_TOP_N
-from doors.api.authentication import request_key
+from doors.api.authentication import request_key, request_role
 from doors.api.schema import refusals
 from retrieval.api.golden import CollectionDoor
 from retrieval.golden import DEFAULT_TOP_N, reader_named
@@ -118,7 +118,7 @@ class MeasureApplyView(CollectionDoor):
         data.is_valid(raise_exception=True)
         collection = measure_apply(
             measure=measure, variant=data.validated_data["variant"], with_floor=data.validated_data["floor"],
-            role=request_key(request).role,
+            role=request_role(request),
         )  # fmt: skip
         stale = collection.documents.filter(stale=True).count()
         return Response({"collection": str(collection.pk), "stale_documents": stale,

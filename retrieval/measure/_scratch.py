@@ -155,20 +155,20 @@ def measures_sweep() -> int:
     removed, and a measure left `running` or `queued`-and-started by a dead worker is marked failed. Returns how
     many stores went."""
     removed = 0
-    for measure_id in Measure.objects.filter(status=MeasureStatus.RUNNING).values_list("pk", flat=True):
-        if not measure_lease_held(measure_id=measure_id):
-            _failed(measure_id)
+    for running in Measure.objects.filter(status=MeasureStatus.RUNNING).values_list("pk", flat=True):
+        if not measure_lease_held(measure_id=running):
+            _failed(running)
     for tenant_id, name in Tenant.objects.filter(name__startswith=SCRATCH_PREFIX).values_list("pk", "name"):
-        measure_id = name[len(SCRATCH_PREFIX) :]
+        owner = name[len(SCRATCH_PREFIX) :]
         try:
-            uuid.UUID(measure_id)
+            uuid.UUID(owner)
         except ValueError:
             continue
-        if measure_lease_held(measure_id=measure_id):
+        if measure_lease_held(measure_id=owner):
             continue  # a live worker is measuring in it
-        _failed(measure_id)
+        _failed(owner)
         if scratch_remove(tenant_id=tenant_id):
-            logger.info("removed the scratch store of measure %s (its worker is gone)", measure_id)
+            logger.info("removed the scratch store of measure %s (its worker is gone)", owner)
             removed += 1
     return removed
 

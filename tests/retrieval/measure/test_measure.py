@@ -117,7 +117,7 @@ def test_a_measure_that_fails_half_way_leaves_no_scratch_rows(
     cast, corpus, golden, monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
     before = snapshot(corpus)
-    staged = []
+    staged: list[int] = []
 
     def second_fails(*, document, generation):
         if staged:
