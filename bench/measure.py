@@ -2,7 +2,7 @@
 
 500 abstracts of SciFact (those judged for a test question first, then others up to --documents) are stored
 as Markdown (`<corpus id>.md`: the title a heading, the abstract its paragraph) with their parser output in
-the collection `bench-measure` of the tenant `bench`, created on the first run and REUSED afterwards
+the collection `bench-measure-<documents>` of the tenant `bench`, created on the first run and REUSED afterwards
 (documents already read are skipped). The test questions become its golden questions (BEIR import,
 judged by document). The collection's floor is off (`min_score` 0), as measure runs unfloored.
 
@@ -37,7 +37,6 @@ COLLECTION = "bench-measure"
 DEFAULT_VARIANTS = [
     {"chunk_strategy": "structure", "around": 1},
     {"chunk_strategy": "fixed", "chunk_size": 64, "chunk_size_unit": "tokens", "chunk_overlap": 12, "around": 0},
-    {"chunk_strategy": "structure", "around": 0, "hybrid_weight": 0.7},
 ]
 
 
@@ -157,9 +156,10 @@ def main() -> None:
 
     corpus, queries, qrels = load(args.data, args.documents)
     tenant, _ = Tenant.objects.get_or_create(name=TENANT)
-    collection = Collection.objects.filter(tenant=tenant, name=COLLECTION).first()
+    name = f"{COLLECTION}-{args.documents}"
+    collection = Collection.objects.filter(tenant=tenant, name=name).first()
     if collection is None:
-        collection = collection_create(tenant=tenant, name=COLLECTION, min_score=0)
+        collection = collection_create(tenant=tenant, name=name, min_score=0)
     load_documents(corpus, collection)
     report = golden_import_beir(collection=collection, queries=queries, qrels=qrels, skip_unknown=True)
     print(

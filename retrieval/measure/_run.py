@@ -122,6 +122,10 @@ def measure_run(*, measure_id: str) -> None:
             logger.exception("measure %s of collection %s stopped", measure.pk, measure.collection_id)
             _finish(measure, status=MeasureStatus.FAILED, error=f"stopped ({type(exc).__name__}): {exc}"[:500])
             return
+        except BaseException:
+            # Stopped from outside (SIGTERM turned into SystemExit, Ctrl-C): said so, the store still removed.
+            _finish(measure, status=MeasureStatus.FAILED, error="stopped: the worker was interrupted; run it again")
+            raise
         finally:
             if scratch is not None:
                 scratch_remove(tenant_id=scratch.pk)
