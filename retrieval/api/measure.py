@@ -56,6 +56,12 @@ class ApplyInput(serializers.Serializer):
     floor = serializers.BooleanField(default=False, help_text="Also save the floor read off this variant.")
 
 
+class Applied(serializers.Serializer):
+    collection = serializers.UUIDField()
+    stale_documents = serializers.IntegerField(help_text="Documents a re-index must rebuild for the new settings.")
+    reindex = serializers.CharField(allow_null=True, help_text="Where to start that re-index; null: nothing stale.")
+
+
 class MeasureView(CollectionDoor):
     """Start a measure of the collection."""
 
@@ -109,7 +115,7 @@ class MeasureApplyView(CollectionDoor):
     @extend_schema(
         summary="Apply a measured variant: its settings saved, documents marked stale, a re-index to run",
         request=ApplyInput,
-        responses={200: serializers.DictField, **refusals(400, 401, 403, 404)},
+        responses={200: Applied, **refusals(400, 401, 403, 404)},
     )
     def post(self, request: Request, collection_id: UUID, measure_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)

