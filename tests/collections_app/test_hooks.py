@@ -12,7 +12,7 @@ def test_retrieval_registers_the_golden_gate_and_the_measure_sweep_at_start() ->
     assert measures_sweep in recovery_sweeps()
 
 
-def test_the_cluster_recovery_round_runs_the_registered_sweeps(monkeypatch) -> None:
+def test_the_cluster_recovery_round_runs_the_registered_sweeps(db, monkeypatch) -> None:
     from collections_app.management.commands import run_cluster
 
     ran = []
