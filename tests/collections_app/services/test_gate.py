@@ -19,9 +19,12 @@ MARKERS = {
 
 @pytest.fixture
 def gated(cast, collection, upload) -> Collection:
-    collection.golden_gate = True
-    collection.around = 0  # no neighbour stitched back: a marker is found only where one paragraph holds it
-    collection.save(update_fields=["golden_gate", "around"])
+    # around 0: no neighbour stitched back, so a marker is found only where one paragraph holds it.
+    answer = cast.editor.patch(f"/api/manage/collections/{collection.pk}", {"golden_gate": True, "around": 0},
+                               format="json")  # fmt: skip
+    assert answer.status_code == 200 and answer.json()["golden_gate"] is True
+    assert answer.json()["golden_gate_tolerance"] == 0.02
+    collection.refresh_from_db()
     corpus_upload(cast, collection, upload)
     for question, marker in MARKERS.items():
         GoldenQuestion.objects.create(tenant=cast.tenant, collection=collection, question=question, markers=[marker])
