@@ -215,6 +215,16 @@ class Collection(TenantOwned):
         help_text='Import options of the folder source, as a zip upload takes them, e.g. {"keep_navigation_readmes": '
         "true}.",
     )
+    # The golden gate: a re-index (or model change) is evaluated on its golden questions before its cutover,
+    # and held back when nDCG@10 or hit@5 falls below the serving build's by more than the tolerance.
+    golden_gate = models.BooleanField(
+        default=False,
+        help_text="Evaluate the golden questions on a re-index before it replaces what searches read; "
+        "hold it back when answers get worse.",
+    )
+    golden_gate_tolerance = models.FloatField(
+        default=0.02, help_text="How far nDCG@10 or hit@5 may fall (0-1) before the gate holds a re-index back."
+    )
     # Generations: searches read only the paragraphs of `active_generation`. A re-index builds the next one
     # beside it (`reindex_generation`) and switches in one transaction (services/reindex.py).
     active_generation = models.PositiveIntegerField(default=0, editable=False)
@@ -539,6 +549,12 @@ class Build(TenantOwned):
     # null = nobody recorded it, [] = nothing refused, [names] = what could not be read.
     refused = models.JSONField(null=True, blank=True)
     warnings = models.JSONField(default=list, blank=True)
+    # The golden gate, three-valued as `refused`: null = not asked (gate off) or could not judge (no golden
+    # questions; `gate["reason"]` says which), true = passed, false = held back (no cutover).
+    gate_passed = models.BooleanField(null=True, blank=True)
+    # {"serving": metrics, "candidate": metrics, "tolerance": t, "reason": "...", "generation": g,
+    #  "cut_over_anyway": {"by": "...", "at": "..."}}
+    gate = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-built_at"]

@@ -9,4 +9,12 @@ class RetrievalConfig(AppConfig):
     # gunicorn's post_worker_init hook (not here, which every manage.py command and test would run).
 
     def ready(self) -> None:
+        from collections_app.hooks import register_cutover_evaluator, register_recovery_sweep
         from retrieval import checks  # noqa: F401  (registers the system checks)
+        from retrieval.golden import gate_evaluate
+        from retrieval.measure import measures_sweep
+
+        # collections_app never imports retrieval; its flows call these through collections_app/hooks.py:
+        # the golden gate of a re-index's cutover, and the recovery round's sweep of killed measures.
+        register_cutover_evaluator(gate_evaluate)
+        register_recovery_sweep(measures_sweep)

@@ -209,3 +209,58 @@ class Evaluation(TenantOwned):
 
     def __str__(self) -> str:
         return f"evaluation of {self.collection} {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class MeasureStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+MEASURE_IN_FLIGHT = (MeasureStatus.QUEUED, MeasureStatus.RUNNING)
+
+
+class Measure(TenantOwned):
+    """One run of `measure`: several designs of a collection, each indexed from the stored parser output into a
+    scratch store searches never see, its golden questions run against each (unfloored unless asked).
+
+    The scratch store is a tenant of its own (`scratch_tenant`, no key nor member can reach it) removed at the
+    end of the run, on failure, and by the recovery sweep once the worker holding the run's lease is gone.
+    `variants` holds one entry per design (its settings, corpus digest, model identity, metrics, questions),
+    `floor` what the scores say about the floor."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="measures")
+    status = models.CharField(max_length=10, choices=MeasureStatus.choices, default=MeasureStatus.QUEUED)
+    reader = models.ForeignKey(Reader, null=True, blank=True, on_delete=models.SET_NULL, related_name="measures")
+    top_n = models.PositiveSmallIntegerField(default=10)
+    # What was asked: the variants as given (or the preset's), the floor if one was asked for.
+    request = models.JSONField(default=dict, blank=True)
+    # {"variant": k, "variants": n, "questions_done": x, "questions_total": y, "step": "..."}
+    progress = models.JSONField(default=dict, blank=True)
+    variants = models.JSONField(default=list, blank=True)
+    floor = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    # The scratch store while the run holds one (a tenant id; not a foreign key: the store goes, the record stays).
+    scratch_tenant = models.UUIDField(null=True, blank=True, editable=False)
+    cancel_requested = models.BooleanField(default=False)
+    requested_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One measure per collection at a time: each indexes the whole collection once per design, and two
+            # would only halve each other's speed (the API answers 409).
+            models.UniqueConstraint(
+                fields=["collection"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="measure_one_at_a_time_per_collection",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"measure of {self.collection} {self.created_at:%Y-%m-%d %H:%M}"

@@ -47,7 +47,7 @@ from collections_app.models import (
     Tenant,
 )
 from collections_app.services.keys import api_key_create
-from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, ModelCall, Reader, SearchEvent
+from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measure, ModelCall, Reader, SearchEvent
 
 OTHER = "quokka"  # in every name of the other tenant
 OWN = "wombat"
@@ -78,6 +78,7 @@ RULES: dict[str, Any] = {
     "retrieval.CollectionJudge": (Role.VIEWER, Role.EDITOR),
     "retrieval.GoldenQuestion": (Role.EDITOR, Role.EDITOR),  # the editors' own test set, read by them only
     "retrieval.Evaluation": (Role.EDITOR, None),  # written by "Evaluate" (a golden questions tool page) only
+    "retrieval.Measure": (Role.EDITOR, None),  # written by its task only; "Apply" (a POST) changes the collection
 }
 # Tool pages of an object (get_urls) need the role that writes the model, unless listed here as reading.
 READ_TOOL_PAGES: set[str] = {
@@ -144,7 +145,9 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         tenant=tenant, collection=collection, question=f"{tag} question", markers=[f"{tag} text"]
     )
     evaluation = Evaluation.objects.create(tenant=tenant, collection=collection, status="done")
+    measure = Measure.objects.create(tenant=tenant, collection=collection, status="done")
     return {
+        "retrieval.Measure": measure,
         "retrieval.GoldenQuestion": golden,
         "retrieval.Evaluation": evaluation,
         "collections_app.Tenant": tenant,
@@ -398,11 +401,11 @@ ENDPOINTS = api_endpoints()
 WRITES = {"post", "put", "patch", "delete"}
 SAFE_READS = {"search"}  # POST endpoints that only read: any valid key
 ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need an admin key
-# Reading needs an editor key too: golden questions and their evaluations are the editors' working material,
-# and a version's original is the whole file.
+# Reading needs an editor key too: golden questions, their evaluations and measures are the editors' working
+# material, and a version's original is the whole file.
 EDITOR_ONLY = {
     "golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail",
-    "document-version-original",
+    "measure-detail", "document-version-original",
 }  # fmt: skip
 
 
@@ -434,6 +437,7 @@ def _api_url(endpoint: Endpoint, world: World, side: str, missing: bool = False)
         ("reader_id", "retrieval.Reader"),
         ("golden_id", "retrieval.GoldenQuestion"),
         ("evaluation_id", "retrieval.Evaluation"),
+        ("measure_id", "retrieval.Measure"),
     ):
         value = uuid.uuid4() if missing else world.objects[(label, side)].pk
         route = re.sub(rf"<[^>]*:?{param}>", str(value), route)

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
-from django.urls import reverse
-from django.utils.html import format_html
+from typing import Any
 
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import language_shown
-from collections_app.models import Build, Chunk
+from collections_app.models import Build, Chunk, Collection, Role
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
+from collections_app.services.gate import GATED_METRICS
+from collections_app.services.reindex import collection_cutover
 from doors.admin.base import AuditAdmin
 from doors.admin.display import LanguageFilter, key_value_rows
+from doors.admin.roles import may
 
 
 @admin.register(Chunk)
@@ -74,14 +84,15 @@ class ChunkAdmin(AuditAdmin):
 class BuildAdmin(AuditAdmin):
     list_display = [
         "built_at", "collection", "document", "built_from", "model", "dims", "passages",
-        "refused_names", "warning_lines",
+        "refused_names", "warning_lines", "gate_badge",
     ]  # fmt: skip
-    list_filter = ["collection", "model"]
+    list_filter = ["collection", "model", "gate_passed"]
     list_select_related = ["collection", "document"]
     # Each stored value once, as a person reads it (refused and warnings were listed raw and read again).
     fields = ["built_at", "collection_link", "document_link", "built_from", "model", "dims", "passages",
-              "method_shown", "refused_names", "warning_lines"]  # fmt: skip
-    readonly_fields = ["built_at", "collection_link", "document_link", "method_shown", "refused_names", "warning_lines"]
+              "method_shown", "refused_names", "warning_lines", "gate_shown"]  # fmt: skip
+    readonly_fields = ["built_at", "collection_link", "document_link", "method_shown", "refused_names", "warning_lines",
+                       "gate_shown"]  # fmt: skip
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         # Each build's document by name only: a large one's JSON columns would be read once per listed build.
@@ -122,3 +133,87 @@ class BuildAdmin(AuditAdmin):
     @admin.display(description="warnings")
     def warning_lines(self, obj: Build) -> str:
         return "; ".join(obj.warnings) if obj.warnings else "none"
+
+    @admin.display(description="golden gate", ordering="gate_passed")
+    def gate_badge(self, obj: Build) -> str:
+        # Three answers, never collapsed: not asked or could not judge (null), passed, held back.
+        if obj.gate_passed is None:
+            return "cannot judge" if str((obj.gate or {}).get("reason", "")).startswith("cannot") else "—"
+        if obj.gate_passed:
+            return "passed"
+        return "held back, cut over anyway" if (obj.gate or {}).get("cut_over_anyway") else "held back"
+
+    @admin.display(description="golden gate")
+    def gate_shown(self, obj: Build) -> SafeString:
+        """The serving build's evaluation beside the new one's, the reason, and "cut over anyway" when waiting."""
+        gate = obj.gate or {}
+        if not gate:
+            return format_html("{}", "not recorded")
+        reason = format_html("<p>{}</p>", gate.get("reason", ""))
+        serving, candidate = gate.get("serving") or {}, gate.get("candidate") or {}
+        if not serving:
+            return reason
+        rows = format_html("").join(
+            format_html(
+                "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", name, _metric(serving, name), _metric(candidate, name)
+            )
+            for name in (*GATED_METRICS, "hit_at_1", "mrr", "found", "questions")
+        )
+        table = format_html(
+            '<table class="kb-rows kb-gate"><thead><tr><th></th><th>serving build</th><th>this build</th></tr>'
+            "</thead><tbody>{}</tbody></table>",
+            rows,
+        )
+        anyway = gate.get("cut_over_anyway")
+        if anyway:
+            return format_html("{}{}<p>Cut over anyway by {} at {}.</p>", reason, table, anyway["by"], anyway["at"])
+        return format_html("{}{}", reason, table)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        # A held-back re-index still waiting: its admins get "Cut over anyway" (templates/.../build/change_form).
+        build = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        waiting = build is not None and build.gate_passed is False and _still_waiting(build)
+        if build is not None and waiting and may(request, build.tenant_id, Role.ADMIN):
+            context["kb_cut_over_url"] = reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])
+        return super().change_view(request, object_id, form_url, context)
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/cut-over-anyway/",
+                view(self.cut_over_anyway_view),
+                name="collections_app_build_cut_over_anyway",
+            ),
+            *super().get_urls(),
+        ]
+
+    def cut_over_anyway_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """An admin of the tenant cuts a held-back generation over (POST only), named in the new build record."""
+        build = self.get_object(request, unquote(object_id))
+        if build is None:
+            raise Http404("no such build")
+        if request.method != "POST" or not may(request, build.tenant_id, Role.ADMIN):
+            raise PermissionDenied
+        if build.gate_passed is not False or not _still_waiting(build):
+            self.message_user(request, "That re-index is no longer waiting: nothing to cut over.", messages.WARNING)
+        else:
+            try:
+                collection_cutover(collection=build.collection, generation=build.gate["generation"],
+                                   anyway_by=request.user.get_username() or "an admin")  # fmt: skip
+            except DomainError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"{build.collection}: the held-back re-index now answers searches.")
+        return HttpResponseRedirect(reverse("admin:collections_app_build_change", args=[build.pk]))
+
+
+def _metric(metrics: dict[str, Any], name: str) -> str:
+    value = metrics.get(name)
+    return "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+
+
+def _still_waiting(build: Build) -> bool:
+    generation = (build.gate or {}).get("generation")
+    return Collection.objects.filter(pk=build.collection_id, reindex_generation=generation).exists()

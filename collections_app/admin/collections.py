@@ -120,7 +120,7 @@ BASICS = ["tenant", "name", "description"]
 CHUNKING = ["chunk_strategy", "chunk_size", "chunk_size_unit", "chunk_overlap", "parent_size", "parent_return",
             "merge_threshold"]  # fmt: skip
 RETRIEVAL = ["embedding_alias", "rerank_top_k", "rerank_top_n", "hybrid_weight", "score_threshold", "min_score",
-             "around", "window_max_chars", "per_reader"]  # fmt: skip
+             "around", "window_max_chars", "per_reader", "golden_gate", "golden_gate_tolerance"]  # fmt: skip
 
 
 @admin.register(Collection)

@@ -36,6 +36,8 @@ COLLECTION_SETTINGS = [
     "window_max_chars",
     "languages",
     "per_reader",
+    "golden_gate",
+    "golden_gate_tolerance",
 ]
 
 
@@ -64,6 +66,7 @@ def _bounds() -> dict[str, dict[str, Any]]:
         "hybrid_weight": fraction,
         "score_threshold": fraction,
         "min_score": fraction,
+        "golden_gate_tolerance": fraction,
         "description": {"max_length": svc.MAX_DESCRIPTION_CHARS},
     }
 

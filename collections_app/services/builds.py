@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from collections_app.models import Build, Collection, Document
 from collections_app.services.labels import unlabelled_paragraphs, unlabelled_warning
 from embedding import EmbeddingUnavailable, get_embedder
@@ -18,6 +20,8 @@ def build_record(
     warnings: list[str] | None = None,
     alias: str = "",
     version: int | None = None,
+    gate_passed: bool | None = None,
+    gate: dict[str, Any] | None = None,
 ) -> Build:
     """Record one indexing run. `refused`: [] = everything read, [names] = what could not be, None = unknown.
 
@@ -66,6 +70,8 @@ def build_record(
         passages=passages,
         refused=refused,
         warnings=warnings,
+        gate_passed=gate_passed,
+        gate=gate or {},
     )
 
 

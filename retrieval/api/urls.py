@@ -10,6 +10,7 @@ from retrieval.api.golden import (
     GoldenListView,
 )
 from retrieval.api.judges import CollectionJudgeView
+from retrieval.api.measure import MeasureApplyView, MeasureCancelView, MeasureDetailView, MeasureView
 from retrieval.api.readers import ReaderDetailView, ReaderListView
 from retrieval.api.views import SearchView
 
@@ -32,5 +33,21 @@ urlpatterns = [
         "manage/collections/<uuid:collection_id>/evaluations/<uuid:evaluation_id>",
         EvaluationDetailView.as_view(),
         name="evaluation-detail",
+    ),
+    path("manage/collections/<uuid:collection_id>/measure", MeasureView.as_view(), name="collection-measure"),
+    path(
+        "manage/collections/<uuid:collection_id>/measure/<uuid:measure_id>",
+        MeasureDetailView.as_view(),
+        name="measure-detail",
+    ),
+    path(
+        "manage/collections/<uuid:collection_id>/measure/<uuid:measure_id>/cancel",
+        MeasureCancelView.as_view(),
+        name="measure-cancel",
+    ),
+    path(
+        "manage/collections/<uuid:collection_id>/measure/<uuid:measure_id>/apply",
+        MeasureApplyView.as_view(),
+        name="measure-apply",
     ),
 ]

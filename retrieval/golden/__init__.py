@@ -9,7 +9,15 @@ selector `golden_questions_for`, import and export (`golden_import_jsonl`, `gold
 (the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
 """
 
-from ._evaluate import DEFAULT_TOP_N, evaluate, evaluation_run, evaluation_start, reader_named
+from ._evaluate import (
+    DEFAULT_TOP_N,
+    evaluate,
+    evaluation_run,
+    evaluation_start,
+    gate_evaluate,
+    questions_evaluate,
+    reader_named,
+)
 from ._exchange import (
     MAX_IMPORT_BYTES,
     ImportReport,
@@ -47,6 +55,7 @@ __all__ = [
     "evaluate",
     "evaluation_run",
     "evaluation_start",
+    "gate_evaluate",
     "golden_export_beir",
     "golden_export_jsonl",
     "golden_import_beir",
@@ -57,6 +66,7 @@ __all__ = [
     "golden_question_update",
     "golden_questions_for",
     "judge",
+    "questions_evaluate",
     "reader_named",
     "totals",
 ]

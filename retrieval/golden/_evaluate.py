@@ -11,6 +11,7 @@ behalf of no agent is. The questions' text is kept in the evaluation's rows: it 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from collections_app.models import Chunk, Collection
 from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion, Reader
-from retrieval.search import UnknownReader, collection_scope, search
+from retrieval.search import SearchScope, UnknownReader, collection_scope, search
 
 from ._judging import Answers, judge, totals
 from ._questions import InvalidGolden, golden_questions_for
@@ -105,7 +106,36 @@ def evaluate(
 
     `progress`: an Evaluation's id, whose questions_done is counted up as questions finish."""
     scope = collection_scope(collection=collection, reader=reader)
-    questions = list(golden_questions_for(collection))
+
+    def counted() -> None:
+        Evaluation.objects.filter(pk=progress).update(questions_done=F("questions_done") + 1)
+
+    rows, floor, around = questions_evaluate(
+        questions=list(golden_questions_for(collection)), scope=scope, top_n=top_n,
+        on_question=counted if progress is not None else None,
+    )  # fmt: skip
+    settings = {
+        "model": collection.served_alias, "generation": collection.active_generation, "top_n": top_n,
+        "floor": floor, "around": around, "reader": reader.name if reader else None,
+        **{name: getattr(collection, name) for name in SETTINGS_SHOWN},
+    }  # fmt: skip
+    return rows, settings
+
+
+def questions_evaluate(
+    *,
+    questions: list[GoldenQuestion],
+    scope: SearchScope,
+    top_n: int = DEFAULT_TOP_N,
+    on_question: Callable[[], object] | None = None,
+    documents: dict[str, str] | None = None,
+) -> tuple[list[dict[str, Any]], Any, int | None]:
+    """Search each question on `scope` and judge what came back: (rows, the floor used, around).
+
+    `documents` maps the document ids results carry to the ones the questions name (measure searches copies of
+    the collection's documents in its scratch store); unmapped ids are judged as they are. Each row carries the
+    score of the answer it found (`answer_score`) and the best score any result reached (`best_score`), which
+    the floor read-off reads."""
     paragraphs = _paragraph_texts(questions)
     rows: list[dict[str, Any]] = []
     floor: Any = None
@@ -113,26 +143,31 @@ def evaluate(
     for golden in questions:
         answer = search(scope=scope, query=golden.question, top_n=top_n)
         floor, around = answer.floor, answer.around
+        results = answer.results if not documents else [_as_original(r, documents) for r in answer.results]
         answers = _answers(golden, paragraphs)
-        judged = judge(answer.results, answers)
+        judged = judge(results, answers)
+        scores = [r["score"] for r in results if r.get("score") is not None]
         rows.append(
             {
                 "golden_id": str(golden.pk), "question": golden.question, "control": golden.control,
                 "found": judged.found, "rank": judged.rank, "ndcg": judged.ndcg, "met": judged.met,
-                "gone": list(answers.gone), "answered": bool(answer.results), "results": len(answer.results),
+                "gone": list(answers.gone), "answered": bool(results), "results": len(results),
                 "refused": answer.refused, "reason": answer.reason,
-                "top_score": answer.results[0]["score"] if answer.results else None,
+                "top_score": results[0]["score"] if results else None,
+                "answer_score": results[judged.rank - 1]["score"] if judged.rank else None,
+                "best_score": max(scores) if scores else None,
                 "latency_ms": round(answer.latency_ms, 2),
             }
         )  # fmt: skip
-        if progress is not None:
-            Evaluation.objects.filter(pk=progress).update(questions_done=F("questions_done") + 1)
-    settings = {
-        "model": collection.served_alias, "generation": collection.active_generation, "top_n": top_n,
-        "floor": floor, "around": around, "reader": reader.name if reader else None,
-        **{name: getattr(collection, name) for name in SETTINGS_SHOWN},
-    }  # fmt: skip
-    return rows, settings
+        if on_question is not None:
+            on_question()
+    return rows, floor, around
+
+
+def _as_original(result: dict[str, Any], documents: dict[str, str]) -> dict[str, Any]:
+    document = dict(result.get("document") or {})
+    document["id"] = documents.get(str(document.get("id")), document.get("id"))
+    return {**result, "document": document}
 
 
 def _paragraph_texts(questions: list[GoldenQuestion]) -> dict[str, tuple[str, str]]:
@@ -150,3 +185,14 @@ def _answers(golden: GoldenQuestion, paragraphs: dict[str, tuple[str, str]]) -> 
         documents=frozenset(str(d) for d in golden.documents),
         gone=tuple(p for p in ids if p not in paragraphs),
     )
+
+
+def gate_evaluate(collection: Collection) -> tuple[dict[str, Any] | None, str]:
+    """The golden gate's evaluator (registered in RetrievalConfig.ready): the collection's golden questions as
+    searches read it now, their totals, or None and why it cannot judge."""
+    if collection.per_reader:
+        return None, "a per-reader collection is judged as a reader; evaluate it as one instead"
+    if not golden_questions_for(collection).filter(control=False).exists():
+        return None, "the collection has no golden questions with an answer"
+    rows, _ = evaluate(collection=collection)
+    return totals(rows), ""

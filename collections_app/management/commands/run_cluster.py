@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
+from collections_app.hooks import recovery_sweeps
 from collections_app.services.recovery import documents_recover
 from kbsite.runlock import AlreadyRunning, run_lock
 from kbsite.supervision import death_signal, forks_die_with_their_parent
@@ -96,6 +97,8 @@ class Command(BaseCommand):
         close_old_connections()
         try:
             documents_recover(cluster_start=cluster_start)
+            for sweep in recovery_sweeps():  # other apps' leftovers of dead workers (collections_app/hooks.py)
+                sweep()
         except Exception:
             # A database hiccup must not take the cluster down; the next round tries again.
             logger.exception("recovery round failed")

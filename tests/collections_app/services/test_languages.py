@@ -310,6 +310,7 @@ def _collection_form(cast, **changes: Any) -> dict[str, Any]:
         "rerank_top_k": 40,
         "rerank_top_n": 8,
         "window_max_chars": WINDOW_MAX_CHARS,
+        "golden_gate_tolerance": 0.02,
         "languages": "",
         "exclude_patterns": "",
     }

@@ -15,7 +15,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from collections_app.models import Document
-from retrieval.models import Evaluation, GoldenQuestion
+from retrieval.models import Evaluation, GoldenQuestion, Measure
 from retrieval.services import reader_create
 
 NUL, SURROGATE = "a\x00b", "\ud800"
@@ -78,6 +78,7 @@ def admin_world(cast, collection):
             tenant=cast.tenant, collection=collection, question="Bikes?", markers=["rack"]
         ).pk,
         "evaluation_id": Evaluation.objects.create(tenant=cast.tenant, collection=collection).pk,
+        "measure_id": Measure.objects.create(tenant=cast.tenant, collection=collection, status="done").pk,
     }
     return admin, ids
 

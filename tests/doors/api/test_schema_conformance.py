@@ -280,6 +280,7 @@ def test_each_conflict_has_its_own_example_that_fits_its_description() -> None:
         "POST /api/manage/collections/{collection_id}/documents/{document_id}/rechunk": ("being read", "being read"),
         "POST /api/manage/collections/{collection_id}/golden": ("question", "golden question"),
         "PATCH /api/manage/collections/{collection_id}/golden/{golden_id}": ("question", "golden question"),
+        "POST /api/manage/collections/{collection_id}/measure": ("being measured", "being measured"),
     }  # fmt: skip
     assert set(conflicts) == set(subjects)
     for operation, (in_description, in_example) in subjects.items():

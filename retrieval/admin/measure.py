@@ -1,0 +1,140 @@
+"""Admin: measures, their result page (variants x metrics with the best per column marked, the found-rank and
+score charts drawn as SVG on the server) and "Apply this variant". Editors and admins of the tenant only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.safestring import SafeString, mark_safe
+
+from collections_app.exceptions import DomainError
+from collections_app.models import Role
+from doors.admin.display import status_badge
+from doors.admin.roles import may, roles_of
+from retrieval.admin.golden import EditorsOnly
+from retrieval.measure import measure_apply
+from retrieval.measure._charts import found_ranks_svg, scores_svg, variant_label
+from retrieval.models import Measure
+
+COLUMNS = (("nDCG@10", "ndcg_at_10"), ("hit@5", "hit_at_5"), ("hit@1", "hit_at_1"), ("MRR", "mrr"),
+           ("found", "found"), ("controls answered", "controls_answered"))  # fmt: skip
+# Lower is better for these; higher for the rest.
+LOWER_BETTER = {"controls_answered"}
+
+
+def variants_table(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per variant, each cell with its value and whether it is the best of its column."""
+    best: dict[str, Any] = {}
+    for _, key in COLUMNS:
+        values = [v["metrics"].get(key) for v in variants if v["metrics"].get(key) is not None]
+        if values:
+            best[key] = min(values) if key in LOWER_BETTER else max(values)
+    rows = []
+    for index, variant in enumerate(variants):
+        cells = []
+        for _, key in COLUMNS:
+            value = variant["metrics"].get(key)
+            shown = "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+            cells.append({"value": shown, "best": value is not None and value == best.get(key) and len(variants) > 1})
+        paragraphs = variant.get("paragraphs")
+        rows.append({"label": f"{variant_label(variant, index)} ({paragraphs} paragraphs)", "cells": cells,
+                     "floor": (variant.get("floor") or {}).get("suggested")})  # fmt: skip
+    return rows
+
+
+@admin.register(Measure)
+class MeasureAdmin(EditorsOnly):
+    manage_role = None  # started from the API or a collection; nobody edits one by hand
+    list_display = ["created_at", "collection", "status_shown", "progress_shown", "best_shown"]
+    list_filter = ["collection", "status"]
+    list_select_related = ["collection"]
+    fields = ["collection", "status_shown", "progress_shown", "error", "requested_by", "created_at", "finished_at"]
+    readonly_fields = ["collection", "status_shown", "progress_shown", "error", "requested_by", "created_at",
+                       "finished_at"]  # fmt: skip
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        queryset = super().get_queryset(request)
+        # The list shows no per-question rows: not read for it.
+        return queryset.defer("variants") if getattr(request, "_kb_measure_list", False) else queryset
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        request._kb_measure_list = True  # type: ignore[attr-defined]
+        return super().changelist_view(request, extra_context)
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/apply/", view(self.apply_view), name="retrieval_measure_apply"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        measure = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if measure is not None:
+            context["kb_refresh"] = measure.status in ("queued", "running")
+            if measure.variants:
+                floor = measure.floor or {}
+                context.update(
+                    kb_columns=[name for name, _ in COLUMNS],
+                    kb_variants=variants_table(measure.variants),
+                    kb_floor_note=floor.get("note", ""),
+                    kb_rank_chart=mark_safe(found_ranks_svg(measure.variants)),
+                    kb_score_chart=mark_safe(scores_svg(measure.variants)),
+                )
+                if measure.status == "done" and may(request, measure.tenant_id, Role.EDITOR):
+                    context["kb_apply_url"] = reverse("admin:retrieval_measure_apply", args=[measure.pk])
+        return super().change_view(request, object_id, form_url, context)
+
+    def apply_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Save the chosen variant on the collection (POST), then offer the re-index on the collection's page."""
+        measure = self.get_object(request, unquote(object_id))
+        if measure is None:
+            raise Http404("no such measure")
+        if request.method != "POST" or not may(request, measure.tenant_id, Role.EDITOR):
+            raise PermissionDenied
+        try:
+            variant = int(request.POST.get("variant", ""))
+            collection = measure_apply(measure=measure, variant=variant, with_floor=request.GET.get("floor") == "1",
+                                       role=_role(request, measure))  # fmt: skip
+        except (ValueError, DomainError) as exc:
+            self.message_user(request, f"Not applied: {exc}", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:retrieval_measure_change", args=[measure.pk]))
+        stale = collection.documents.filter(stale=True).count()
+        self.message_user(
+            request,
+            f"Variant {variant + 1} saved on {collection.name}."
+            + (f" {stale} document(s) are stale: re-index to rebuild them." if stale else ""),
+            messages.SUCCESS,
+        )
+        target = "collections_app_collection_reindex" if stale else "collections_app_collection_change"
+        return HttpResponseRedirect(reverse(f"admin:{target}", args=[collection.pk]))
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj: Measure) -> SafeString:
+        return status_badge(obj.status)
+
+    @admin.display(description="progress")
+    def progress_shown(self, obj: Measure) -> str:
+        p = obj.progress or {}
+        return (f"variant {p.get('variant', 0)} of {p.get('variants', 0)}, "
+                f"questions {p.get('questions_done', 0)} of {p.get('questions_total', 0)}")  # fmt: skip
+
+    @admin.display(description="best nDCG@10")
+    def best_shown(self, obj: Measure) -> str:
+        best = (obj.floor or {}).get("best_variant")
+        if best is None:
+            return "—"
+        return f"variant {best + 1}"
+
+
+def _role(request: HttpRequest, measure: Measure) -> Role | None:
+    if request.user.is_superuser:
+        return None
+    role = roles_of(request).get(measure.tenant_id)
+    return Role(role) if role else None
