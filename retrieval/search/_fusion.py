@@ -29,7 +29,7 @@ FUSION_METHODS = ("zscore", "rrf")
 RRF_K = 60
 # The vector list's least share for a paragraph in another language than the question's (cross_language_weights):
 # measured on bench/data/xlang's calibration half (bench/eval_xlang.py; docs/DECISIONS.md).
-CROSS_LANGUAGE_VECTOR_WEIGHT = 0.8
+CROSS_LANGUAGE_VECTOR_WEIGHT = 1.0
 # Which score of a hit each list ranks by: BM25 for the keyword list, cosine similarity for the vector list.
 LIST_SCORE = {"keyword": "keyword", "vector": "semantic"}
 

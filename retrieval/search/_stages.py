@@ -296,4 +296,3 @@ def passes_floor(hit: Hit, floor: float) -> bool:
 
     `floor` is the one that applies to this hit's language situation (see _pipeline.floor_for)."""
     return floor <= 0 or (hit.semantic is not None and hit.semantic >= floor)
-

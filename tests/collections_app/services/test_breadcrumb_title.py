@@ -30,7 +30,10 @@ def test_a_noisy_file_name_is_no_title_and_the_build_says_so(cast, collection, u
     # The paragraph was embedded alone: "IMG_2034" is not in what the model read.
     embedder = get_embedder(collection.embedding_alias)
     alone, noisy = embedder.embed_passages(
-        [ChunkDraft(TEXT.decode(), [], None).embedding_text(), ChunkDraft(TEXT.decode(), [], None).embedding_text("IMG_2034")]
+        [
+            ChunkDraft(TEXT.decode(), [], None).embedding_text(),
+            ChunkDraft(TEXT.decode(), [], None).embedding_text("IMG_2034"),
+        ]
     )
     stored = _stored_vector(document)
     assert _cosine(stored, alone) > 0.9999

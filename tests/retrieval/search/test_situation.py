@@ -34,7 +34,9 @@ def test_the_default_model_has_a_looser_floor_across_languages() -> None:
 
 
 def test_a_paragraph_in_another_language_leans_on_the_vector_list() -> None:
-    assert cross_language_weights({"vector": 0.5, "keyword": 0.5}, 0.8) == pytest.approx({"vector": 0.8, "keyword": 0.2})
+    assert cross_language_weights({"vector": 0.5, "keyword": 0.5}, 0.8) == pytest.approx(
+        {"vector": 0.8, "keyword": 0.2}
+    )
     # A collection already leaning further keeps its own weight; a list switched off stays off.
     assert cross_language_weights({"vector": 0.9, "keyword": 0.1}, 0.8) == {"vector": 0.9, "keyword": 0.1}
     assert cross_language_weights({"vector": 0.0, "keyword": 1.0}, 0.8) == {"vector": 0.0, "keyword": 1.0}
@@ -59,7 +61,11 @@ def test_fusion_gives_other_language_paragraphs_the_cross_language_weights() -> 
 
     # "shared" shares a name with the English question but says nothing of it; "answer" is the German answer.
     lists = {
-        "keyword": [hit("shared", "de", keyword=8.0), hit("answer", "de", keyword=1.0), hit("other", "de", keyword=0.5)],
+        "keyword": [
+            hit("shared", "de", keyword=8.0),
+            hit("answer", "de", keyword=1.0),
+            hit("other", "de", keyword=0.5),
+        ],
         "vector": [hit("answer", "de", semantic=0.82), hit("shared", "de", semantic=0.76), hit("other", "de", 0.70)],
     }
     even = {"keyword": 0.5, "vector": 0.5}
