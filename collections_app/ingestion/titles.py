@@ -1,6 +1,6 @@
 """When a file's name may be a paragraph's title: only when it reads as words.
 
-The breadcrumb (title › heading trail) is embedded with every paragraph of a document. A stem such as `p31`,
+The breadcrumb (title, then the heading trail) is embedded with every paragraph of a document. A stem such as `p31`,
 `12345`, `IMG_2034`, `scan-0001`, a hash or a date stamp tells the model nothing about the text, and in a short
 paragraph it is a good part of what the model reads (measured in bench/eval_xlang.py: docs/DECISIONS.md).
 """

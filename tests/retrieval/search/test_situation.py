@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from embedding import get_model
+from retrieval.search import Hit, zscore_combine, zscore_fusion
 from retrieval.search._fusion import cross_language_weights
 from retrieval.search._situation import cross_language
-from retrieval.search import Hit, zscore_combine, zscore_fusion
 
 
 @pytest.mark.parametrize(
