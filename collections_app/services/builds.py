@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from collections_app.models import Build, Collection, Document
 from collections_app.services.labels import unlabelled_paragraphs, unlabelled_warning
 from embedding import EmbeddingUnavailable, get_embedder
@@ -17,7 +19,7 @@ def build_record(
     unlabelled: int | None = None,
     warnings: list[str] | None = None,
     alias: str = "",
-    method_extra: dict[str, object] | None = None,
+    method_extra: Mapping[str, object] | None = None,
 ) -> Build:
     """Record one indexing run. `refused`: [] = everything read, [names] = what could not be, None = unknown.
 
