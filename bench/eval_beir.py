@@ -81,6 +81,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--train-limit", type=int, default=0, help="a seeded sample of train questions (0: all)")
     parser.add_argument("--no-default-depth", action="store_true", help="skip hybrid at rerank_top_k 40")
     parser.add_argument("--dump", type=Path, default=None, help="write runs and qrels as JSON (for pytrec_eval)")
+    parser.add_argument(
+        "--one-situation", action="store_true",
+        help="search as before issue 18: one floor and one fusion weight in every language situation",
+    )  # fmt: skip
     return parser.parse_args()
 
 
@@ -473,6 +477,10 @@ def main() -> int:
     corpus = read_jsonl(args.data / "corpus.jsonl")
     test_qrels = read_qrels(args.data / "qrels" / "test.tsv")
     train_qrels = read_qrels(args.data / "qrels" / "train.tsv")
+    if args.one_situation:
+        from eval_xlang import pipeline_before
+
+        pipeline_before().__enter__()  # for the whole run: the process ends with it
     collection = bench_collection()
     print(f"collection  : {collection.name} ({collection.pk}) of tenant {TENANT}, model {collection.embedding_alias}")
     if not args.no_ingest:

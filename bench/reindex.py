@@ -221,7 +221,7 @@ def main() -> int:
 
     from collections_app.ingestion.blocks import Block
     from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus, Tenant
-    from collections_app.selectors import document_title
+    from collections_app.selectors import breadcrumb_title
     from collections_app.services import documents as ingestion
     from collections_app.services.collections import collection_create, collection_delete, collection_update
     from collections_app.services.reindex import collection_reindex
@@ -291,7 +291,7 @@ def main() -> int:
         texts = []
         for document in Document.objects.filter(collection=collection, status=DocumentStatus.DONE):
             drafts = ingestion.document_chunk(document, collection, [Block.from_json(b) for b in document.blocks or []])
-            title = document_title(document)
+            title = breadcrumb_title(document).text
             texts.append([d.embedding_text(title) for d in drafts if d.kind == "paragraph"])
         return texts
 

@@ -16,3 +16,13 @@ class EmbeddingModel:
     floor: float
     # Default score_threshold: at or above it a result is badged "supported", below it "weak".
     supported: float = 0.5
+    # The floor for a paragraph in another language than the question's (None: `floor`, uncalibrated).
+    # A multilingual model scores a question and its answer lower across languages than within one, and its
+    # unrelated pairs lower too (bench/calibrate_floor_xlang.py measures both).
+    cross_language_floor: float | None = None
+
+    def floor_for(self, *, cross_language: bool) -> float:
+        """The calibrated floor of one language situation (the same language unless told otherwise)."""
+        if cross_language and self.cross_language_floor is not None:
+            return self.cross_language_floor
+        return self.floor

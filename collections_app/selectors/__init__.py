@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
 from django.db.models import Count, Q, QuerySet
 
+from collections_app.ingestion.titles import title_from_filename
 from collections_app.models import ApiKey, Build, Collection, Document, DocumentVersion, Tenant
 
 from .languages import language_counts
@@ -66,7 +68,7 @@ def builds_for(collection: Collection) -> QuerySet[Build]:
 
 
 def document_title(document: Document) -> str:
-    """The first part of every paragraph's breadcrumb: the title the parser found, else the file's name."""
+    """A document's title for people (the corpus map): the title the parser found, else the file's name."""
     title = document.metadata.get("title") if isinstance(document.metadata, dict) else None
     return str(title) if title else Path(document.filename).stem
 
@@ -95,3 +97,25 @@ def _is_uuid(value: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+@dataclass(frozen=True)
+class BreadcrumbTitle:
+    """The first part of every paragraph's breadcrumb (embedded with it), and where it came from."""
+
+    text: str  # "" when there is none
+    source: str  # "metadata" (the parser found it), "file name", or "none"
+
+    def for_build(self) -> dict[str, str | None]:
+        """What a build record says about it (its `method`)."""
+        return {"title": self.text or None, "title_from": self.source}
+
+
+def breadcrumb_title(document: Document) -> BreadcrumbTitle:
+    """The title the parser found, else the file's name when it reads as words (ingestion.titles), else none:
+    "p31", "IMG_2034", a hash or a date stamp would be noise in every paragraph's vector."""
+    found = document.metadata.get("title") if isinstance(document.metadata, dict) else None
+    if found:
+        return BreadcrumbTitle(str(found), "metadata")
+    from_name = title_from_filename(document.filename)
+    return BreadcrumbTitle(from_name, "file name") if from_name else BreadcrumbTitle("", "none")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from collections_app.models import Build, Collection, Document
@@ -22,6 +23,7 @@ def build_record(
     version: int | None = None,
     gate_passed: bool | None = None,
     gate: dict[str, Any] | None = None,
+    method_extra: Mapping[str, object] | None = None,
 ) -> Build:
     """Record one indexing run. `refused`: [] = everything read, [names] = what could not be, None = unknown.
 
@@ -35,6 +37,8 @@ def build_record(
     `unlabelled`: paragraphs this build left without a reader label; None = counted here from the rows of the
     generation searches read (the document's, or for a collection build the collection's). In a per-reader
     collection any such paragraph is readable by every reader, and the build says so with the count.
+
+    `method_extra`: more of how it was built, recorded in `method` (a document's build: the breadcrumb title).
     """
     warnings = list(warnings or [])
     if not alias:
@@ -64,6 +68,7 @@ def build_record(
             "overlap": collection.chunk_overlap,
             "unit": collection.chunk_size_unit,
             **({"parent_size": collection.parent_size} if collection.parent_size else {}),
+            **(method_extra or {}),
         },
         built_from=built_from,
         version=version,

@@ -28,7 +28,10 @@ from retrieval.services import on_behalf_of_agent, search_event_record
             },
         ],
         "nullable": True,
-        "description": "The semantic-score floor applied (0: off); null when no collection was searched.",
+        "description": "The semantic-score floor applied (0: off) to paragraphs in the question's language; null when "
+        "no collection was searched. Without a collection floor (min_score), a paragraph in another language is "
+        "judged by the model's cross-language floor: the trace's floor stage gives the floor that applied to the "
+        "best paragraph, its score and the margin.",
     }
 )
 class FloorField(serializers.JSONField):

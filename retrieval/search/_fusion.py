@@ -20,11 +20,16 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ._situation import cross_language
+
 if TYPE_CHECKING:
     from ._stages import Hit
 
 FUSION_METHODS = ("zscore", "rrf")
 RRF_K = 60
+# The vector list's least share for a paragraph in another language than the question's (cross_language_weights):
+# measured on bench/data/xlang's calibration half (bench/eval_xlang.py; docs/DECISIONS.md).
+CROSS_LANGUAGE_VECTOR_WEIGHT = 1.0
 # Which score of a hit each list ranks by: BM25 for the keyword list, cosine similarity for the vector list.
 LIST_SCORE = {"keyword": "keyword", "vector": "semantic"}
 
@@ -38,12 +43,19 @@ def zscores(scores: Mapping[str, float]) -> dict[str, float]:
     return {key: (value - mean) / spread if spread > 0 else 0.0 for key, value in scores.items()}
 
 
-def zscore_combine(lists: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float]) -> dict[str, float]:
+def zscore_combine(
+    lists: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[str, float],
+    weights_of: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, float]:
     """Σ weight * z over the lists; a candidate missing from a list gets that list's lowest z.
 
     `lists` maps a list's name to its (id, score) pairs (an id listed twice keeps its first score);
-    a list whose weight is missing or ≤ 0 is left out entirely.
+    a list whose weight is missing or ≤ 0 is left out entirely. `weights_of` gives some candidates their own
+    weights (a paragraph in another language than the question leans on the vector list); the z-scores are
+    still taken over each whole list, so every candidate is scored on the same scale.
     """
+    weights_of = weights_of or {}
     used = {name: pairs for name, pairs in lists.items() if weights.get(name, 0.0) > 0}
     normalised: dict[str, dict[str, float]] = {}
     for name, pairs in used.items():
@@ -58,12 +70,20 @@ def zscore_combine(lists: Mapping[str, Sequence[tuple[str, float]]], weights: Ma
             continue  # an empty list scores every candidate alike: it cannot reorder them
         lowest = min(z.values())
         for key in candidates:
-            fused[key] += weights[name] * z.get(key, lowest)
+            fused[key] += weights_of.get(key, weights)[name] * z.get(key, lowest)
     return fused
 
 
-def rrf_combine(lists: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = RRF_K) -> dict[str, float]:
-    """Σ weight / (k + rank) over the lists (rank from 1, an id's first place counts); weight ≤ 0: left out."""
+def rrf_combine(
+    lists: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float],
+    k: int = RRF_K,
+    weights_of: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, float]:
+    """Σ weight / (k + rank) over the lists (rank from 1, an id's first place counts); weight ≤ 0: left out.
+
+    `weights_of`: some candidates' own weights, as in zscore_combine."""
+    weights_of = weights_of or {}
     fused: dict[str, float] = {}
     for name, keys in lists.items():
         weight = weights.get(name, 0.0)
@@ -74,7 +94,7 @@ def rrf_combine(lists: Mapping[str, Sequence[str]], weights: Mapping[str, float]
             if key in seen:
                 continue
             seen.add(key)
-            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
+            fused[key] = fused.get(key, 0.0) + weights_of.get(key, weights)[name] / (k + rank)
     return fused
 
 
@@ -83,16 +103,31 @@ def ranked(fused: Mapping[str, float]) -> list[str]:
     return sorted(fused, key=lambda key: (-fused[key], key))
 
 
-def fuse(method: str, lists: dict[str, list[Hit]], weights: dict[str, float]) -> list[Hit]:
-    """The pipeline's fusion: `method` is zscore or rrf (KB_FUSION)."""
+def fuse(
+    method: str,
+    lists: dict[str, list[Hit]],
+    weights: dict[str, float],
+    cross_weights: Mapping[str, float] | None = None,
+    question_language: str = "",
+) -> list[Hit]:
+    """The pipeline's fusion: `method` is zscore or rrf (KB_FUSION).
+
+    With `cross_weights`, a paragraph in another language than `question_language` (stages.cross_language)
+    is fused with those weights instead of `weights`."""
     if method == "zscore":
-        return zscore_fusion(lists, weights)
+        return zscore_fusion(lists, weights, cross_weights, question_language)
     if method == "rrf":
-        return reciprocal_rank_fusion(lists, k=RRF_K, weights=weights)
+        return reciprocal_rank_fusion(lists, k=RRF_K, weights=weights, cross_weights=cross_weights,
+                                      question_language=question_language)  # fmt: skip
     raise ValueError(f"unknown fusion method {method!r}; use one of {', '.join(FUSION_METHODS)}")
 
 
-def zscore_fusion(lists: dict[str, list[Hit]], weights: dict[str, float]) -> list[Hit]:
+def zscore_fusion(
+    lists: dict[str, list[Hit]],
+    weights: dict[str, float],
+    cross_weights: Mapping[str, float] | None = None,
+    question_language: str = "",
+) -> list[Hit]:
     """Hits fused by `zscore_combine` over each list's own score (LIST_SCORE); each keeps its rank per list."""
     merged = _merge(lists, weights)
     pairs = {
@@ -100,13 +135,18 @@ def zscore_fusion(lists: dict[str, list[Hit]], weights: dict[str, float]) -> lis
         for name, hits in lists.items()
         if weights.get(name, 0.0) > 0
     }
-    for key, score in zscore_combine(pairs, weights).items():
+    own = _weights_of(merged, cross_weights, question_language)
+    for key, score in zscore_combine(pairs, weights, own).items():
         merged[key].fused = score
     return sorted(merged.values(), key=lambda h: (-h.fused, h.chunk_id))
 
 
 def reciprocal_rank_fusion(
-    ranked: dict[str, list[Hit]], k: int = RRF_K, weights: dict[str, float] | None = None
+    ranked: dict[str, list[Hit]],
+    k: int = RRF_K,
+    weights: dict[str, float] | None = None,
+    cross_weights: Mapping[str, float] | None = None,
+    question_language: str = "",
 ) -> list[Hit]:
     """RRF: score = Σ weight / (k + rank). Rank-based, so cosine and BM25 need no common scale.
 
@@ -114,9 +154,31 @@ def reciprocal_rank_fusion(
     """
     weights = {name: (weights or {}).get(name, 1.0) for name in ranked}
     merged = _merge(ranked, weights)
-    for key, score in rrf_combine({n: [h.chunk_id for h in hits] for n, hits in ranked.items()}, weights, k).items():
+    own = _weights_of(merged, cross_weights, question_language)
+    keys = {n: [h.chunk_id for h in hits] for n, hits in ranked.items()}
+    for key, score in rrf_combine(keys, weights, k, own).items():
         merged[key].fused = score
     return sorted(merged.values(), key=lambda h: (-h.fused, h.chunk_id))
+
+
+def cross_language_weights(weights: Mapping[str, float], vector_share: float) -> dict[str, float]:
+    """The weights a paragraph in another language than the question's is fused with.
+
+    The vector list gets at least `vector_share` (CROSS_LANGUAGE_VECTOR_WEIGHT: across languages the keyword
+    side matches mostly names, numbers and words the languages happen to share). A list switched off
+    (hybrid_weight 0 or 1) stays off: those weights apply as they are.
+    """
+    if weights.get("vector", 0.0) <= 0 or weights.get("keyword", 0.0) <= 0 or weights["vector"] >= vector_share:
+        return dict(weights)
+    return {"vector": vector_share, "keyword": 1 - vector_share}
+
+
+def _weights_of(
+    merged: Mapping[str, Hit], cross_weights: Mapping[str, float] | None, question_language: str
+) -> dict[str, Mapping[str, float]]:
+    if not cross_weights:
+        return {}
+    return {key: cross_weights for key, hit in merged.items() if cross_language(question_language, hit.language)}
 
 
 def _merge(lists: dict[str, list[Hit]], weights: Mapping[str, float]) -> dict[str, Hit]:
@@ -136,11 +198,19 @@ def _merge(lists: dict[str, list[Hit]], weights: Mapping[str, float]) -> dict[st
     return merged
 
 
-def fusion_counts(method: str, weights: Mapping[str, float]) -> dict[str, object]:
-    """What the trace's fusion stage says about the method: its name, the weights and its constants."""
+def fusion_counts(
+    method: str, weights: Mapping[str, float], cross_weights: Mapping[str, float] | None = None
+) -> dict[str, object]:
+    """What the trace's fusion stage says about the method: its name, the weights and its constants.
+
+    `weights` are those of a paragraph in the question's language; `cross_weights`, when given, those of a
+    paragraph in another language (`weights_cross_language`)."""
+    shown: dict[str, object] = {"weights": dict(weights)}
+    if cross_weights is not None:
+        shown["weights_cross_language"] = dict(cross_weights)
     if method == "rrf":
-        return {"method": "rrf", "k": RRF_K, "weights": dict(weights)}
-    return {"method": "zscore", "weights": dict(weights), "missing": "the list's lowest z"}
+        return {"method": "rrf", "k": RRF_K, **shown}
+    return {"method": "zscore", **shown, "missing": "the list's lowest z"}
 
 
 def switched_off(weights: Mapping[str, float], name: str) -> str:

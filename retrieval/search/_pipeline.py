@@ -15,7 +15,7 @@ from embedding import get_model
 
 from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching
-from ._fusion import fuse, fusion_counts, switched_off
+from ._fusion import CROSS_LANGUAGE_VECTOR_WEIGHT, cross_language_weights, fuse, fusion_counts, switched_off
 from ._judge import judge_stage
 from ._parents import sections
 from ._planning import merge_planned, planning_stage
@@ -23,6 +23,7 @@ from ._query_embedding import QueryEmbedding, start_query_embeddings
 from ._render import render_results, window_paragraphs, windows_within_ceiling
 from ._rerank import RerankFailed, rerank_scores
 from ._scope import SearchScope
+from ._situation import CROSS_LANGUAGE, SAME_LANGUAGE, cross_language, situation
 from ._stages import (
     Hit,
     check_embedding_width,
@@ -90,6 +91,8 @@ class SearchPlan:
     filter_counts: dict[str, Any]
     exact: bool  # the filter or the collections leave few rows: rank them exactly instead of walking the graph
     weights: dict[str, float]
+    # The weights of a paragraph in another language than the question's (leaning on the vector list).
+    cross_weights: dict[str, float] = field(default_factory=dict)
     questions: tuple[str, ...] = ()  # the planner's sub-questions (empty: the question as asked)
     calls: list[CallRecord] = field(default_factory=list)  # every model call of the search, shared by its passes
     # The question's language and the translations made, shared by the search's passes.
@@ -190,6 +193,7 @@ def search_plan(
         exact = matching <= EXACT_SCAN_LIMIT
     else:
         exact = indexed_paragraphs(collections) <= SMALL_COLLECTIONS
+    weights = _weights(collections, hybrid_weight)
     return SearchPlan(
         collections=collections,
         visible=visible,
@@ -198,7 +202,8 @@ def search_plan(
         top_k=max(max(c.rerank_top_k for c in collections), top_n),
         filter_counts=filter_counts,
         exact=exact,
-        weights=_weights(collections, hybrid_weight),
+        weights=weights,
+        cross_weights=cross_language_weights(weights, CROSS_LANGUAGE_VECTOR_WEIGHT),
     )
 
 
@@ -313,11 +318,13 @@ def _fusion_stage(
 ) -> list[Hit]:
     with trace.timed("fusion") as counts:
         lists = {"keyword": keyword_hits, "vector": vector_hits}
-        fused = fuse(settings.KB_FUSION, lists, plan.weights)
+        language = plan.translations.question_language
+        fused = fuse(settings.KB_FUSION, lists, plan.weights, plan.cross_weights, language)
         _fill_semantic(fused, plan.collections, query_vectors)
         counts.update(
-            **fusion_counts(settings.KB_FUSION, plan.weights), candidates=len(fused),
+            **fusion_counts(settings.KB_FUSION, plan.weights, plan.cross_weights), candidates=len(fused),
             per_list={name: len(hits) for name, hits in lists.items()},
+            cross_language_candidates=sum(cross_language(language, h.language) for h in fused),
         )  # fmt: skip
     return fused
 
@@ -356,16 +363,45 @@ def _rerank_stage(trace: Trace, plan: SearchPlan, query: str, fused: list[Hit]) 
 
 
 def _floor_stage(trace: Trace, plan: SearchPlan, fused: list[Hit]) -> list[Hit]:
+    """Keep the hits at or above the floor of their language situation (the question's language against the
+    paragraph's label); the trace says how close the best score came to the floor that applied to it."""
+    language = plan.translations.question_language
     with trace.timed("floor") as counts:
-        floors = {str(c.pk): _floor(c) for c in plan.collections}
-        kept = [h for h in fused if passes_floor(h, floors[h.collection_id])]
-        counts.update(before=len(fused), after=len(kept))
-        # How close the best candidate came: "nothing here" and "floor set too high" told apart.
-        best = max((h for h in fused if h.semantic is not None), key=lambda h: h.semantic or 0.0, default=None)
-        if best is not None and best.semantic is not None:
-            floor = floors[best.collection_id]
-            counts.update(best_score=round(best.semantic, 4), floor=floor, margin=round(best.semantic - floor, 4))
+        collections = {str(c.pk): c for c in plan.collections}
+        floors = {(key, s): _floor(c, cross_language=s == CROSS_LANGUAGE)
+                  for key, c in collections.items() for s in (SAME_LANGUAGE, CROSS_LANGUAGE)}  # fmt: skip
+        where = {h.chunk_id: situation(language, h.language) for h in fused}
+        kept = [h for h in fused if passes_floor(h, floors[h.collection_id, where[h.chunk_id]])]
+        counts.update(before=len(fused), after=len(kept), question_language=language or "unknown")
+        counts.update(_floor_counts(fused, kept, floors, where))
     return kept
+
+
+def _floor_counts(
+    fused: list[Hit], kept: list[Hit], floors: dict[tuple[str, str], float], where: dict[str, str]
+) -> dict[str, Any]:
+    """The best score, the floor that applied to it and the margin (best - floor), and the same per situation."""
+    scored = [h for h in fused if h.semantic is not None]
+    if not scored:
+        return {"best_score": None, "floor": None, "margin": None, "situation": None}
+    best = max(scored, key=lambda h: (h.semantic or 0.0, h.chunk_id))
+    floor = floors[best.collection_id, where[best.chunk_id]]
+    by_situation: dict[str, dict[str, Any]] = {}
+    for name in (SAME_LANGUAGE, CROSS_LANGUAGE):
+        members = [h for h in scored if where[h.chunk_id] == name]
+        if members:
+            top = max(members, key=lambda h: (h.semantic or 0.0, h.chunk_id))
+            applied = floors[top.collection_id, name]
+            by_situation[name] = {
+                "candidates": len(members), "kept": sum(where[h.chunk_id] == name for h in kept),
+                "best_score": round(top.semantic or 0.0, 4), "floor": applied,
+                "margin": round((top.semantic or 0.0) - applied, 4),
+            }  # fmt: skip
+    return {
+        "best_score": round(best.semantic or 0.0, 4), "floor": floor,
+        "margin": round((best.semantic or 0.0) - floor, 4), "situation": where[best.chunk_id],
+        "by_situation": by_situation,
+    }  # fmt: skip
 
 
 def _confidence_stage(trace: Trace, plan: SearchPlan, query: str, found: Retrieval) -> tuple[Retrieval, bool, set[str]]:
@@ -466,10 +502,14 @@ def _around(collections: list[Collection], asked: int | None) -> int:
     return min(configured) if configured else DEFAULT_AROUND
 
 
-def _floor(collection: Collection) -> float:
+def _floor(collection: Collection, *, cross_language: bool = False) -> float:
+    """The collection's floor (min_score, 0 = off) in every situation, else its model's for the situation.
+
+    A floor an editor set is theirs: it applies as set to paragraphs in any language (a collection that wants
+    a looser floor across languages sets a lower one). The answer's `floor` is the same-language one."""
     if collection.min_score is not None:
         return collection.min_score
-    return get_model(collection.served_alias).floor
+    return get_model(collection.served_alias).floor_for(cross_language=cross_language)
 
 
 def _weights(collections: list[Collection], asked: float | None = None) -> dict[str, float]:

@@ -31,6 +31,7 @@ class Hit:
     fused: float = 0.0
     ranks: dict[str, int] = field(default_factory=dict)
     config: str = ""  # the text search configuration its paragraph is indexed under (keyword hits)
+    language: str = ""  # its paragraph's language label ("" undetected): which floor and weight apply
 
 
 # BM25 parameters: the values Anserini and the BEIR baselines use for short passages.
@@ -104,7 +105,7 @@ _KEYWORD_SQL = f"""
         SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
                (SELECT count(*) FROM window_) AS window_size, (SELECT min(score) FROM window_) AS lowest,
                (SELECT coalesce(sum(idf), 0) * (%(k1)s + 1) FROM words WHERE NOT making) AS common_bound,
-               kb_ts_config(c.language)::text AS config
+               kb_ts_config(c.language)::text AS config, c.language
         FROM scored s
         JOIN {FROM_VISIBLE} ON c.id = s.chunk_id
         WHERE {VISIBLE_SQL} AND {{filters}}
@@ -114,7 +115,7 @@ _KEYWORD_SQL = f"""
     SELECT * FROM kept
     -- Nothing kept: one row of NULLs still says how full the window was, so a window that held every
     -- candidate (nothing matched at all, say) is final without asking again.
-    UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM window_), NULL, NULL, NULL
+    UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, (SELECT count(*) FROM window_), NULL, NULL, NULL, NULL
     WHERE NOT EXISTS (SELECT 1 FROM kept)
     ORDER BY 5 DESC, 1
 """
@@ -179,7 +180,11 @@ def keyword_retrieve(
             if len(rows) == limit and rows[-1][4] >= lowest_partial + common_bound:
                 break  # nothing outside the window can reach the last kept hit
             window = window * KEYWORD_WINDOW_GROWTH if window < 100_000 else None
-    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4]), config=r[8]) for r in rows if r[0]]
+    return [
+        Hit(str(r[0]), str(r[1]), str(r[2]), r[3], keyword=float(r[4]), config=r[8], language=r[9] or "")
+        for r in rows
+        if r[0]
+    ]
 
 
 def vector_retrieve(
@@ -202,7 +207,7 @@ def vector_retrieve(
     distance = f"(c.embedding::vector({dims})) <=> %(vector)s::vector({dims})"
     order = f"({distance}) + 0" if exact else distance  # "+ 0": an expression the HNSW index cannot serve
     sql = f"""
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal, 1 - ({distance}) AS similarity
+        SELECT c.id, c.document_id, c.collection_id, c.ordinal, 1 - ({distance}) AS similarity, c.language
         FROM {FROM_VISIBLE}
         WHERE {VISIBLE_SQL} AND {filters.sql} AND c.embedding_dims = {dims}
         ORDER BY {order}
@@ -226,7 +231,7 @@ def vector_retrieve(
         )
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4])) for r in rows]
+    return [Hit(str(r[0]), str(r[1]), str(r[2]), r[3], semantic=float(r[4]), language=r[5] or "") for r in rows]
 
 
 def indexed_paragraphs(collections: Sequence[Collection]) -> int:
@@ -287,5 +292,7 @@ def chunk_texts(chunk_ids: list[str]) -> dict[str, str]:
 
 
 def passes_floor(hit: Hit, floor: float) -> bool:
-    """A floor of 0 turns the floor off; otherwise the semantic score must reach it."""
+    """A floor of 0 turns the floor off; otherwise the semantic score must reach it.
+
+    `floor` is the one that applies to this hit's language situation (see _pipeline.floor_for)."""
     return floor <= 0 or (hit.semantic is not None and hit.semantic >= floor)

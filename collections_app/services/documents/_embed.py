@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from collections_app.models import Collection, Document
-from collections_app.selectors import document_title
+from collections_app.selectors import breadcrumb_title
 from collections_app.services.documents._chunk import windows
 from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._watch import Watch
@@ -16,7 +16,7 @@ def document_embed(document: Document, collection: Collection, staging: Staging,
     """Embed the staged paragraphs batch by batch; `watch` stops it between two batches if the document is deleted."""
     embedder = get_embedder(collection.embedding_alias)
     batch = settings.KB_EMBED_BATCH
-    title = document_title(document)
+    title = breadcrumb_title(document).text  # the file's name only when it reads as words
     done = 0
     # Parent sections (hierarchical) are never embedded: only paragraphs are matched.
     for part in windows(staging.drafts(), batch):

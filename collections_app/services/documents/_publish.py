@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from collections_app.ingestion import budget_warnings
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
+from collections_app.selectors import breadcrumb_title
 from collections_app.services.builds import build_record
 from collections_app.services.documents._rows import document_rows_write
 from collections_app.services.documents._staging import Staging
@@ -136,6 +137,8 @@ def _record_build(
         unlabelled=0 if labels else published,
         # What the document budgets left out or cut (pages not read by OCR, long blocks): named in the build too.
         warnings=budget_warnings(document.warnings or []),
+        # Which title every paragraph's breadcrumb carried (document_embed read the same).
+        method_extra=breadcrumb_title(document).for_build(),
     )
 
 
