@@ -7,7 +7,8 @@ candidate came and the floor it missed.
 The search runs as the API's would for a key of the collection's tenant that may read this one
 collection, for a registered reader of that tenant when one is chosen (a per-reader collection needs
 one, as in the API). It is audited like an API search (a SearchEvent without key or agent), so the
-trace can be opened again.
+trace can be opened again. An editor keeps the question as a golden question from here: "this answers it" on a
+result (its paragraph and a marker from its text), "nothing here should answer" on the answer (a control).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from collections_app.exceptions import DomainError
-from collections_app.models import Collection
+from collections_app.models import Collection, Role
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
 from doors.admin.base import object_for_tool
 from doors.admin.display import marked_text, stage_rows
+from doors.admin.roles import may
 from retrieval.models import Reader
 from retrieval.search import (
     EmbeddingWidthMismatch,
@@ -105,6 +107,11 @@ class TrySearchAdminMixin(admin.ModelAdmin):
             "original": collection,
             "form": form,
             "answer": answer,
+            # "this answers it" / "nothing here should answer": posted to the golden questions admin (retrieval's,
+            # reached by URL name: collections_app's admin does not import retrieval's), editors and admins only.
+            "golden_url": reverse(f"{self.admin_site.name}:retrieval_goldenquestion_from_search")
+            if answer is not None and may(request, collection.tenant_id, Role.EDITOR)
+            else "",
         }
         return TemplateResponse(request, "admin/collections_app/collection/try_search.html", context)
 
@@ -135,6 +142,7 @@ def _result(result: dict[str, Any], ranks: dict[str, int]) -> dict[str, Any]:
     document = result.get("document") or {}
     matches = result.get("matches") or []
     return {
+        "chunk_id": result.get("chunk_id") or "",
         "text": marked_text(str(result.get("text", "")), matches),
         "matched": len(matches),
         "badge": result.get("badge", ""),

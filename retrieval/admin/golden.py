@@ -8,16 +8,18 @@ Import, Export and Evaluate buttons carry the collection along.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 from django.utils.text import slugify
 
@@ -30,6 +32,7 @@ from doors.admin.roles import may, tenants_where
 from retrieval.golden import (
     DEFAULT_TOP_N,
     MAX_IMPORT_BYTES,
+    GoldenQuestionTaken,
     InvalidGolden,
     document_names,
     evaluation_start,
@@ -39,8 +42,10 @@ from retrieval.golden import (
     golden_import_jsonl,
     golden_question_clean,
     golden_question_create,
+    golden_question_from_search,
     golden_question_update,
 )
+from retrieval.measure import MEASURED, PRESETS, measure_start, preset_shown, variants_from_text
 from retrieval.models import Evaluation, GoldenQuestion, Reader
 
 COLLECTION_FILTER = "collection__id__exact"
@@ -169,6 +174,12 @@ class GoldenQuestionAdmin(EditorsOnly):
             path("import/", self.admin_site.admin_view(self.import_view), name="retrieval_goldenquestion_import"),
             path("export/", self.admin_site.admin_view(self.export_view), name="retrieval_goldenquestion_export"),
             path("evaluate/", self.admin_site.admin_view(self.evaluate_view), name="retrieval_goldenquestion_evaluate"),
+            path("measure/", self.admin_site.admin_view(self.measure_view), name="retrieval_goldenquestion_measure"),
+            path(
+                "from-search/",
+                self.admin_site.admin_view(self.from_search_view),
+                name="retrieval_goldenquestion_from_search",
+            ),
         ]
         return [*tools, *super().get_urls()]
 
@@ -176,7 +187,8 @@ class GoldenQuestionAdmin(EditorsOnly):
         chosen = request.GET.get(COLLECTION_FILTER, "")
         query = f"?collection={chosen}" if chosen else ""
         tools = [(label, reverse(f"admin:retrieval_goldenquestion_{name}") + query)
-                 for label, name in (("Import", "import"), ("Export", "export"), ("Evaluate", "evaluate"))]  # fmt: skip
+                 for label, name in (("Import", "import"), ("Export", "export"), ("Evaluate", "evaluate"),
+                                     ("Measure", "measure"))]  # fmt: skip
         return super().changelist_view(request, {"kb_tools": tools, **(extra_context or {})})
 
     def _tool_form(self, request: HttpRequest, form_class: type[forms.Form], data: Any = None, **extra: Any) -> Any:
@@ -265,6 +277,72 @@ class GoldenQuestionAdmin(EditorsOnly):
                           "agents (floor, around, hybrid weight, rerank and judge as configured) and records what "
                           "each found. Evaluation searches are not recorded as search events.")  # fmt: skip
 
+    def measure_view(self, request: HttpRequest) -> HttpResponse:
+        """Start a measure (the API's service) of a preset grid or named variants; lands on its result page."""
+        form = self._tool_form(request, MeasureForm, request.POST or None)
+        tenants = tenants_where(request, Role.EDITOR)
+        readers = Reader.objects.all() if tenants is None else Reader.objects.filter(tenant__in=tenants)
+        form.fields["reader"].queryset = readers.order_by("name")
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            collection, reader = data["collection"], data["reader"]
+            try:
+                if reader is not None and reader.tenant_id != collection.tenant_id:
+                    raise InvalidGolden("choose a reader of the collection's tenant", field="reader")
+                measure = measure_start(
+                    collection=collection, preset=data["preset"] or None, variants=data["variants"] or None,
+                    floor=data["floor"], reader=reader, top_n=data["top_n"] or DEFAULT_TOP_N,
+                    requested_by=request.user.get_username(),
+                )  # fmt: skip
+            except DomainError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            else:
+                self.message_user(request, f"Measuring {collection.name}: each design is built in a scratch "
+                                  "store and asked its golden questions; this page follows it.",
+                                  messages.SUCCESS)  # fmt: skip
+                return HttpResponseRedirect(reverse("admin:retrieval_measure_change", args=[measure.pk]))
+        return self._page(request, "Measure designs of a collection", form,
+                          "Builds each design from the collection's stored parser output in a scratch store that "
+                          "no search sees, asks every golden question of it (unfloored unless you give a floor) "
+                          "and compares them. Nothing of the collection changes until you apply a variant.",
+                          )  # fmt: skip
+
+    def from_search_view(self, request: HttpRequest) -> HttpResponse:
+        """ "Try a search"'s buttons (POST): the question kept with the result's paragraph and a marker from its
+        text ("this answers it"), or as a control ("nothing here should answer"). Back to the search after."""
+        if request.method != "POST":
+            raise PermissionDenied
+        collection = self.editable_collections(request).filter(pk=_uuid_or_none(request.POST.get("collection"))).first()
+        if collection is None:
+            raise Http404("no such collection")
+        question = request.POST.get("q", "")
+        paragraph = request.POST.get("paragraph") if request.POST.get("kind") == "answer" else None
+        try:
+            golden = golden_question_from_search(collection=collection, question=question, paragraph_id=paragraph)
+        except GoldenQuestionTaken:
+            self.message_user(request, f"{collection.name} already holds this question as a golden question: "
+                              "change it on its golden questions page.", messages.WARNING)  # fmt: skip
+        except DomainError as exc:
+            self.message_user(request, f"Not added: {exc}", messages.ERROR)
+        else:
+            what = ("as a control: nothing should answer it" if golden.control else
+                    f"answered by that paragraph and the marker “{golden.markers[0]}”" if golden.markers else
+                    "answered by that paragraph")  # fmt: skip
+            link = reverse("admin:retrieval_goldenquestion_change", args=[golden.pk])
+            self.message_user(request, format_html('Golden question added {} (<a href="{}">open it</a>).', what, link),
+                              messages.SUCCESS)  # fmt: skip
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=False):
+            back = self._to_list(collection).url
+        return HttpResponseRedirect(back)
+
+
+def _uuid_or_none(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
 
 def _read(upload: Any) -> bytes:
     return upload.read(MAX_IMPORT_BYTES + 1)  # one byte past the limit: the service says it is too large
@@ -294,6 +372,27 @@ class EvaluateForm(forms.Form):
     top_n = forms.IntegerField(
         label="Results per question", min_value=1, max_value=MAX_TOP_N, initial=DEFAULT_TOP_N, required=False
     )
+
+
+class MeasureForm(EvaluateForm):
+    preset = forms.ChoiceField(
+        required=False, choices=[("", "— named variants below —"), *((name, name) for name in PRESETS)],
+        help_text="; ".join(f"{name}: {preset_shown(name)}" for name in PRESETS),
+    )  # fmt: skip
+    variants = forms.CharField(
+        label="Variants", required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        help_text="Or one variant per line, as setting=value pairs (chunk_strategy=fixed chunk_size=128 around=0) or "
+        "a JSON object. Settings: " + ", ".join(MEASURED) + ". What a variant leaves out is the collection's.",
+    )  # fmt: skip
+    floor = forms.FloatField(required=False, min_value=0, max_value=1,
+                             help_text="Search every design with this floor (empty: unfloored).")  # fmt: skip
+    field_order = ["collection", "preset", "variants", "floor", "reader", "top_n"]
+
+    def clean_variants(self) -> list[dict[str, Any]]:
+        try:
+            return variants_from_text(self.cleaned_data.get("variants") or "")
+        except DomainError as exc:
+            raise ValidationError(str(exc)) from exc
 
 
 # Every field of an evaluation's page is read-only (nobody edits an evaluation).

@@ -17,7 +17,7 @@ from collections_app.models import Role
 from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
 from retrieval.admin.golden import EditorsOnly
-from retrieval.measure import measure_apply
+from retrieval.measure import measure_apply, measure_cancel
 from retrieval.measure._charts import found_ranks_svg, scores_svg, variant_label
 from retrieval.models import Measure
 
@@ -70,6 +70,7 @@ class MeasureAdmin(EditorsOnly):
         view = self.admin_site.admin_view
         return [
             path("<path:object_id>/apply/", view(self.apply_view), name="retrieval_measure_apply"),
+            path("<path:object_id>/cancel/", view(self.cancel_view), name="retrieval_measure_cancel"),
             *super().get_urls(),
         ]
 
@@ -78,6 +79,8 @@ class MeasureAdmin(EditorsOnly):
         context = dict(extra_context or {})
         if measure is not None:
             context["kb_refresh"] = measure.status in ("queued", "running")
+            if context["kb_refresh"] and may(request, measure.tenant_id, Role.EDITOR):
+                context["kb_cancel_url"] = reverse("admin:retrieval_measure_cancel", args=[measure.pk])
             if measure.variants:
                 floor = measure.floor or {}
                 context.update(
@@ -114,6 +117,22 @@ class MeasureAdmin(EditorsOnly):
         )
         target = "collections_app_collection_reindex" if stale else "collections_app_collection_change"
         return HttpResponseRedirect(reverse(f"admin:{target}", args=[collection.pk]))
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Ask a queued or running measure to stop (POST): its scratch store goes with it."""
+        measure = self.get_object(request, unquote(object_id))
+        if measure is None:
+            raise Http404("no such measure")
+        if request.method != "POST" or not may(request, measure.tenant_id, Role.EDITOR):
+            raise PermissionDenied
+        measure = measure_cancel(measure=measure)
+        if measure.status == "cancelled":
+            self.message_user(request, "Measure cancelled.", messages.SUCCESS)
+        elif measure.cancel_requested and measure.status == "running":
+            self.message_user(request, "Cancelling: the measure stops after the document or question it is on.")
+        else:
+            self.message_user(request, f"The measure is {measure.status}: nothing to cancel.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:retrieval_measure_change", args=[measure.pk]))
 
     @admin.display(description="status", ordering="status")
     def status_shown(self, obj: Measure) -> SafeString:

@@ -3,7 +3,9 @@
     golden_question_create(collection=..., question="...", markers=["..."])
     evaluation_start(collection=...)        # queued; the task calls evaluation_run(evaluation_id=...)
 
-Public API: the services (`golden_question_create/update/delete`, `evaluation_start`, `evaluation_run`), the
+Public API: the services (`golden_question_create/update/delete`, `golden_question_from_search` ("Try a
+search"'s buttons), `evaluation_start`, `evaluation_run`, `evaluations_sweep` (the
+recovery round's: evaluations whose worker died)), the
 selector `golden_questions_for`, import and export (`golden_import_jsonl`, `golden_export_jsonl`,
 `golden_import_beir`, `golden_export_beir`), `documents_resolve` (ids from the names editors use), `evaluate`
 (the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
@@ -11,9 +13,12 @@ selector `golden_questions_for`, import and export (`golden_import_jsonl`, `gold
 
 from ._evaluate import (
     DEFAULT_TOP_N,
+    WORKER_STOPPED,
     evaluate,
+    evaluation_lease,
     evaluation_run,
     evaluation_start,
+    evaluations_sweep,
     gate_evaluate,
     questions_evaluate,
     reader_named,
@@ -36,14 +41,17 @@ from ._questions import (
     golden_question_clean,
     golden_question_create,
     golden_question_delete,
+    golden_question_from_search,
     golden_question_update,
     golden_questions_for,
+    marker_from,
 )
 
 __all__ = [
     "DEFAULT_TOP_N",
     "MAX_IMPORT_BYTES",
     "NDCG_DEPTH",
+    "WORKER_STOPPED",
     "Answers",
     "GoldenQuestionTaken",
     "ImportReport",
@@ -53,8 +61,10 @@ __all__ = [
     "document_names",
     "documents_resolve",
     "evaluate",
+    "evaluation_lease",
     "evaluation_run",
     "evaluation_start",
+    "evaluations_sweep",
     "gate_evaluate",
     "golden_export_beir",
     "golden_export_jsonl",
@@ -63,9 +73,11 @@ __all__ = [
     "golden_question_clean",
     "golden_question_create",
     "golden_question_delete",
+    "golden_question_from_search",
     "golden_question_update",
     "golden_questions_for",
     "judge",
+    "marker_from",
     "questions_evaluate",
     "reader_named",
     "totals",

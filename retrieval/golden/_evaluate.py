@@ -11,14 +11,17 @@ behalf of no agent is. The questions' text is kept in the evaluation's rows: it 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from collections_app.models import Chunk, Collection
+from collections_app.sql import advisory_try_lock, advisory_unlock
 from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion, Reader
 from retrieval.search import SearchScope, UnknownReader, collection_scope, search
 
@@ -74,9 +77,66 @@ def reader_named(*, tenant_id: Any, name: str | None) -> Reader | None:
     return found
 
 
+def _lease_key(evaluation_id: Any) -> str:
+    return f"kbsite-evaluation:{evaluation_id}"
+
+
+@contextmanager
+def evaluation_lease(*, evaluation_id: Any) -> Iterator[bool]:
+    """Hold the evaluation's lease while the block runs: a session advisory lock on a connection of its own,
+    which the server drops when the worker's process dies. Yields False if a live worker holds it."""
+    wrapper = connections["default"]
+    raw = wrapper.get_new_connection(wrapper.get_connection_params())
+    try:
+        raw.autocommit = True
+        raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-evaluation pid={os.getpid()}"])
+        with raw.cursor() as cursor:
+            yield advisory_try_lock(cursor, _lease_key(evaluation_id))
+    finally:
+        raw.close()
+
+
+def evaluation_lease_held(*, evaluation_id: Any) -> bool:
+    with connection.cursor() as cursor:
+        if not advisory_try_lock(cursor, _lease_key(evaluation_id)):
+            return True
+        advisory_unlock(cursor, _lease_key(evaluation_id))
+    return False
+
+
+WORKER_STOPPED = "the worker stopped: the evaluation did not finish; evaluate again"
+
+
+def evaluations_sweep() -> int:
+    """The recovery round's sweep (registered in RetrievalConfig.ready): an evaluation left `running` with
+    nobody holding its lease lost its worker, and is marked failed saying so. Not requeued: an evaluation is
+    cheap to start again and the editor sees why it stopped; one that kills its worker (memory, a timeout)
+    would otherwise loop. Returns how many were marked."""
+    marked = 0
+    for running in Evaluation.objects.filter(status=EvaluationStatus.RUNNING).values_list("pk", flat=True):
+        if evaluation_lease_held(evaluation_id=running):
+            continue
+        marked += Evaluation.objects.filter(pk=running, status=EvaluationStatus.RUNNING).update(
+            status=EvaluationStatus.FAILED, error=WORKER_STOPPED, finished_at=timezone.now()
+        )
+    if marked:
+        logger.info("marked %d evaluation(s) failed: their worker stopped", marked)
+    return marked
+
+
 def evaluation_run(*, evaluation_id: str) -> None:
-    """The task's work. Safe to run twice: a finished evaluation is left as it is; one left running by a worker
-    that died starts over."""
+    """The task's work. Safe to run twice: a finished evaluation is left as it is; a second delivery while a
+    live worker runs it finds the lease held and does nothing; one left running by a worker that died before
+    the sweep saw it starts over. The lease is taken before the row says `running`, so the sweep never sees
+    a running evaluation whose live worker holds no lease."""
+    with evaluation_lease(evaluation_id=evaluation_id) as held:
+        if not held:
+            logger.info("evaluation %s is running in a live worker; this delivery does nothing", evaluation_id)
+            return
+        _evaluation_run(evaluation_id)
+
+
+def _evaluation_run(evaluation_id: str) -> None:
     evaluation = Evaluation.objects.select_related("collection", "reader").filter(pk=evaluation_id).first()
     if evaluation is None or evaluation.status in (EvaluationStatus.DONE, EvaluationStatus.FAILED):
         return

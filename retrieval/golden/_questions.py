@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -44,6 +45,57 @@ def golden_question_create(*, collection: Collection, **values: Any) -> GoldenQu
     golden = GoldenQuestion(tenant_id=collection.tenant_id, collection=collection, **cleaned)
     _save(golden)
     return golden
+
+
+MARKER_WORDS = 8  # a phrase long enough to be the paragraph's own, short enough to survive most rechunkings
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|\n+")
+
+
+def golden_question_from_search(
+    *, collection: Collection, question: str, paragraph_id: Any = None, note: str = ""
+) -> GoldenQuestion:
+    """A question asked on "Try a search", kept as a golden question: answered by the result's paragraph and a
+    marker taken from its text (`paragraph_id`), or, without one, a control nothing should answer."""
+    if paragraph_id is None:
+        return golden_question_create(collection=collection, question=question, control=True, note=note)
+    found = _uuid(paragraph_id)
+    chunk = (
+        Chunk.objects.filter(collection=collection, kind=ChunkKind.PARAGRAPH, pk=found).only("pk", "text").first()
+        if found
+        else None
+    )
+    if chunk is None:
+        raise InvalidGolden(
+            f"{str(paragraph_id)[:60]!r} is not a paragraph of this collection (ids come from a search's chunk_id)",
+            field="paragraphs",
+        )
+    marker = marker_from(chunk)
+    return golden_question_create(
+        collection=collection,
+        question=question,
+        paragraphs=[str(chunk.pk)],
+        markers=[marker] if marker else [],
+        note=note,
+    )
+
+
+def marker_from(paragraph: Chunk) -> str:
+    """A short phrase of the paragraph that no other live paragraph of its collection holds: the first
+    MARKER_WORDS words of its first sentence that is its own (a heading line or a sentence shared word for word
+    with another paragraph is skipped); its first such phrase when none is its own; "" for an empty paragraph.
+    A marker is judged on the text handed back (case and whitespace ignored), so it outlives a re-index."""
+    candidates = []
+    for sentence in _SENTENCE_END.split(paragraph.text):
+        words = sentence.split()
+        if len(words) >= 3:
+            candidates.append(" ".join(words[:MARKER_WORDS]).rstrip(".,;:!?"))
+    if not candidates:
+        return " ".join(paragraph.text.split()[:MARKER_WORDS])[:MAX_MARKER_CHARS]
+    others = Chunk.objects.live().paragraphs().filter(collection_id=paragraph.collection_id).exclude(pk=paragraph.pk)
+    for candidate in candidates[:4]:  # a query each; the first sentence is nearly always its own
+        if not others.filter(text__icontains=candidate).exists():
+            return candidate[:MAX_MARKER_CHARS]
+    return candidates[0][:MAX_MARKER_CHARS]
 
 
 def golden_question_update(*, golden: GoldenQuestion, **changes: Any) -> GoldenQuestion:

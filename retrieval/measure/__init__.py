@@ -6,14 +6,23 @@
     measures_sweep()                                         # the recovery round: stores of dead workers
 
 Public API: the services above, `measure_cancel`, `measure_apply` (a variant's settings saved, documents marked
-stale), the floor read-off, the presets and `scratch_remove` (tests and the sweep).
+stale), the floor read-off, the presets (`preset_shown`), `variants_from_text` (variants typed in the admin) and
+`scratch_remove` (tests and the sweep).
 """
 
 from ._apply import measure_apply
 from ._floor import floor_read_off
 from ._run import METRICS_COMPARED, MeasureRunning, best_variant, measure_cancel, measure_run, measure_start
 from ._scratch import SCRATCH_PREFIX, corpus_of, measure_lease, measures_sweep, scratch_remove
-from ._variants import MAX_VARIANTS, MEASURED, PRESETS, InvalidMeasure, variants_resolve
+from ._variants import (
+    MAX_VARIANTS,
+    MEASURED,
+    PRESETS,
+    InvalidMeasure,
+    preset_shown,
+    variants_from_text,
+    variants_resolve,
+)
 
 __all__ = [
     "MAX_VARIANTS",
@@ -32,6 +41,8 @@ __all__ = [
     "measure_run",
     "measure_start",
     "measures_sweep",
+    "preset_shown",
     "scratch_remove",
+    "variants_from_text",
     "variants_resolve",
 ]

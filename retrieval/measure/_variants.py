@@ -8,6 +8,7 @@ scratch build: BUILD_FIELDS decide what is indexed.
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 from collections_app.exceptions import Invalid
@@ -81,3 +82,42 @@ def build_key(settings: dict[str, Any]) -> tuple[Any, ...]:
 def settings_changed(collection: Collection, settings: dict[str, Any]) -> list[str]:
     """The settings in which a variant differs from the collection as it is."""
     return [name for name in MEASURED if getattr(collection, name) != settings[name]]
+
+
+def preset_shown(name: str) -> str:
+    """A preset grid in a line: its variants' settings, as an editor picks one."""
+    return " | ".join(" ".join(f"{k}={v}" for k, v in variant.items()) for variant in PRESETS[name])
+
+
+def variants_from_text(text: str) -> list[dict[str, Any]]:
+    """Variants typed one per line, as `setting=value` pairs (`chunk_strategy=fixed chunk_size=128`) or a JSON
+    object; a value reads as JSON when it can (128, 0.5, true), else as text. Checked later by variants_resolve."""
+    variants = []
+    for number, line in enumerate((line.strip() for line in text.splitlines()), start=1):
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                variant = json.loads(line)
+            except ValueError as exc:
+                raise InvalidMeasure(
+                    f"line {number}: not a JSON object ({exc.args[0][:80]})", field="variants"
+                ) from exc
+        else:
+            variant = {}
+            for pair in line.replace(",", " ").split():
+                name, equals, value = pair.partition("=")
+                if not equals or not name or not value:
+                    raise InvalidMeasure(f"line {number}: {pair[:60]!r} is not setting=value", field="variants")
+                variant[name] = _value(value)
+        if not isinstance(variant, dict):
+            raise InvalidMeasure(f"line {number}: a variant is an object of settings", field="variants")
+        variants.append(variant)
+    return variants
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
