@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections_app.hooks import cutover_evaluator, recovery_sweeps
-from retrieval.golden import gate_evaluate
+from retrieval.golden import evaluations_sweep, gate_evaluate
 from retrieval.measure import measures_sweep
 
 
-def test_retrieval_registers_the_golden_gate_and_the_measure_sweep_at_start() -> None:
+def test_retrieval_registers_the_golden_gate_and_the_measure_and_evaluation_sweeps_at_start() -> None:
     assert cutover_evaluator() is gate_evaluate
-    assert measures_sweep in recovery_sweeps()
+    assert measures_sweep in recovery_sweeps() and evaluations_sweep in recovery_sweeps()
 
 
 def test_the_cluster_recovery_round_runs_the_registered_sweeps(db, monkeypatch) -> None:

@@ -131,3 +131,22 @@ def test_evaluations_are_listed_newest_first_without_their_rows(
     listed = cast.editor.get(f"/api/manage/collections/{corpus.pk}/evaluations").json()
     assert listed["count"] == 1 and listed["results"][0]["id"] == done["id"]
     assert "rows" not in listed["results"][0] and listed["results"][0]["metrics"] == done["metrics"]
+
+
+def test_the_recovery_sweep_fails_an_evaluation_whose_worker_died_and_spares_a_live_one(cast, collection) -> None:
+    from retrieval.golden import WORKER_STOPPED, evaluation_lease, evaluation_run, evaluations_sweep
+
+    make = Evaluation.objects.create
+    dead = make(tenant=cast.tenant, collection=collection, status="running", questions_total=3, questions_done=1)
+    live = make(tenant=cast.tenant, collection=collection, status="running", questions_total=3)
+    done = make(tenant=cast.tenant, collection=collection, status="done")
+    with evaluation_lease(evaluation_id=live.pk) as held:
+        assert held
+        assert evaluations_sweep() == 1
+        evaluation_run(evaluation_id=str(live.pk))  # a second delivery while the live worker runs: does nothing
+    dead.refresh_from_db()
+    assert (dead.status, dead.error) == ("failed", WORKER_STOPPED) and dead.finished_at is not None
+    assert Evaluation.objects.get(pk=live.pk).status == "running"
+    assert Evaluation.objects.get(pk=done.pk).status == "done"
+    evaluation_run(evaluation_id=str(dead.pk))  # a late redelivery leaves the failed one as the sweep said
+    assert Evaluation.objects.get(pk=dead.pk).error == WORKER_STOPPED
