@@ -118,8 +118,9 @@ def test_measure_starts_from_the_golden_questions_page_and_lands_on_its_result(
                      {"collection": corpus.pk, "variants": "around=1\nwindow=3", "top_n": 10})  # fmt: skip
     assert bad.status_code == 200 and "variant 2: window cannot be measured" in bad.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
+        variants = 'around=0\n{"around": 1}'  # a line of pairs, a line of JSON
         started = staff.post(reverse("admin:retrieval_goldenquestion_measure"),
-                             {"collection": corpus.pk, "variants": "around=0\n{\"around\": 1}", "top_n": 10})  # fmt: skip
+                             {"collection": corpus.pk, "variants": variants, "top_n": 10})  # fmt: skip
     measure = Measure.objects.get(collection=corpus)
     assert started["Location"] == reverse("admin:retrieval_measure_change", args=[measure.pk])
     assert measure.status == "done" and [v["settings"]["around"] for v in measure.variants] == [0, 1]
