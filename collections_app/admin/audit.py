@@ -9,7 +9,7 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from collections_app.exceptions import DomainError
@@ -153,12 +153,14 @@ class BuildAdmin(AuditAdmin):
         serving, candidate = gate.get("serving") or {}, gate.get("candidate") or {}
         if not serving:
             return reason
-        rows = format_html("").join(
-            format_html(
-                "<tr><th>{}</th><td>{}</td><td>{}</td></tr>", name, _metric(serving, name), _metric(candidate, name)
-            )
-            for name in (*GATED_METRICS, "hit_at_1", "mrr", "found", "questions")
-        )
+        # format_html_join: a str.join of SafeStrings is a plain str, which format_html would escape (the rows
+        # were printed as text, and the browser moved them out of the table).
+        rows = format_html_join(
+            "",
+            "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+            ((name, _metric(serving, name), _metric(candidate, name))
+             for name in (*GATED_METRICS, "hit_at_1", "mrr", "found", "questions")),
+        )  # fmt: skip
         table = format_html(
             '<table class="kb-rows kb-gate"><thead><tr><th></th><th>serving build</th><th>this build</th></tr>'
             "</thead><tbody>{}</tbody></table>",

@@ -20,7 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
 from collections_app.exceptions import DomainError
@@ -308,11 +308,12 @@ class GoldenQuestionAdmin(EditorsOnly):
                           )  # fmt: skip
 
     def from_search_view(self, request: HttpRequest) -> HttpResponse:
-        """ "Try a search"'s buttons (POST): the question kept with the result's paragraph and a marker from its
-        text ("this answers it"), or as a control ("nothing here should answer"). Back to the search after."""
+        """The buttons of "Try a search" (POST): the question kept with the result's paragraph and a marker from
+        its text ("this answers it"), or as a control ("nothing here should answer"). Back to the search after."""
         if request.method != "POST":
             raise PermissionDenied
-        collection = self.editable_collections(request).filter(pk=_uuid_or_none(request.POST.get("collection"))).first()
+        chosen = _uuid_or_none(request.POST.get("collection"))
+        collection = self.editable_collections(request).filter(pk=chosen).first() if chosen else None
         if collection is None:
             raise Http404("no such collection")
         question = request.POST.get("q", "")
@@ -376,8 +377,11 @@ class EvaluateForm(forms.Form):
 
 class MeasureForm(EvaluateForm):
     preset = forms.ChoiceField(
-        required=False, choices=[("", "— named variants below —"), *((name, name) for name in PRESETS)],
-        help_text="; ".join(f"{name}: {preset_shown(name)}" for name in PRESETS),
+        required=False,
+        choices=[("", "— the variants below —"),
+                 *((name, f"{name} ({len(grid)} variants)") for name, grid in PRESETS.items())],
+        help_text=format_html_join(mark_safe("<br>"), "<strong>{}</strong>: {}",
+                                   ((name, preset_shown(name)) for name in PRESETS)),
     )  # fmt: skip
     variants = forms.CharField(
         label="Variants", required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),

@@ -64,6 +64,7 @@ def test_the_gate_holds_back_a_reindex_that_cuts_the_answers_apart(
     # The build's page shows both evaluations side by side; an editor may not cut over, an admin may.
     page = staff.get(reverse("admin:collections_app_build_change", args=[build.pk])).content.decode()
     assert "serving build" in page and "this build" in page and "held back: ndcg_at_10" in page
+    assert "<tr><th>hit_at_5</th><td>1.000</td>" in page  # the rows are markup, not escaped text
     assert "Cut over anyway" not in page
     Membership.objects.filter(tenant=cast.tenant).update(role=Role.ADMIN)
     page = staff.get(reverse("admin:collections_app_build_change", args=[build.pk])).content.decode()
