@@ -89,6 +89,10 @@ READ_TOOL_PAGES: set[str] = {
     "collections_app_collection_preview",  # chunking preview of one of its documents (applying is a POST, editors)
     "collections_app_collection_reindex_status",  # the page's live re-index progress
 }
+# Tool pages that only take a POST: whoever may use them is answered 405 on a GET (the rest 403, as anywhere).
+POST_ONLY_PAGES: set[str] = {
+    "retrieval_goldenquestion_from_search",  # "Try a search"'s buttons keep a golden question
+}
 
 STAFF_ROLES = [Role.VIEWER, Role.EDITOR, Role.ADMIN]
 ROLES = [*STAFF_ROLES, "superuser"]
@@ -332,7 +336,7 @@ def test_admin_page(world: World, client, db, page: Page, role: str, side: str) 
     if role == "superuser" and needed == SUPERUSER:
         assert status in (200, 403), status  # other apps' own rules (django_q adds no task by hand)
         return
-    assert status == (200 if allowed else 403), status
+    assert status == ((405 if page.url_name in POST_ONLY_PAGES else 200) if allowed else 403), status
     if role == "superuser" or status != 200:
         return
 

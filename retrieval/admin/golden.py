@@ -15,7 +15,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -310,8 +310,10 @@ class GoldenQuestionAdmin(EditorsOnly):
     def from_search_view(self, request: HttpRequest) -> HttpResponse:
         """The buttons of "Try a search" (POST): the question kept with the result's paragraph and a marker from
         its text ("this answers it"), or as a control ("nothing here should answer"). Back to the search after."""
-        if request.method != "POST":
+        if not self.has_add_permission(request):
             raise PermissionDenied
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
         chosen = _uuid_or_none(request.POST.get("collection"))
         collection = self.editable_collections(request).filter(pk=chosen).first() if chosen else None
         if collection is None:
