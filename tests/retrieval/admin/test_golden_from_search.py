@@ -139,3 +139,12 @@ def test_a_running_measure_refreshes_shows_its_progress_and_is_cancelled_from_it
     assert cancelled.status_code == 302 and "stops after" in shown(cancelled)[0]
     measure.refresh_from_db()
     assert measure.cancel_requested
+
+
+def test_a_second_measure_while_one_runs_is_refused_on_the_form(staff, corpus, cast):
+    GoldenQuestion.objects.create(tenant=cast.tenant, collection=corpus, question=QUESTION, markers=["garage"])
+    Measure.objects.create(tenant=cast.tenant, collection=corpus, status="running")
+    answer = staff.post(reverse("admin:retrieval_goldenquestion_measure"),
+                        {"collection": corpus.pk, "preset": "around", "top_n": 10})  # fmt: skip
+    assert answer.status_code == 200 and "is being measured already" in answer.content.decode()
+    assert Measure.objects.filter(collection=corpus).count() == 1
