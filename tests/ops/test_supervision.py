@@ -24,8 +24,10 @@ from kbsite.supervision import SUPERVISOR_VARIABLE, StaleCluster, stale_cluster,
 pytestmark = pytest.mark.ops
 
 # Forks a child that forks a grandchild, printing both pids; every fork dies with its parent.
+# Each pid is one write(2) of a whole line: parent and child share the pipe, and under PYTHONUNBUFFERED (make
+# exports it) print() writes the number and its newline apart, so two pids could interleave into one line.
 FORKING = """
-import multiprocessing, time
+import multiprocessing, os, time
 from kbsite.supervision import forks_die_with_their_parent
 
 def grandchild():
@@ -34,13 +36,13 @@ def grandchild():
 def child():
     process = multiprocessing.get_context("fork").Process(target=grandchild)
     process.start()
-    print(process.pid, flush=True)
+    os.write(1, b"%d\\n" % process.pid)
     time.sleep(600)
 
 forks_die_with_their_parent()
 process = multiprocessing.get_context("fork").Process(target=child)
 process.start()
-print(process.pid, flush=True)
+os.write(1, b"%d\\n" % process.pid)
 process.join()
 """
 
@@ -113,8 +115,10 @@ def test_what_a_process_forks_dies_with_it_and_what_that_forks_too(started):
     process = python(FORKING)
     started.append(process)
     assert process.stdout is not None
-    child = psutil.Process(int(process.stdout.readline()))
-    grandchild = psutil.Process(int(process.stdout.readline()))
+    # Parent and child each write one pid, in either order: the child is the one the script forked itself.
+    child, grandchild = sorted(
+        (psutil.Process(int(process.stdout.readline())) for _ in range(2)), key=lambda p: p.ppid() != process.pid
+    )
 
     os.kill(child.pid, signal.SIGKILL)
     assert gone(grandchild)
