@@ -95,5 +95,9 @@ def scores_svg(variants: list[dict[str, Any]]) -> str:
     for tick in range(6):
         value = low + (high - low) * tick / 5
         parts.append(f'<text x="{at(value):.1f}" y="{axis_y}" font-size="10" text-anchor="middle">{value:.2f}</text>')
-    parts.append(f'<text x="0" y="{axis_y}" font-size="10">score: ● answer ● control</text></svg>')
+    # The legend's dots in the dots' own colours: which is an answer and which a control is the chart's point.
+    parts.append(
+        f'<text x="0" y="{axis_y}" font-size="10">score: <tspan fill="#1565c0">●</tspan> answer '
+        '<tspan fill="#c62828">●</tspan> control</text></svg>'
+    )
     return "".join(parts)
