@@ -50,6 +50,7 @@ from collections_app.services.reindex import collection_reindex, document_rechun
 from doors.api.authentication import request_key, request_role
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
 from doors.api.schema import refusals
+from doors.api.scope import collection_or_404
 from doors.api.throttles import UploadsOnly
 
 
@@ -58,8 +59,7 @@ class TenantScopedView(APIView):
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
-        # Another tenant's id, or a collection outside an agent key's set, is simply not found: 404, never 403.
-        return get_object_or_404(selectors.collections_for_key(request_key(request)), pk=collection_id)
+        return collection_or_404(request, collection_id)
 
 
 class CollectionListView(TenantScopedView):

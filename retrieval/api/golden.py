@@ -25,12 +25,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collections_app import selectors
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key
 from doors.api.permissions import EditorOnly
 from doors.api.schema import refusals
+from doors.api.scope import collection_or_404
 from retrieval.api import examples
 from retrieval.golden import (
     DEFAULT_TOP_N,
@@ -172,8 +172,7 @@ class CollectionDoor(APIView):
     editors_material = "Golden questions and evaluations"
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
-        # Another tenant's id, or one the key's agent does not reach, is simply not found.
-        return get_object_or_404(selectors.collections_for_key(request_key(request)), pk=collection_id)
+        return collection_or_404(request, collection_id)
 
 
 class GoldenListView(CollectionDoor):

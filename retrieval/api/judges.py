@@ -6,18 +6,16 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collections_app import selectors
 from collections_app.models import Collection
-from doors.api.authentication import request_key
 from doors.api.permissions import EditorWrites
 from doors.api.schema import refusals
+from doors.api.scope import collection_or_404
 from retrieval.api import examples
 from retrieval.models import CollectionJudge
 from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
@@ -90,8 +88,7 @@ class CollectionJudgeView(APIView):
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
-        # Another tenant's id is simply not found: 404, never 403.
-        return get_object_or_404(selectors.collections_for_key(request_key(request)), pk=collection_id)
+        return collection_or_404(request, collection_id)
 
     @extend_schema(
         summary="A collection's judge",
