@@ -40,7 +40,12 @@ class CitationsVerifyInput(serializers.Serializer):
         "key of its agent; absent: `surfaced` is null and readability is judged for `reader`",
     )
     # many=True hands max_length to the ListSerializer (DRF 3.15); the stubs do not know it.
-    citations = CitationInput(many=True, allow_empty=False, max_length=MAX_CITATIONS)  # type: ignore[call-arg]
+    citations = CitationInput(  # type: ignore[call-arg]
+        many=True,
+        allow_empty=False,
+        max_length=MAX_CITATIONS,
+        help_text=f"the citations to check (1 to {MAX_CITATIONS}), each a paragraph id and optionally its quote",
+    )
     reader = serializers.CharField(
         required=False,
         max_length=MAX_NAME_CHARS,
