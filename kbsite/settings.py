@@ -157,6 +157,26 @@ else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {"default": embedded_database(VAR_DIR)}
 
+# Read replicas (docs/SCALING.md): PostgreSQL streaming standbys of the primary above, one URL each, comma-separated.
+# Searches (API and MCP), the corpus map and MCP's collections read from the first one that answers and replays
+# within KB_REPLICA_MAX_LAG_SECONDS; everything else, and every write, uses the primary (kbsite/db_routing.py owns
+# the rule). With none usable a read-only call falls back to the primary, or with KB_REPLICA_FALLBACK=refuse is
+# answered 503. Each is the alias replica-1, replica-2, ... wherever it is named (a trace, a log line): never its URL.
+KB_DATABASE_REPLICA_URLS = env_list("KB_DATABASE_REPLICA_URLS")
+KB_REPLICA_MAX_LAG_SECONDS = env_float("KB_REPLICA_MAX_LAG_SECONDS", 5)
+KB_REPLICA_FALLBACK = env_choice("KB_REPLICA_FALLBACK", "primary", ("primary", "refuse"))
+if KB_DATABASE_REPLICA_URLS:
+    import dj_database_url
+
+    for _number, _url in enumerate(KB_DATABASE_REPLICA_URLS, start=1):
+        _replica = dj_database_url.parse(_url)
+        # A standby that is down must cost a search a moment, not the operating system's connect timeout.
+        _replica.setdefault("OPTIONS", {}).setdefault("connect_timeout", 2)
+        # Tests never create a database on a replica: it is the primary's, replayed.
+        _replica["TEST"] = {"MIRROR": "default"}
+        DATABASES[f"replica-{_number}"] = _replica
+DATABASE_ROUTERS = ["kbsite.db_routing.ReplicaRouter"]
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
