@@ -83,7 +83,11 @@ if KB_PROXY_SSL_HEADER:
 # (KB_HSTS_PRELOAD=1 makes it); the deploy check's reminder about it is silenced until then.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
-MEDIA_ROOT = env_path("KB_STORAGE_ROOT", VAR_DIR / "storage")
+# Where originals are stored (uploads, their versions, a zip's members): KB_STORAGE_DIR (KB_STORAGE_ROOT is its
+# older name). With workers on other machines it must be one shared filesystem mounted at the same place on each
+# (docs/SCALING.md): a worker that cannot find an original ends the document in `error` naming this setting.
+KB_STORAGE_DIR = env_path("KB_STORAGE_DIR", env_path("KB_STORAGE_ROOT", VAR_DIR / "storage"))
+MEDIA_ROOT = KB_STORAGE_DIR
 MEDIA_URL = "/media/"
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"

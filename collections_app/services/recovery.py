@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 INGEST_FUNC = "collections_app.tasks.ingest_document"
 # A document waiting for its task (`queued`: a re-ingest) or being read (`parsing`) needs a live task.
-_IN_FLIGHT = [DocumentStatus.QUEUED, DocumentStatus.PARSING]
+IN_FLIGHT = [DocumentStatus.QUEUED, DocumentStatus.PARSING]
 # A queue row whose worker started it: far past any lock django-q2 sets itself (now + retry),
 # so the broker never hands it out again; only the recovery or the monitor's acknowledgement removes it.
 STARTED = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
@@ -127,7 +127,7 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
     """
     report = RecoveryReport()
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    in_flight = dict(Document.objects.filter(status__in=_IN_FLIGHT).values_list("pk", "updated_at"))
+    in_flight = dict(Document.objects.filter(status__in=IN_FLIGHT).values_list("pk", "updated_at"))
     candidates = [pk for pk, updated_at in in_flight.items() if updated_at < grace]
     queued = _queued_ingests()
     # Swept on every pass, with or without documents to recover: rows nothing will ever finish. A document
@@ -175,7 +175,7 @@ def document_recover(*, document: Document) -> bool:
     may not be written yet.
     """
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    if document.status not in _IN_FLIGHT or document.updated_at >= grace:
+    if document.status not in IN_FLIGHT or document.updated_at >= grace:
         return False
     document_id = str(document.pk)
     outcome = _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False)
@@ -183,7 +183,7 @@ def document_recover(*, document: Document) -> bool:
         # No task anywhere and no worker holding it: the periodic recovery leaves such a document alone
         # (it may be read in process), but a person uploading it again is asking for it to be read.
         with transaction.atomic():
-            if Document.objects.select_for_update().filter(pk=document_id, status__in=_IN_FLIGHT).exists():
+            if Document.objects.select_for_update().filter(pk=document_id, status__in=IN_FLIGHT).exists():
                 _queue(document_id, 1)
                 return True
     return outcome == "requeued"
@@ -203,7 +203,7 @@ def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: 
         return "unknown"
     attempt = max([_recovery_number(r.name) for r in rows] + [_recovery_number(name) for name in failed]) + 1
     with transaction.atomic():
-        document = Document.objects.select_for_update().filter(pk=document_id, status__in=_IN_FLIGHT).first()
+        document = Document.objects.select_for_update().filter(pk=document_id, status__in=IN_FLIGHT).first()
         if document is None:
             return "gone"
         if rows:
