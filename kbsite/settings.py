@@ -303,8 +303,12 @@ Q_CLUSTER: dict[str, object] = {
 }
 KB_REDIS_URL = env_str("KB_REDIS_URL")
 if KB_REDIS_URL:
+    # Any number of clusters on any number of machines share the queue (docs/SCALING.md). kbsite's broker keeps
+    # each task a cluster has taken visible until it is acknowledged, so a cluster killed mid-ingestion has its
+    # documents requeued by a survivor (kbsite/redis_broker.py).
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = KB_REDIS_URL
+    Q_CLUSTER["broker_class"] = "kbsite.redis_broker.ReliableRedis"
 # Tasks run inline in the process that queues them (no cluster): for scripts and debugging.
 KB_TASKS_SYNC = env_bool("KB_TASKS_SYNC", False)
 if KB_TASKS_SYNC:
