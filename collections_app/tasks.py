@@ -9,7 +9,7 @@ from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.services.archives import archive_build_record
 from collections_app.services.documents import document_ingest
 from collections_app.services.folder_sources import FolderSourceError, folder_sources_adopt_legacy, folder_sync
-from collections_app.services.recovery import IN_FLIGHT, document_lease, ingest_task_started
+from collections_app.services.recovery import document_lease, ingest_task_started
 from collections_app.services.reindex import collection_reindex_run
 
 logger = logging.getLogger(__name__)
@@ -23,10 +23,7 @@ def ingest_document(document_id: str, large: bool = False) -> None:
     if _queue_row is not None:
         ingest_task_started(queue_row_id=_queue_row)
     with document_lease(document_id=document_id) as held:
-        # Under the lease, a document no longer waiting (done, failed or deleted since) is not read again: a second
-        # delivery of its task (a recovery that requeued it while another cluster still held it, on the Redis
-        # broker) does nothing, so no document is ingested twice.
-        if held and Document.objects.filter(pk=document_id, status__in=IN_FLIGHT).exists():
+        if held:
             document_ingest(document_id=document_id, queued=True, large=large)
 
 

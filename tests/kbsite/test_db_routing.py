@@ -3,6 +3,7 @@ reached passed over (or the search refused) in the trace's words. The real stand
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -39,8 +40,8 @@ def replica_down(monkeypatch) -> Iterator[None]:
     yield
     connections["replica-1"].close()
     del connections.settings["replica-1"]
-    if hasattr(connections._connections, "replica-1"):
-        delattr(connections._connections, "replica-1")
+    with contextlib.suppress(AttributeError):
+        del connections["replica-1"]
 
 
 def _search(cast, upload, collection) -> tuple[int, dict]:

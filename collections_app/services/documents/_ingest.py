@@ -62,6 +62,11 @@ def document_ingest(*, document_id: str, queued: bool = False, large: bool = Fal
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         return  # deleted while queued: nothing to do
+    if queued and document.status not in (DocumentStatus.QUEUED, DocumentStatus.PARSING):
+        # Done or failed since this task was queued: a second delivery (a recovery requeued it while another
+        # cluster still had it, on the Redis broker) reads nothing again, so no document is built twice. The
+        # task holds the document's lease here, so no other worker is between this look and the work.
+        return
     if document.status == DocumentStatus.QUEUED:  # a re-ingest's task has started: it is being read now
         document.status = DocumentStatus.PARSING
         Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PARSING, updated_at=timezone.now())
