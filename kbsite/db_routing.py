@@ -134,11 +134,14 @@ def read_only_call(call: Callable[[], T]) -> tuple[T, Served]:
     try:
         return _run(call, served), served
     except DatabaseError as exc:
-        if served.alias == DEFAULT_DB_ALIAS or not _failed_on_replica(served.alias):
+        if served.alias == DEFAULT_DB_ALIAS:
             raise
-        reason = f"{served.alias} failed during the call ({type(exc).__name__})"
-    logger.warning("read replica %s failed during a read-only call; answering from the primary", served.alias)
-    _mark_down(served.alias)
+        # Stopped, cut off, or a query cancelled by a conflict with replay: the primary answers instead. (SQL that
+        # is wrong fails there too, and is raised from there.)
+        failed, reason = served.alias, f"{served.alias} failed during the call ({type(exc).__name__})"
+    logger.warning("read replica %s failed during a read-only call; answering from the primary", failed)
+    if _failed_on_replica(failed):
+        _mark_down(failed)
     served = _fallback(reason)
     return _run(call, served), served
 
@@ -234,7 +237,7 @@ def reading_from(alias: str) -> Iterator[None]:
 
 
 def _failed_on_replica(alias: str) -> bool:
-    """Whether the replica's connection is broken (a failure of the server, not of the call's own SQL)."""
+    """Whether the replica's connection is broken (the server is gone, not only one query); closed if so."""
     wrapper = connections[alias]
     try:
         broken = wrapper.connection is None or not wrapper.is_usable()

@@ -29,7 +29,7 @@ from collections_app.models import ApiKey
 from collections_app.selectors.corpus_map import MapReaderInvalid, collection_map_for_reader
 from collections_app.selectors.languages import collection_languages
 from collections_app.services.keys import api_key_resolve
-from kbsite.db_routing import read_only_call
+from kbsite.db_routing import ReplicaUnavailable, read_only_call
 from retrieval.search import searchable_collections
 
 SEARCH_PATH = "/api/search"
@@ -208,7 +208,10 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
     if unexpected:
         return 400, {"detail": f"unknown arguments: {', '.join(unexpected)}; this tool takes only `reader`"}
     # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
-    return read_only_call(lambda: _listed_collections(key, reader))[0]
+    try:
+        return read_only_call(lambda: _listed_collections(key, reader))[0]
+    except ReplicaUnavailable as exc:  # KB_REPLICA_FALLBACK=refuse and no fresh replica: the REST doors' 503
+        return 503, {"detail": str(exc)}
 
 
 def _listed_collections(key: ApiKey, reader: str | None) -> tuple[int, Any]:

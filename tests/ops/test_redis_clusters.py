@@ -13,6 +13,7 @@ import contextlib
 import io
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from collections_app.models import Build, Document, DocumentStatus
 from collections_app.services.documents import document_create
 from kbsite.redis_broker import REDIS_BROKER
 from tests.ops.pg_pair import free_port
-from tests.ops.test_crash_recovery import Cluster
+from tests.ops.test_crash_recovery import Cluster, paragraphs, seconds_until_done, worker_holding_a_lease
 
 pytestmark = [pytest.mark.ops, pytest.mark.django_db(transaction=True)]
 
@@ -197,3 +198,23 @@ def test_two_clusters_on_redis_share_the_queue_and_the_survivor_of_a_sigkill_fin
 
 def _done(ids: list[str]) -> int:
     return Document.objects.filter(pk__in=ids, status=DocumentStatus.DONE).count()
+
+
+def test_a_worker_killed_mid_ingestion_on_redis_is_requeued_by_its_own_live_cluster(redis_queue, collection, tmp_path):
+    """The task is in the live cluster's taken list, started; its worker is gone, and so is the lease."""
+    cluster = machine(tmp_path, "machine-a", redis_queue)
+    cluster.env["KB_STREAM_TEXT_ABOVE"] = str(4 * 1024 * 1024)  # parsed in a child process: a few seconds' work
+    cluster.start()
+    try:
+        created = document_create(
+            collection=collection, filename="shelves.md", content=io.BytesIO(paragraphs("shelves", 40))
+        )
+        worker = worker_holding_a_lease(cluster)
+        os.kill(worker, signal.SIGKILL)
+        created.document.refresh_from_db()
+        assert created.document.status in (DocumentStatus.QUEUED, DocumentStatus.PARSING)  # killed mid-ingest
+        seconds_until_done(created.document, cluster)
+    finally:
+        cluster.stop()
+    assert "requeued (attempt 2)" in cluster.log.read_text()
+    assert Build.objects.filter(document=created.document).count() == 1
