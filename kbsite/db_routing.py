@@ -127,6 +127,8 @@ def read_only_call(call: Callable[[], T]) -> tuple[T, Served]:
     A replica that fails during the call (stopped, restarted, cut off) has the call run again on the primary:
     the call only reads, so running it twice is safe, and the answer says it fell back and why.
     """
+    if not replica_aliases():
+        return call(), Served(DEFAULT_DB_ALIAS)  # one database: nothing to choose, and nothing changes
     outer = _served.get()
     if outer is not None:  # already inside one (MCP's collections reading maps): the same database
         return call(), outer
@@ -187,11 +189,8 @@ def _fallback(reason: str) -> Served:
 
 def _choose() -> Served:
     """The first replica that answers and is fresh enough; the primary, with why, when none is."""
-    aliases = replica_aliases()
-    if not aliases:
-        return Served(DEFAULT_DB_ALIAS)
     reasons = []
-    for alias in aliases:
+    for alias in replica_aliases():
         if _is_down(alias):
             reasons.append(f"{alias} is down")
             continue
