@@ -14,6 +14,13 @@ kind), throughput, latency p50/p95/p99/max, and what became of the uploads (done
 long the last one took after the load stopped). Also the machine's core count and load
 average, since the figures are only as good as the CPU the run had.
 
+With --databases primary or replica (docs/SCALING.md): instead of the embedded server, a PostgreSQL primary of
+its own on loopback (tests/ops/pg_pair.py: the wheel's binaries, wal_level=replica), and with `replica` also a
+streaming standby made by pg_basebackup -R, named in KB_DATABASE_REPLICA_URLS; the two runs share the servers'
+settings, so their figures compare. --reindex re-indexes the collection on the primary throughout the load (as
+soon as one re-index ends, the next starts). Reported too: which database answered the searches (the trace's
+`database` stage).
+
 Run from the project root:  .venv/bin/python bench/search_load.py [--searchers 50 --seconds 60]
 Exit status 1 if any search failed or an upload ended in `error`.
 """
@@ -51,6 +58,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--upload-every", type=float, default=5, help="seconds between uploads during the load")
     parser.add_argument("--var-dir", type=Path, help="var/ to run on (default: a new temporary one, removed after)")
     parser.add_argument("--timeout", type=float, default=60, help="a search slower than this is an error (60)")
+    parser.add_argument(
+        "--databases",
+        choices=["embedded", "primary", "replica"],
+        default="embedded",
+        help="embedded (default): the embedded PostgreSQL; primary: a loopback primary alone; replica: that primary "
+        "and a streaming standby the searches read from",
+    )
+    parser.add_argument("--reindex", action="store_true", help="re-index the collection throughout the load")
     return parser.parse_args()
 
 
@@ -174,15 +189,15 @@ def prepare_platform(var_dir: Path, port: int, *, remove: bool = True, **extra: 
     same server (keys are made in process: one command per key would take minutes). `remove`: delete var_dir at
     exit, registered before Django starts the embedded PostgreSQL, so it runs after that server is stopped."""
     env = {**os.environ, "KB_VAR_DIR": str(var_dir), "PORT": str(port), "DJANGO_SETTINGS_MODULE": "kbsite.settings"}
-    env.update({"KB_ACCESS_LOG": "", **extra})
-    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL"):
+    for name in ("KB_DEBUG", "KB_SECRET_KEY", "DATABASE_URL", "KB_DATABASE_REPLICA_URLS"):
         env.pop(name, None)
         os.environ.pop(name, None)
+    env.update({"KB_ACCESS_LOG": "", **extra})
     if remove:
         atexit.register(shutil.rmtree, var_dir, True)
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE")})
+    os.environ.update({k: env[k] for k in ("KB_VAR_DIR", "DJANGO_SETTINGS_MODULE", "DATABASE_URL") if k in env})
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     import django
@@ -196,8 +211,15 @@ def main() -> int:
     corpus, queries = scifact()
     var_dir = args.var_dir or Path(tempfile.mkdtemp(prefix="kbbench-"))
     port = free_port()
-    print(f"var/: {var_dir}; migrating a fresh database ...", flush=True)
-    env = prepare_platform(var_dir, port, remove=args.var_dir is None)
+    print(f"var/: {var_dir}; databases: {args.databases}; migrating a fresh database ...", flush=True)
+    servers, databases = loopback_servers(args.databases, var_dir)
+    env = prepare_platform(var_dir, port, remove=args.var_dir is None, **databases)
+    if args.databases == "replica":
+        from tests.ops import pg_pair
+
+        standby = pg_pair.standby_create(servers[0], var_dir / "pg")
+        servers.append(standby)
+        env["KB_DATABASE_REPLICA_URLS"] = standby.url
     python = str(ROOT / ".venv" / "bin" / "python")
     from collections_app.models import Role
     from collections_app.services.keys import api_key_create, tenant_get_or_create
@@ -238,6 +260,7 @@ def main() -> int:
         )
 
         latencies: list[float] = []
+        served: Counter[str] = Counter()
         errors: Counter[str] = Counter()
         lock = threading.Lock()
         stop_at = time.monotonic() + args.seconds
@@ -248,11 +271,14 @@ def main() -> int:
             while time.monotonic() < stop_at:
                 question = rng.choice(queries)
                 began = time.monotonic()
+                database = ""
                 try:
-                    status, _ = api.request(
+                    status, body = api.request(
                         "POST", "/api/search", json.dumps({"query": question}).encode(), timeout=args.timeout
                     )
                     kind = None if status == 200 else f"http {status}"
+                    if status == 200:
+                        database = served_by(body)
                 except Exception as exc:
                     kind = type(exc).__name__
                 elapsed = time.monotonic() - began
@@ -261,6 +287,7 @@ def main() -> int:
                         errors[kind] += 1
                     else:
                         latencies.append(elapsed)
+                        served[database] += 1
             with lock:
                 reconnects.append(api.reconnects)
 
@@ -278,8 +305,23 @@ def main() -> int:
                 i += 1
                 time.sleep(args.upload_every)
 
+        reindexes: Counter[str] = Counter()
+
+        def reindexer() -> None:
+            # One re-index after another on the primary: each re-embeds every paragraph, then cuts over.
+            api = Api(port, editor_key)
+            while time.monotonic() < stop_at:
+                try:
+                    status, _ = api.request("POST", f"/api/manage/collections/{collection_id}/reindex", b"{}")
+                    reindexes[f"http {status}"] += 1
+                except Exception as exc:
+                    reindexes[type(exc).__name__] += 1
+                time.sleep(2)
+
         threads = [threading.Thread(target=searcher, args=(key, i)) for i, key in enumerate(searcher_keys)]
         threads.append(threading.Thread(target=uploader))
+        if args.reindex:
+            threads.append(threading.Thread(target=reindexer))
         began = time.monotonic()
         for thread in threads:
             thread.start()
@@ -297,6 +339,7 @@ def main() -> int:
         )
         if errors:
             print(f"  errors by kind: {dict(errors)}")
+        print(f"served by: {dict(served)}" + (f"; re-index requests: {dict(reindexes)}" if args.reindex else ""))
         if latencies:
             p50, p95, p99 = (percentile(latencies, p) * 1000 for p in (50, 95, 99))
             print(f"latency: p50 {p50:.0f} ms, p95 {p95:.0f} ms, p99 {p99:.0f} ms, max {max(latencies) * 1000:.0f} ms")
@@ -320,6 +363,29 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             os.killpg(platform.pid, signal.SIGKILL)
             platform.wait()
+        for server in reversed(servers):
+            server.stop("immediate")
+
+
+def loopback_servers(databases: str, var_dir: Path) -> tuple[list, dict[str, str]]:
+    """A loopback primary of its own (--databases primary or replica), and the variables that name it."""
+    if databases == "embedded":
+        return [], {}
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.ops import pg_pair
+
+    primary = pg_pair.primary_create(var_dir / "pg")
+    return [primary], {"DATABASE_URL": primary.url}
+
+
+def served_by(body: bytes) -> str:
+    """Which database answered a search: the trace's database stage (by alias)."""
+    try:
+        trace = json.loads(body)["trace"]
+        return str(next(s for s in trace if s["stage"] == "database")["counts"]["served_by"])
+    except (ValueError, KeyError, StopIteration):
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -83,7 +83,11 @@ if KB_PROXY_SSL_HEADER:
 # (KB_HSTS_PRELOAD=1 makes it); the deploy check's reminder about it is silenced until then.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
-MEDIA_ROOT = env_path("KB_STORAGE_ROOT", VAR_DIR / "storage")
+# Where originals are stored (uploads, their versions, a zip's members): KB_STORAGE_DIR (KB_STORAGE_ROOT is its
+# older name). With workers on other machines it must be one shared filesystem mounted at the same place on each
+# (docs/SCALING.md): a worker that cannot find an original ends the document in `error` naming this setting.
+KB_STORAGE_DIR = env_path("KB_STORAGE_DIR", env_path("KB_STORAGE_ROOT", VAR_DIR / "storage"))
+MEDIA_ROOT = KB_STORAGE_DIR
 MEDIA_URL = "/media/"
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
@@ -156,6 +160,26 @@ else:
 
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {"default": embedded_database(VAR_DIR)}
+
+# Read replicas (docs/SCALING.md): PostgreSQL streaming standbys of the primary above, one URL each, comma-separated.
+# Searches (API and MCP), the corpus map and MCP's collections read from the first one that answers and replays
+# within KB_REPLICA_MAX_LAG_SECONDS; everything else, and every write, uses the primary (kbsite/db_routing.py owns
+# the rule). With none usable a read-only call falls back to the primary, or with KB_REPLICA_FALLBACK=refuse is
+# answered 503. Each is the alias replica-1, replica-2, ... wherever it is named (a trace, a log line): never its URL.
+KB_DATABASE_REPLICA_URLS = env_list("KB_DATABASE_REPLICA_URLS")
+KB_REPLICA_MAX_LAG_SECONDS = env_float("KB_REPLICA_MAX_LAG_SECONDS", 5)
+KB_REPLICA_FALLBACK = env_choice("KB_REPLICA_FALLBACK", "primary", ("primary", "refuse"))
+if KB_DATABASE_REPLICA_URLS:
+    import dj_database_url
+
+    for _number, _url in enumerate(KB_DATABASE_REPLICA_URLS, start=1):
+        _replica = dj_database_url.parse(_url)
+        # A standby that is down must cost a search a moment, not the operating system's connect timeout.
+        _replica.setdefault("OPTIONS", {}).setdefault("connect_timeout", 2)
+        # Tests never create a database on a replica: it is the primary's, replayed.
+        _replica["TEST"] = {"MIRROR": "default"}
+        DATABASES[f"replica-{_number}"] = _replica
+DATABASE_ROUTERS = ["kbsite.db_routing.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
@@ -279,8 +303,12 @@ Q_CLUSTER: dict[str, object] = {
 }
 KB_REDIS_URL = env_str("KB_REDIS_URL")
 if KB_REDIS_URL:
+    # Any number of clusters on any number of machines share the queue (docs/SCALING.md). kbsite's broker keeps
+    # each task a cluster has taken visible until it is acknowledged, so a cluster killed mid-ingestion has its
+    # documents requeued by a survivor (kbsite/redis_broker.py).
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = KB_REDIS_URL
+    Q_CLUSTER["broker_class"] = "kbsite.redis_broker.ReliableRedis"
 # Tasks run inline in the process that queues them (no cluster): for scripts and debugging.
 KB_TASKS_SYNC = env_bool("KB_TASKS_SYNC", False)
 if KB_TASKS_SYNC:

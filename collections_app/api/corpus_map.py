@@ -12,6 +12,7 @@ from collections_app.api.views import TenantScopedView
 from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.schema import refusals
+from kbsite.db_routing import read_only_call
 
 
 class MapSectionOutput(serializers.Serializer):
@@ -81,5 +82,7 @@ class CollectionMapView(TenantScopedView):
         collection = self.get_collection(request, collection_id)
         data = CorpusMapInput(data=request.query_params)
         data.is_valid(raise_exception=True)
-        corpus_map = collection_map_for_reader(collection=collection, reader=data.validated_data.get("reader"))
+        reader = data.validated_data.get("reader")
+        # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
+        corpus_map, _served = read_only_call(lambda: collection_map_for_reader(collection=collection, reader=reader))
         return Response(CorpusMapOutput(corpus_map).data)

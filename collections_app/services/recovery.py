@@ -22,8 +22,12 @@ A requeued task that finds the lease held (the original was alive after all) doe
 so recovering too eagerly costs a queue row, never a second ingestion running at once.
 After KB_INGEST_MAX_ATTEMPTS deaths the document ends in `error` rather than looping.
 
-The queue inspection needs django-q2's ORM broker (the default). With the Redis broker the
-queue cannot be read: only tasks django-q2 recorded as failed are recovered.
+On django-q2's ORM broker (the default) the queue is read from its table. On the Redis broker (KB_REDIS_URL,
+many clusters on many machines) kbsite's own broker (kbsite/redis_broker.py) keeps every task a cluster has taken
+in that cluster's list until it is acknowledged, and each cluster holds a liveness lock in PostgreSQL: a task
+taken by a cluster that is gone, or started by a worker that no longer holds its document's lease, is dead, and
+any surviving cluster requeues its document within the same bound. (`cluster_start` means nothing there: other
+clusters may be alive.)
 """
 
 from __future__ import annotations
@@ -41,12 +45,13 @@ from django.utils import timezone
 
 from collections_app.models import Document, DocumentStatus
 from collections_app.sql import advisory_try_lock, advisory_unlock
+from kbsite.redis_broker import REDIS_BROKER, ReliableRedis
 
 logger = logging.getLogger(__name__)
 
 INGEST_FUNC = "collections_app.tasks.ingest_document"
 # A document waiting for its task (`queued`: a re-ingest) or being read (`parsing`) needs a live task.
-_IN_FLIGHT = [DocumentStatus.QUEUED, DocumentStatus.PARSING]
+IN_FLIGHT = [DocumentStatus.QUEUED, DocumentStatus.PARSING]
 # A queue row whose worker started it: far past any lock django-q2 sets itself (now + retry),
 # so the broker never hands it out again; only the recovery or the monitor's acknowledgement removes it.
 STARTED = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
@@ -91,7 +96,10 @@ def document_lease_held(*, document_id: str) -> bool:
 
 
 def ingest_task_started(*, queue_row_id: object) -> None:
-    """Mark an ingestion's queue row as started by a worker (ORM broker only)."""
+    """Mark an ingestion's queue row (its task, on Redis) as started by a worker."""
+    if _redis_broker():
+        _reliable_redis().task_started(queue_row_id)
+        return
     if not _orm_broker():
         return
     from django_q.models import OrmQ
@@ -99,11 +107,17 @@ def ingest_task_started(*, queue_row_id: object) -> None:
     OrmQ.objects.using(_orm_alias()).filter(pk=queue_row_id).update(lock=STARTED)
 
 
+# On Redis, a task a live cluster has taken and no worker has started yet: not waiting, not started.
+_TAKEN = dt.datetime(8000, 1, 1, tzinfo=dt.UTC)
+_WAITING = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 @dataclass
 class _QueuedIngest:
-    row_id: int
+    row_id: object  # the ORM queue's row; on Redis, the list that holds it
     lock: dt.datetime
     name: str
+    payload: bytes = b""  # on Redis: the task as queued (removed from its list by value)
 
     @property
     def started(self) -> bool:
@@ -126,8 +140,11 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
     cluster had taken but not finished was taken by one that is gone.
     """
     report = RecoveryReport()
+    # Only the ORM broker's one cluster knows, at its start, that every taken row is a dead cluster's; on Redis
+    # the dead clusters' tasks are told apart by their liveness locks.
+    cluster_start = cluster_start and _orm_broker()
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    in_flight = dict(Document.objects.filter(status__in=_IN_FLIGHT).values_list("pk", "updated_at"))
+    in_flight = dict(Document.objects.filter(status__in=IN_FLIGHT).values_list("pk", "updated_at"))
     candidates = [pk for pk, updated_at in in_flight.items() if updated_at < grace]
     queued = _queued_ingests()
     # Swept on every pass, with or without documents to recover: rows nothing will ever finish. A document
@@ -154,18 +171,15 @@ def _forget_finished(queued: dict[str, list[_QueuedIngest]], *, parsing: set[str
     later delivery did the work, or the worker died between publishing and the acknowledgement), and any row
     of a document deleted since (a crashed cluster's taken rows would otherwise stay locked for `retry`,
     hours), unless a live worker still holds its lease."""
-    from django_q.models import OrmQ
-
     existing = {str(pk) for pk in Document.objects.filter(pk__in=list(queued)).values_list("pk", flat=True)}
     stale = [
-        row.row_id
+        row
         for document_id, rows in queued.items()
         if document_id not in parsing
         for row in rows
         if (row.started or document_id not in existing) and not document_lease_held(document_id=document_id)
     ]
-    if stale:
-        OrmQ.objects.using(_orm_alias()).filter(pk__in=stale).delete()
+    _forget_rows(stale)
 
 
 def document_recover(*, document: Document) -> bool:
@@ -175,7 +189,7 @@ def document_recover(*, document: Document) -> bool:
     may not be written yet.
     """
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    if document.status not in _IN_FLIGHT or document.updated_at >= grace:
+    if document.status not in IN_FLIGHT or document.updated_at >= grace:
         return False
     document_id = str(document.pk)
     outcome = _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False)
@@ -183,7 +197,7 @@ def document_recover(*, document: Document) -> bool:
         # No task anywhere and no worker holding it: the periodic recovery leaves such a document alone
         # (it may be read in process), but a person uploading it again is asking for it to be read.
         with transaction.atomic():
-            if Document.objects.select_for_update().filter(pk=document_id, status__in=_IN_FLIGHT).exists():
+            if Document.objects.select_for_update().filter(pk=document_id, status__in=IN_FLIGHT).exists():
                 _queue(document_id, 1)
                 return True
     return outcome == "requeued"
@@ -203,13 +217,10 @@ def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: 
         return "unknown"
     attempt = max([_recovery_number(r.name) for r in rows] + [_recovery_number(name) for name in failed]) + 1
     with transaction.atomic():
-        document = Document.objects.select_for_update().filter(pk=document_id, status__in=_IN_FLIGHT).first()
+        document = Document.objects.select_for_update().filter(pk=document_id, status__in=IN_FLIGHT).first()
         if document is None:
             return "gone"
-        if rows:
-            from django_q.models import OrmQ
-
-            OrmQ.objects.using(_orm_alias()).filter(pk__in=[r.row_id for r in rows]).delete()
+        _forget_rows(rows)
         if attempt > settings.KB_INGEST_MAX_ATTEMPTS:
             document.status = DocumentStatus.ERROR
             document.error = (
@@ -257,24 +268,82 @@ def _recovery_number(name: str) -> int:
 
 
 def _queued_ingests() -> dict[str, list[_QueuedIngest]]:
-    """The ingestion tasks in the ORM broker's queue, by document id."""
+    """The ingestion tasks in the broker's queue (and, on Redis, taken by clusters), by document id."""
+    if _redis_broker():
+        return _redis_ingests()
     if not _orm_broker():
         return {}
     from django_q.models import OrmQ
-    from django_q.signing import BadSignature, SignedPackage
 
     found: dict[str, list[_QueuedIngest]] = {}
     for row in OrmQ.objects.using(_orm_alias()).only("id", "payload", "lock"):
-        try:
-            task = SignedPackage.loads(row.payload)
-        except (BadSignature, ValueError, TypeError, AttributeError, ImportError):
-            continue  # signed with another key or not ours to read
-        if task.get("func") != INGEST_FUNC or not task.get("args"):
+        task = _ingest_task(row.payload)
+        if task is not None:
+            found.setdefault(task[0], []).append(_QueuedIngest(row_id=row.pk, lock=row.lock, name=task[1]))
+    return found
+
+
+def _redis_ingests() -> dict[str, list[_QueuedIngest]]:
+    """The Redis broker's ingestion tasks: waiting in the queue, taken by a live cluster, or dead (started by a
+    worker, or taken by a cluster that is gone: then started or not, nobody will finish it)."""
+    found: dict[str, list[_QueuedIngest]] = {}
+    for taken in _reliable_redis().taken_tasks():
+        task = _ingest_task(taken.payload)
+        if task is None:
             continue
-        found.setdefault(str(task["args"][0]), []).append(
-            _QueuedIngest(row_id=row.pk, lock=row.lock, name=str(task.get("name") or ""))
+        if taken.waiting:
+            lock = _WAITING
+        elif taken.started or not taken.alive:
+            lock = STARTED
+        else:
+            lock = _TAKEN
+        found.setdefault(task[0], []).append(
+            _QueuedIngest(row_id=taken.where, lock=lock, name=task[1], payload=taken.payload)
         )
     return found
+
+
+def _ingest_task(payload: object) -> tuple[str, str] | None:
+    """(document id, task name) of a queued ingestion; None for any other task, or one we cannot read."""
+    from django_q.signing import BadSignature, SignedPackage
+
+    try:
+        task = SignedPackage.loads(payload)
+    except (BadSignature, ValueError, TypeError, AttributeError, ImportError):
+        return None  # signed with another key or not ours to read
+    if task.get("func") != INGEST_FUNC or not task.get("args"):
+        return None
+    return str(task["args"][0]), str(task.get("name") or "")
+
+
+def _forget_rows(rows: list[_QueuedIngest]) -> None:
+    """Remove these tasks from the broker: the ORM queue's rows, or Redis lists' entries."""
+    if not rows:
+        return
+    if _redis_broker():
+        broker = _reliable_redis()
+        for row in rows:
+            broker.forget(str(row.row_id), row.payload)
+        return
+    from django_q.models import OrmQ
+
+    OrmQ.objects.using(_orm_alias()).filter(pk__in=[r.row_id for r in rows]).delete()
+
+
+def recovery_reads_redis() -> bool:
+    """Whether the queue is kbsite's Redis broker (clusters on many machines, each with a liveness lock)."""
+    return settings.Q_CLUSTER.get("broker_class") == REDIS_BROKER
+
+
+_redis_broker = recovery_reads_redis
+
+
+def _reliable_redis() -> ReliableRedis:
+    from django_q.brokers import get_broker
+
+    broker = get_broker()
+    assert isinstance(broker, ReliableRedis), "KB_REDIS_URL is set but the broker is not kbsite's"
+    return broker
 
 
 def _orm_broker() -> bool:

@@ -11,9 +11,10 @@ from collections_app.validation import SafeJSONField
 from doors.api.authentication import request_key
 from doors.api.schema import LABEL_HELP, refusals
 from doors.api.throttles import SearchThrottle
+from kbsite.db_routing import read_only_call
 from retrieval.api import examples
 from retrieval.api.examples import BADGE_HELP
-from retrieval.search import resolve_scope, search
+from retrieval.search import SearchAnswer, SearchScope, resolve_scope, search
 from retrieval.services import on_behalf_of_agent, search_event_record
 
 
@@ -243,12 +244,17 @@ class SearchView(APIView):
         params = data.validated_data
         key = request_key(request)
         agent = on_behalf_of_agent(tenant_id=key.tenant_id, name=params.get("on_behalf_of"))
-        scope = resolve_scope(key=key, names=params.get("collections"), reader=params.get("reader"))
-        answer = search(
-            scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
-            filters=params.get("filters"), hybrid_weight=params.get("hybrid_weight"),
-            expand=params.get("expand", False),
-        )  # fmt: skip
+
+        def answer_it() -> tuple[SearchScope, SearchAnswer]:
+            scope = resolve_scope(key=key, names=params.get("collections"), reader=params.get("reader"))
+            return scope, search(
+                scope=scope, query=params["query"], top_n=params.get("top_n"), around=params.get("around"),
+                filters=params.get("filters"), hybrid_weight=params.get("hybrid_weight"),
+                expand=params.get("expand", False),
+            )  # fmt: skip
+
+        # Reads only: from a read replica when one is fresh (kbsite/db_routing.py); the audit row is a write.
+        (scope, answer), _served = read_only_call(answer_it)
         event = search_event_record(key=key, scope=scope, answer=answer, query=params["query"], on_behalf_of=agent)
         return Response(
             {

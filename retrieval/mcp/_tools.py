@@ -25,9 +25,11 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.urls import resolve
 
 from collections_app.exceptions import DomainError
+from collections_app.models import ApiKey
 from collections_app.selectors.corpus_map import MapReaderInvalid, collection_map_for_reader
 from collections_app.selectors.languages import collection_languages
 from collections_app.services.keys import api_key_resolve
+from kbsite.db_routing import ReplicaUnavailable, read_only_call
 from retrieval.search import searchable_collections
 
 SEARCH_PATH = "/api/search"
@@ -205,6 +207,14 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
     unexpected = sorted(set(arguments) - {"reader"})
     if unexpected:
         return 400, {"detail": f"unknown arguments: {', '.join(unexpected)}; this tool takes only `reader`"}
+    # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
+    try:
+        return read_only_call(lambda: _listed_collections(key, reader))[0]
+    except ReplicaUnavailable as exc:  # KB_REPLICA_FALLBACK=refuse and no fresh replica: the REST doors' 503
+        return 503, {"detail": str(exc)}
+
+
+def _listed_collections(key: ApiKey, reader: str | None) -> tuple[int, Any]:
     listed = []
     for collection in searchable_collections(key).order_by("name"):
         try:

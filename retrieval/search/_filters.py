@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from django.db import connection
-
 from collections_app.exceptions import Invalid
 from collections_app.ingestion.languages import language_label_variants
 from collections_app.models import Collection
+from kbsite.db_routing import read_connection
 
 from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
@@ -212,6 +211,6 @@ def _a(kind: str) -> str:
 def count_matching(*, visible: Visibility, filters: Filters) -> int:
     """How many paragraphs the reader may read pass the filter: "filter too narrow" is then plain to see."""
     sql = f"SELECT count(*) FROM {FROM_VISIBLE} WHERE {VISIBLE_SQL} AND {filters.sql}"
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, {**visible.params, **filters.params})
         return int(cursor.fetchone()[0])

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import connection
-
 from collections_app.models import ChunkStrategy, Collection, ParentReturn
+from kbsite.db_routing import read_connection
 
 from ._filters import Filters
 from ._stages import Hit
@@ -101,7 +100,7 @@ def _readable_children(
     """
     parent_of: dict[str, str] = {}
     children: dict[str, set[int]] = defaultdict(set)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, {"hits": [h.chunk_id for h in hits], **visible.params, **filters.params})
         for hit_id, parent_id, ordinal in cursor.fetchall():
             parent_of[str(hit_id)] = str(parent_id)

@@ -12,6 +12,7 @@ from django.db import transaction
 from collections_app.ingestion import detect_language, text_search_config
 from collections_app.models import Collection
 from embedding import get_model
+from kbsite.db_routing import read_alias, served_now
 
 from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching
@@ -52,7 +53,7 @@ MAX_TOP_N = 50
 # Every answer lists these stages, in this order, each ran, skipped or failed.
 STAGE_ORDER = (
     "planning", "step back", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
-    "rerank", "floor", "threshold", "window", "judge",
+    "rerank", "floor", "threshold", "window", "judge", "database",
 )  # fmt: skip
 # score_threshold when a reranker scored the results (its 0-1 relevance) and nobody set one.
 RERANK_SUPPORTED = 0.60
@@ -152,6 +153,9 @@ def search(
     reason = "judge_refused" if refused else None
     if not results and not refused:
         reason = "below_floor" if found.candidates else "no_readable_paragraph"
+    # Not a stage of the pipeline but where all of them read: the primary or a replica (kbsite/db_routing.py),
+    # by alias, with a replica's replay lag, or why a replica was passed over.
+    trace.ran("database", **served_now().to_json())
     return SearchAnswer(
         results, refused, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms(), reason, retried,
         calls=plan.calls, withheld=withheld, hits=hits, surfaced=surfaced,
@@ -306,7 +310,7 @@ def _vector_stages(
             trace.skipped("vector retrieval", off)
             continue
         visible = replace(plan.visible, collection_ids=[str(c.pk) for c in members])
-        with trace.timed("vector retrieval") as counts, transaction.atomic():
+        with trace.timed("vector retrieval") as counts, transaction.atomic(using=read_alias()):
             found = vector_retrieve(
                 visible=visible, vector=vectors[alias], limit=plan.top_k, filters=plan.where, exact=plan.exact
             )

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db import connection
 from django.db.models import Q, Sum
 
 from collections_app.exceptions import Conflict
 from collections_app.ingestion import text_search_config
 from collections_app.models import Chunk, Collection, KeywordStats
+from kbsite.db_routing import read_connection
 
 from ._filters import NO_FILTERS, Filters
 from ._trace import Stage
@@ -167,7 +167,7 @@ def keyword_retrieve(
         **filters.params,
     }
     sql = _KEYWORD_SQL.replace("{filters}", filters.sql)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         while True:
             cursor.execute(sql, {**params, "window": window})
             rows = cursor.fetchall()
@@ -219,7 +219,7 @@ def vector_retrieve(
         "limit": limit,
         **filters.params,
     }
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         # Tenant and collection filters run after the index scan; relaxed
         # iterative scans keep going until enough rows pass them.
         # The walk's candidate list (ef_search) as long as the list asked for: pgvector's range 1-1000, default 40.
@@ -274,7 +274,7 @@ def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, f
     if not chunk_ids:
         return {}
     dims = len(vector)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims}))

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from django.db import connection
+from kbsite.db_routing import read_connection
 
 from ._filters import NO_FILTERS, Filters
 from ._stages import Hit
@@ -65,7 +65,7 @@ def readable_neighbours(
         **filters.params,
     }
     readable: dict[str, set[int]] = defaultdict(set)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         for document_id, ordinal in cursor.fetchall():
             readable[str(document_id)].add(ordinal)

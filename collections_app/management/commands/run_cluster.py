@@ -14,7 +14,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from collections_app.hooks import recovery_sweeps
-from collections_app.services.recovery import documents_recover
+from collections_app.services.recovery import documents_recover, recovery_reads_redis
+from kbsite.redis_broker import cluster_alive_lease
 from kbsite.runlock import AlreadyRunning, run_lock
 from kbsite.supervision import death_signal, forks_die_with_their_parent
 
@@ -43,12 +44,21 @@ class Command(BaseCommand):
             run_lock(settings.VAR_DIR, "cluster", wait=options["wait"])
         except AlreadyRunning as exc:
             raise CommandError(f"{exc}: not starting a second cluster beside it") from None
-        from django_q.cluster import Cluster
-
         # Before the workers are forked: they and their embedding threads inherit it.
         os.nice(max(0, min(19, settings.KB_CLUSTER_NICE)))
-        # This cluster is the only one on its queue (the lock above), so every task a cluster had
-        # taken and not finished belongs to one that is gone: requeue those documents now.
+        with contextlib.ExitStack() as alive:
+            if recovery_reads_redis():
+                # Other machines' clusters tell this one alive by its lock (kbsite/redis_broker.py); held by this
+                # process, dropped by PostgreSQL the moment it dies, whatever kills it.
+                alive.enter_context(cluster_alive_lease())
+            self._run(supervisor)
+
+    def _run(self, supervisor: int | None) -> None:
+        from django_q.cluster import Cluster
+
+        # On the ORM broker this cluster is the only one on its queue (the lock above), so every task a cluster
+        # had taken and not finished belongs to one that is gone: requeue those documents now. (On Redis, each
+        # taken task's cluster says whether it is alive.)
         self._recover(cluster_start=True)
         cluster = Cluster()
         stopping = threading.Event()

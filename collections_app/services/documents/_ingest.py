@@ -24,7 +24,9 @@ from collections_app.services.documents._lane import (
 )
 from collections_app.services.documents._publish import built_from_upload, document_publish
 from collections_app.services.documents._read import (
+    OriginalMissing,
     document_extent,
+    document_original_check,
     document_parse,
     document_stored_blocks,
     document_streams,
@@ -37,7 +39,7 @@ from embedding import get_model
 logger = logging.getLogger(__name__)
 
 # Failures a person can act on: their message is the document's error, as it is.
-_REFUSALS = (NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable, OverBudget)
+_REFUSALS = (NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable, OverBudget, OriginalMissing)
 
 
 def document_ingest(*, document_id: str, queued: bool = False, large: bool = False) -> None:
@@ -60,6 +62,11 @@ def document_ingest(*, document_id: str, queued: bool = False, large: bool = Fal
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         return  # deleted while queued: nothing to do
+    if queued and document.status not in (DocumentStatus.QUEUED, DocumentStatus.PARSING):
+        # Done or failed since this task was queued: a second delivery (a recovery requeued it while another
+        # cluster still had it, on the Redis broker) reads nothing again, so no document is built twice. The
+        # task holds the document's lease here, so no other worker is between this look and the work.
+        return
     if document.status == DocumentStatus.QUEUED:  # a re-ingest's task has started: it is being read now
         document.status = DocumentStatus.PARSING
         Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PARSING, updated_at=timezone.now())
@@ -112,12 +119,19 @@ def _read(
 
 def _stage(document: Document, collection: Collection, staging: Staging, watch: Watch, lane: Lane | None) -> None:
     """The document's paragraphs into staging: streamed, cut from its stored parser output, or parsed first."""
+    blocks = document_stored_blocks(document)
+    if blocks is None or document_streams(document):
+        try:
+            document_original_check(document)
+        except OriginalMissing:
+            if not watch.still_wanted(now=True):  # deleted meanwhile (its file went with it), not a missing original
+                raise DocumentGone(f"document {document.pk} was deleted before it was read") from None
+            raise
     if document_streams(document):
         if lane is not None and document_is_large(document, None):
             lane.take()
         document_stage_stream(document, collection, staging, watch)
         return
-    blocks = document_stored_blocks(document)
     if blocks is None:
         extent = document_extent(document, watch)  # over its pages or rows: refused here, before parsing
         if lane is not None and document_is_large(document, extent):

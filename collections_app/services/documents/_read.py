@@ -62,6 +62,24 @@ def document_budgets() -> Budgets:
     )
 
 
+class OriginalMissing(Exception):
+    """The document's original is not in the storage folder this worker sees (KB_STORAGE_DIR)."""
+
+
+def document_original_check(document: Document) -> None:
+    """Refuse, naming the setting, when the original is not where this worker looks for it.
+
+    On one machine that never happens; with workers on other machines it does whenever KB_STORAGE_DIR is not one
+    shared filesystem mounted at the same place on each (docs/SCALING.md). The message says that, never the path.
+    """
+    if not document.file.name or not document.file.storage.exists(document.file.name):
+        raise OriginalMissing(
+            f"the original of {document.filename} is not in the storage folder this worker reads (KB_STORAGE_DIR); "
+            "with workers on more than one machine it must be a shared filesystem, mounted at the same place on "
+            "each; upload the file again once it is"
+        )
+
+
 def document_stored_blocks(document: Document) -> list[Block] | None:
     # Parser output is kept so that re-chunking never re-parses.
     if document.blocks is None:
