@@ -79,7 +79,7 @@ def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(ca
     stages = [s["stage"] for s in answer["trace"]]
     assert stages == [
         "planning", "step back", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
-        "rerank", "floor", "threshold", "window", "judge",
+        "rerank", "floor", "threshold", "window", "judge", "database",
     ]  # fmt: skip
     assert all(s["status"] in {"ran", "skipped"} for s in answer["trace"])
     assert all(s.get("reason") for s in answer["trace"] if s["status"] == "skipped")
