@@ -139,7 +139,8 @@ def test_every_edit_is_a_row_and_a_revert_undoes_it_unless_a_later_edit_builds_o
     assert len(embedded.texts) == 1
     merged_back = cast.editor.post(f"{base(manual)}/paragraph-edits/{history[1]['id']}/revert")
     assert merged_back.status_code == 200, merged_back.content
-    assert [p.text for p in paragraphs(manual)][0] == original and len(paragraphs(manual)) == 2
+    first, _ = paragraphs(manual)
+    assert first.text == original
     assert [p.ordinal for p in paragraphs(manual)] == [0, 1]
     statuses = dict(ParagraphEdit.objects.filter(document=manual).values_list("operation", "status").distinct())
     assert statuses["split"] == statuses["edit"] == "reverted" and statuses["revert"] == "applied"
