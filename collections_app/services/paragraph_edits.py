@@ -204,7 +204,8 @@ def _checked_text(text: str) -> str:
     problem = text_problem(text)
     if problem:
         raise Invalid(problem, field="text")
-    text = text.strip()
+    # A browser's form sends its line breaks as CRLF: stored as the chunker stores them.
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
     if not text:
         raise Invalid("a paragraph needs some text; hide it to take it out of searches", field="text")
     if len(text) > MAX_PARAGRAPH_CHARS:

@@ -73,7 +73,7 @@ def test_an_editor_edits_splits_merges_hides_and_reverts_in_the_admin(offline_pa
     # 2. Edit in place: the first paragraph's typo fixed, saved, found by search under its new word.
     paragraph(page, 0).locator("textarea").fill(FIXED)
     paragraph(page, 0).locator("button[value=edit]").click()
-    page.wait_for_selector(".messagelist .success")
+    page.wait_for_selector("text=Paragraph saved and embedded again")
     assert rows(document)[0].text == FIXED and rows(document)[0].edited
     assert "Quokka" in found(document.collection, "Quokka card")
     assert page.locator("#p0 .kb-para-where").inner_text().endswith("edited")
@@ -90,7 +90,7 @@ def test_an_editor_edits_splits_merges_hides_and_reverts_in_the_admin(offline_pa
 
     # 4. Merge with next: the two halves are one again (same section), rejoined with a space.
     paragraph(page, 0).locator("button[value=merge]").click()
-    page.wait_for_selector(".messagelist .success")
+    page.wait_for_selector("text=Paragraphs merged")
     assert page.locator(".kb-para").count() == 3
     assert rows(document)[0].text == FIXED
     screenshot(page, "paragraphs-4-merged")
@@ -110,7 +110,7 @@ def test_an_editor_edits_splits_merges_hides_and_reverts_in_the_admin(offline_pa
         "hide", "merge_next", "split", "edit",
     ]  # fmt: skip
     history.nth(0).locator("button[value=revert]").click()
-    page.wait_for_selector(".messagelist .success")
+    page.wait_for_selector("text=Edit reverted")
     assert page.locator("#p1.kb-hidden").count() == 0 and not rows(document)[1].hidden
     assert "Parcels" in found(document.collection, "parcels warehouse morning")
     statuses = page.locator("#edit-history .edit-row")
