@@ -80,7 +80,8 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def paragraphs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        document = object_for_tool(self, request, object_id, change=request.method == "POST")
+        # Editors' page, reading included: it shows hidden paragraphs, which no reader may read.
+        document = object_for_tool(self, request, object_id, change=True)
         if request.method == "POST":
             return self._act(request, document)
         rows = document_paragraphs_for_editors(document)
