@@ -508,9 +508,13 @@ class Chunk(TenantOwned):
             models.Index(fields=["collection", "embedding_dims"], name="chunk_collection_dims"),
         ]
         constraints = [
-            # Two generations of one document live side by side while a re-index builds the next.
+            # Two generations of one document live side by side while a re-index builds the next. Deferrable
+            # (checked at the end of each statement, not row by row): a paragraph split or merge moves the later
+            # ordinals with one "ordinal + 1" (services/paragraph_edits.py), every row rewritten once, not twice.
             models.UniqueConstraint(
-                fields=["document", "generation", "ordinal"], name="chunk_ordinal_unique_per_document_generation"
+                fields=["document", "generation", "ordinal"],
+                name="chunk_ordinal_unique_per_document_generation",
+                deferrable=models.Deferrable.IMMEDIATE,
             ),
             # A parent section is never embedded (it is never matched; its children are).
             models.CheckConstraint(

@@ -39,9 +39,6 @@ from collections_app.sql import keyword_vector
 from collections_app.validation import text_problem
 from embedding import get_embedder
 
-# Ordinals move in two steps: PostgreSQL checks the (document, generation, ordinal) unique index row by row, so
-# "ordinal + 1" in one statement would collide with the next row. Far above any document's paragraph count.
-_ORDINAL_PARK = 1_000_000_000
 # The longest paragraph an editor may write (the chunker's own largest is far below).
 MAX_PARAGRAPH_CHARS = 100_000
 
@@ -352,12 +349,14 @@ def _set_text(scope: _Scope, paragraph: Chunk, text: str) -> None:
 
 
 def _shift(paragraph: Chunk, after: int, by: int) -> None:
-    """Move every row of the document's generation past ordinal `after` by `by`, in two statements."""
-    rows = Chunk.objects.filter(document_id=paragraph.document_id, generation=paragraph.generation, ordinal__gt=after)
-    rows.update(ordinal=F("ordinal") + _ORDINAL_PARK)
-    Chunk.objects.filter(
-        document_id=paragraph.document_id, generation=paragraph.generation, ordinal__gt=_ORDINAL_PARK
-    ).update(ordinal=F("ordinal") - _ORDINAL_PARK + by)
+    """Move every row of the document's generation past ordinal `after` by `by`, in one statement: the unique
+    (document, generation, ordinal) constraint is deferrable, checked when the statement ends.
+
+    It rewrites every later row (each index, the HNSW graph's included, takes its new tuple): a split or a merge
+    costs in proportion to the paragraphs after it (bench/paragraph_edit.py)."""
+    Chunk.objects.filter(document_id=paragraph.document_id, generation=paragraph.generation, ordinal__gt=after).update(
+        ordinal=F("ordinal") + by
+    )
 
 
 def _split_row(
