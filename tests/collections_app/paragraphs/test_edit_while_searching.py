@@ -21,8 +21,7 @@ def whole_document(client) -> str:
     answer = client.post("/api/search", {"query": QUESTION, "around": 1, "top_n": 8}, format="json")
     assert answer.status_code == 200, answer.content
     return "\n---\n".join(
-        f"{r['text']} ({r['passages']} paragraphs, {len(r['matches'])} matched)"
-        for r in answer.json()["results"]
+        f"{r['text']} ({r['passages']} paragraphs, {len(r['matches'])} matched)" for r in answer.json()["results"]
     )
 
 
