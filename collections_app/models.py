@@ -450,8 +450,14 @@ class ChunkQuerySet(TenantQuerySet):
         return self.filter(generation=models.F("collection__active_generation"))
 
     def paragraphs(self) -> Self:
-        """What search matches and returns: not the hierarchical strategy's parent sections."""
-        return self.filter(kind=ChunkKind.PARAGRAPH)
+        """What search matches and returns: not the hierarchical strategy's parent sections, and not a paragraph
+        an editor hid (issue 20: never returned by search, windows, parents, the corpus map or an export)."""
+        return self.filter(kind=ChunkKind.PARAGRAPH, hidden=False)
+
+    def editable(self) -> Self:
+        """The paragraphs an editor sees and edits: the live generation's, hidden ones included (struck through).
+        Never a reader's door: readers go through live().paragraphs()."""
+        return self.live().filter(kind=ChunkKind.PARAGRAPH)
 
     def unlabelled(self) -> Self:
         """Rows carrying no reader label: in a per-reader collection, anybody's. (`labels` is never NULL.)"""
@@ -493,6 +499,10 @@ class Chunk(TenantOwned):
     # True: it starts inside the block the previous paragraph began (a cut), so a window rejoins them with a
     # space; False: at a block boundary (a paragraph break); null: built before the chunker recorded it.
     continues = models.BooleanField(null=True, blank=True, editable=False)
+    # An editor's hand (ParagraphEdit): hidden from every reader (paragraphs() and VISIBLE_SQL leave it out; its
+    # keyword index is emptied, its vector kept for an unhide); edited: its text is not the chunker's.
+    hidden = models.BooleanField(default=False, editable=False)
+    edited = models.BooleanField(default=False, editable=False)
 
     objects: ClassVar[models.Manager[Chunk]] = ChunkQuerySet.as_manager()
 
@@ -505,9 +515,13 @@ class Chunk(TenantOwned):
             models.Index(fields=["collection", "embedding_dims"], name="chunk_collection_dims"),
         ]
         constraints = [
-            # Two generations of one document live side by side while a re-index builds the next.
+            # Two generations of one document live side by side while a re-index builds the next. Deferrable
+            # (checked at the end of each statement, not row by row): a paragraph split or merge moves the later
+            # ordinals with one "ordinal + 1" (services/paragraph_edits.py), every row rewritten once, not twice.
             models.UniqueConstraint(
-                fields=["document", "generation", "ordinal"], name="chunk_ordinal_unique_per_document_generation"
+                fields=["document", "generation", "ordinal"],
+                name="chunk_ordinal_unique_per_document_generation",
+                deferrable=models.Deferrable.IMMEDIATE,
             ),
             # A parent section is never embedded (it is never matched; its children are).
             models.CheckConstraint(
@@ -540,6 +554,60 @@ class RetiredParagraph(models.Model):
 
     def __str__(self) -> str:
         return f"paragraph {self.paragraph_id} retired {self.retired_at:%Y-%m-%d %H:%M}"
+
+
+class EditOperation(models.TextChoices):
+    EDIT = "edit", "edit"
+    SPLIT = "split", "split"
+    MERGE_NEXT = "merge_next", "merge with next"
+    HIDE = "hide", "hide"
+    UNHIDE = "unhide", "unhide"
+    # Undoes an earlier edit (`reverts`); neither the two is re-applied by a rebuild.
+    REVERT = "revert", "revert"
+
+
+class EditStatus(models.TextChoices):
+    APPLIED = "applied", "applied"
+    # Its anchor no longer matches what the document's rebuild cut (a new version changed the paragraph): not
+    # applied and not dropped either; the editor re-applies it to another paragraph or discards it.
+    STALE = "stale", "no longer applies"
+    REVERTED = "reverted", "reverted"
+    # A stale edit an editor applied again to another paragraph (a new edit row records that), or let go.
+    REAPPLIED = "reapplied", "re-applied elsewhere"
+    DISCARDED = "discarded", "discarded"
+
+
+class ParagraphEdit(TenantOwned):
+    """One editor's change to a document's paragraphs (services/paragraph_edits.py), re-applied by every rebuild.
+
+    Anchored to the parser output, not to a paragraph id (ids change with every build): `anchor` holds the hash
+    of the text the chunker cut from the stored blocks (after the earlier edits), which of the document's
+    paragraphs with that text it was (`occurrence`), and for a merge the next paragraph's hash. A rebuild
+    (services/documents/_edits.py) finds the paragraph again by it, or marks the edit stale.
+    """
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="paragraph_edits")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="paragraph_edits")
+    operation = models.CharField(max_length=12, choices=EditOperation.choices)
+    status = models.CharField(max_length=10, choices=EditStatus.choices, default=EditStatus.APPLIED)
+    # {"hash": sha256 of the text, "occurrence": n, "next_hash": ... (merge), "ordinal": n, "version": n}
+    anchor = models.JSONField(default=dict)
+    # The paragraphs before and after, each {"text", "section", "page"}: one or two of them.
+    before = models.JSONField(default=list)
+    after = models.JSONField(default=list)
+    # {"at": n} (split), {"across_sections": bool} (merge).
+    params = models.JSONField(default=dict, blank=True)
+    reverts = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="reverted_by")
+    # Who: a staff member's username or an API key's name and prefix; never a secret.
+    by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document", "created_at"]
+        indexes = [models.Index(fields=["document", "created_at"], name="paragraph_edit_document_order")]
+
+    def __str__(self) -> str:
+        return f"{self.get_operation_display()} of {self.document} ({self.get_status_display()})"
 
 
 class ReaderLabel(TenantOwned):

@@ -9,7 +9,8 @@ Each fact stands on its own (never folded into one verdict):
   tenant's id, a collection outside the key's scope, a parent section, a staged re-index's row and an invented
   id all answer alike: `exists: false` and nothing else known.
 - `current`: still in the serving build; else `retired` says `replaced` (its document was rebuilt: a re-index,
-  a rechunk, a new version, an edit) or `deleted` (with its document or collection), and when.
+  a rechunk, a new version, an edit) or `deleted` (with its document or collection), and when, or `hidden` (an editor
+  hid it; when is in the document's edit history).
 - `surfaced`: returned to this caller in that search (matched or stitched in as a neighbour); null without a
   search, or for a search recorded before surfaced paragraphs were kept.
 - `readable`: readable now by the search's reader (or the `reader` named; none: only what needs no label).
@@ -33,7 +34,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from collections_app.exceptions import Invalid
-from collections_app.models import Agent, ApiKey, Chunk, Document, RetiredParagraph
+from collections_app.models import Agent, ApiKey, Chunk, ChunkKind, Document, RetiredParagraph
 from collections_app.selectors import collections_for_key
 from collections_app.validation import text_problem
 from retrieval.models import CitationCheck, Reader, SearchEvent
@@ -60,8 +61,8 @@ class Citation:
 
 @dataclass(frozen=True)
 class Retired:
-    how: str  # replaced | deleted
-    at: datetime
+    how: str  # replaced | deleted | hidden
+    at: datetime | None  # None: a hidden paragraph (the edit history says when)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,11 @@ class CitationFacts:
 
     def to_json(self) -> dict[str, Any]:
         answer = asdict(self)
-        answer["retired"] = {"how": self.retired.how, "at": self.retired.at.isoformat()} if self.retired else None
+        answer["retired"] = (
+            {"how": self.retired.how, "at": self.retired.at.isoformat() if self.retired.at else None}
+            if self.retired
+            else None
+        )
         return answer
 
 
@@ -113,10 +118,10 @@ def citations_verify(
     reachable = collections_for_key(key).values_list("pk", flat=True)
     live = {
         str(c.pk): c
+        # Hidden paragraphs included: an editor's hide takes them out of the serving build, reported as such.
         for c in Chunk.objects.live()
-        .paragraphs()
-        .filter(tenant_id=key.tenant_id, pk__in=wanted)
-        .only("id", "text", "collection_id")
+        .filter(kind=ChunkKind.PARAGRAPH, tenant_id=key.tenant_id, pk__in=wanted)
+        .only("id", "text", "collection_id", "hidden")
     }
     retired = {
         str(r.paragraph_id): r
@@ -147,6 +152,8 @@ def citations_verify(
         how = None
         if row is None and gone is not None:
             how = Retired("replaced" if str(gone.document_id) in documents_left else "deleted", gone.retired_at)
+        elif row is not None and row.hidden:
+            how, row = Retired("hidden", None), None  # an editor hid it: nobody reads it, as if retired
         can_read = pid in readable if row is not None else None
         quote, similarity = (
             quote_match(citation.quote, row.text) if row is not None and can_read and citation.quote else (None, None)

@@ -42,6 +42,7 @@ from collections_app.models import (
     Document,
     DocumentVersion,
     Membership,
+    ParagraphEdit,
     ReaderLabel,
     Role,
     Tenant,
@@ -136,6 +137,11 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
     build = Build.objects.create(
         tenant=tenant, collection=collection, document=document, model=f"{tag}-model", dims=384, built_from="upload"
     )
+    # A stale edit (one that no longer applies): revert, re-apply and discard each have a row to act on.
+    paragraph_edit = ParagraphEdit.objects.create(
+        tenant=tenant, collection=collection, document=document, operation="edit", status="stale",
+        anchor={"hash": "0" * 64}, before=[{"text": f"{tag} old"}], after=[{"text": f"{tag} text"}],
+    )  # fmt: skip
     event = SearchEvent.objects.create(tenant=tenant, api_key=key, agent=agent, collections=[f"{tag}-collection"])
     member = User.objects.create_user(f"{tag}-user", password="pw", is_staff=True)
     membership = Membership.objects.create(user=member, tenant=tenant, role=Role.VIEWER)
@@ -160,6 +166,7 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         "collections_app.ApiKey": key,
         "collections_app.Document": document,
         "collections_app.Chunk": chunk,
+        "collections_app.ParagraphEdit": paragraph_edit,
         "collections_app.Build": build,
         "retrieval.SearchEvent": event,
         "collections_app.Membership": membership,
@@ -409,7 +416,7 @@ ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need 
 # material, and a version's original is the whole file.
 EDITOR_ONLY = {
     "golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail",
-    "measure-detail", "document-version-original",
+    "measure-detail", "document-version-original", "paragraph-list", "paragraph-edit-list",
 }  # fmt: skip
 
 
@@ -429,6 +436,9 @@ def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
         ("collection-judge", "put"): {"enabled": True, "timeout": 5},
         ("golden-list", "post"): {"question": f"new {uuid.uuid4().hex[:8]}?", "markers": ["text"]},
         ("golden-detail", "patch"): {"note": "changed"},
+        ("paragraph-detail", "patch"): {"hidden": True},
+        ("paragraph-split", "post"): {"at": 2},
+        ("paragraph-edit-reapply", "post"): {"paragraph_id": str(uuid.uuid4())},
     }
     body = bodies.get((endpoint.name, endpoint.method), {})
     return body, "multipart" if any(isinstance(v, SimpleUploadedFile) for v in body.values()) else "json"
@@ -443,6 +453,8 @@ def _api_url(endpoint: Endpoint, world: World, side: str, missing: bool = False)
         ("golden_id", "retrieval.GoldenQuestion"),
         ("evaluation_id", "retrieval.Evaluation"),
         ("measure_id", "retrieval.Measure"),
+        ("paragraph_id", "collections_app.Chunk"),
+        ("edit_id", "collections_app.ParagraphEdit"),
     ):
         value = uuid.uuid4() if missing else world.objects[(label, side)].pk
         route = re.sub(rf"<[^>]*:?{param}>", str(value), route)

@@ -23,6 +23,7 @@ from django_q.models import Task
 from collections_app.admin.column_roles import ColumnRolesAdminMixin
 from collections_app.admin.document_language import DocumentLanguageAdminMixin
 from collections_app.admin.ocr import OcrAdminMixin, scanned_text_field, scanned_text_langs
+from collections_app.admin.paragraphs import DocumentParagraphsAdminMixin
 from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
 from collections_app.admin.reindex import StaleAdminMixin, stale_badge
@@ -231,6 +232,7 @@ class DocumentChangeList(ChangeList):
 
 @admin.register(Document)
 class DocumentAdmin(
+    DocumentParagraphsAdminMixin,
     DocumentLanguageAdminMixin,
     DocumentLabelsAdminMixin,
     ArchiveUploadAdminMixin,

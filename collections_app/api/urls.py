@@ -1,8 +1,10 @@
 from django.urls import path
 
-from collections_app.api import views
+from collections_app.api import paragraphs, views
 from collections_app.api.corpus_map import CollectionMapView
 from collections_app.api.languages import DocumentLanguageView
+
+_DOCUMENT = "collections/<uuid:collection_id>/documents/<uuid:document_id>"
 
 urlpatterns = [
     path("collections", views.CollectionListView.as_view(), name="collection-list"),
@@ -66,5 +68,35 @@ urlpatterns = [
         "collections/<uuid:collection_id>/documents/<uuid:document_id>/language",
         DocumentLanguageView.as_view(),
         name="document-language",
+    ),
+    path(f"{_DOCUMENT}/paragraphs", paragraphs.ParagraphListView.as_view(), name="paragraph-list"),
+    path(
+        f"{_DOCUMENT}/paragraphs/<uuid:paragraph_id>", paragraphs.ParagraphDetailView.as_view(), name="paragraph-detail"
+    ),
+    path(
+        f"{_DOCUMENT}/paragraphs/<uuid:paragraph_id>/split",
+        paragraphs.ParagraphSplitView.as_view(),
+        name="paragraph-split",
+    ),
+    path(
+        f"{_DOCUMENT}/paragraphs/<uuid:paragraph_id>/merge-next",
+        paragraphs.ParagraphMergeNextView.as_view(),
+        name="paragraph-merge-next",
+    ),
+    path(f"{_DOCUMENT}/paragraph-edits", paragraphs.ParagraphEditListView.as_view(), name="paragraph-edit-list"),
+    path(
+        f"{_DOCUMENT}/paragraph-edits/<uuid:edit_id>/revert",
+        paragraphs.ParagraphEditRevertView.as_view(),
+        name="paragraph-edit-revert",
+    ),
+    path(
+        f"{_DOCUMENT}/paragraph-edits/<uuid:edit_id>/reapply",
+        paragraphs.ParagraphEditReapplyView.as_view(),
+        name="paragraph-edit-reapply",
+    ),
+    path(
+        f"{_DOCUMENT}/paragraph-edits/<uuid:edit_id>/discard",
+        paragraphs.ParagraphEditDiscardView.as_view(),
+        name="paragraph-edit-discard",
     ),
 ]

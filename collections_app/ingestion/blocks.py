@@ -45,6 +45,9 @@ class ChunkDraft:
     # by `structure`): a window rejoins the two with a space, dropping the overlap they share. False: it starts
     # at a block boundary (a heading, a new paragraph, a page), and a window puts a paragraph break before it.
     continues: bool = False
+    # An editor's hand, re-applied by a rebuild (services/documents/_edits.py): hidden from readers; edited text.
+    hidden: bool = False
+    edited: bool = False
 
     def embedding_text(self, title: str = "") -> str:
         # The breadcrumb (document title › heading trail) gives the embedding its context ("Refunds" means

@@ -163,3 +163,30 @@ def chunk_preview_numbers(*, document: Document, preview: ChunkPreview) -> Previ
         blocks_previewed=len(preview.source.blocks),
         blocks_total=preview.source.total,
     )
+
+
+@dataclass(frozen=True)
+class ParagraphNumbers:
+    """The preview's numbers for the paragraphs a document has now (its editors' edits included, hidden ones
+    not: no reader gets them), shown on its paragraphs page."""
+
+    paragraphs: int
+    tokens: int
+    share_under_50_tokens: float
+    hidden: int
+    edited: int
+
+
+def document_paragraph_numbers(*, document: Document, paragraphs: list[tuple[str, bool, bool]]) -> ParagraphNumbers:
+    """`paragraphs`: (text, hidden, edited) of each of the document's live paragraphs. Tokens are the collection's
+    embedding model's, as the preview counts them. Writes nothing."""
+    count = get_embedder(document.collection.embedding_alias).token_count
+    shown = [count(text) for text, hidden, _ in paragraphs if not hidden]
+    short = sum(tokens < SHORT_TOKENS for tokens in shown)
+    return ParagraphNumbers(
+        paragraphs=len(shown),
+        tokens=sum(shown),
+        share_under_50_tokens=round(short / len(shown), 4) if shown else 0.0,
+        hidden=sum(hidden for _, hidden, _ in paragraphs),
+        edited=sum(edited for _, _, edited in paragraphs),
+    )

@@ -242,6 +242,7 @@ def _cutover(*, collection: Collection, generation: int, anyway_by: str) -> Gate
                 f"""
                 UPDATE {table} SET search_vector = {keyword_vector()}
                 WHERE collection_id = %s AND generation = %s AND kind = 'paragraph' AND search_vector IS NULL
+                  AND NOT hidden
                 """,
                 [locked.pk, generation],
             )

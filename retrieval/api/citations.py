@@ -61,11 +61,13 @@ class CitationsVerifyInput(serializers.Serializer):
 
 class RetiredOutput(serializers.Serializer):
     how = serializers.ChoiceField(
-        choices=["replaced", "deleted"],
+        choices=["replaced", "deleted", "hidden"],
         help_text="replaced: its document was rebuilt since (re-index, rechunk, new version, edit), so another "
-        "paragraph holds its place; deleted: its document or collection was deleted",
+        "paragraph holds its place; deleted: its document or collection was deleted; hidden: an editor hid it",
     )
-    at = serializers.DateTimeField(help_text="when it left the serving build")
+    at = serializers.DateTimeField(
+        allow_null=True, help_text="when it left the serving build (null for a hidden one: see its edit history)"
+    )
 
 
 class CitationFactsOutput(serializers.Serializer):

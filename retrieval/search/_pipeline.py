@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from collections_app.ingestion import detect_language, text_search_config
 from collections_app.models import Collection
@@ -127,6 +129,39 @@ def search(
     filters: dict[str, Any] | None = None,
     hybrid_weight: float | None = None,
     expand: bool = False,
+) -> SearchAnswer:
+    # One snapshot for every stage: a paragraph edit, a document's publish or a cutover committed while the
+    # search runs is seen by all its reads or by none (a window never stitches old ordinals onto new rows).
+    with _snapshot():
+        return _search(
+            scope=scope, query=query, top_n=top_n, around=around, filters=filters, hybrid_weight=hybrid_weight,
+            expand=expand,
+        )  # fmt: skip
+
+
+@contextmanager
+def _snapshot() -> Iterator[None]:
+    """A REPEATABLE READ transaction around the search's reads (PostgreSQL: one snapshot for all of them).
+
+    Inside a caller's transaction already (a test's, an evaluation's), its isolation is the caller's to choose."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+def _search(
+    *,
+    scope: SearchScope,
+    query: str,
+    top_n: int | None,
+    around: int | None,
+    filters: dict[str, Any] | None,
+    hybrid_weight: float | None,
+    expand: bool,
 ) -> SearchAnswer:
     trace = Trace()
     around = _around(scope.collections, around)

@@ -22,8 +22,8 @@ from typing import Any
 
 # On `c` (collections_app_chunk) joined to `col` (its collection). ORM: ChunkQuerySet.readable_by(labels).
 READER_SQL = "(NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])"
-# ORM: ChunkQuerySet.live().paragraphs().
-LIVE_PARAGRAPH_SQL = "c.generation = col.active_generation AND c.kind = 'paragraph'"
+# ORM: ChunkQuerySet.live().paragraphs(). A paragraph an editor hid is nobody's to read (issue 20).
+LIVE_PARAGRAPH_SQL = "c.generation = col.active_generation AND c.kind = 'paragraph' AND NOT c.hidden"
 VISIBLE_SQL = f"""
     c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
     AND {READER_SQL}

@@ -12,6 +12,7 @@ The public API is what this module exports; the private modules are by job, in t
   and its attachments, or a large text file read as a stream;
 - _chunk.py: paragraphs cut with the collection's settings and labelled with their languages;
 - _staging.py: the nameless files paragraphs and vectors wait in between the steps;
+- _edits.py: editors' paragraph edits replayed on a rebuild's paragraphs while their anchors match (issue 20);
 - _embed.py: vectors for the staged paragraphs, batch by batch, with progress;
 - _publish.py: the new rows replace the old in one transaction, with their keyword index and build record;
 - _rows.py: the rows written with COPY (a re-index writes its generation with it too);
@@ -28,6 +29,7 @@ from collections_app.services.documents._chunk import (
     document_stage_stream,
 )
 from collections_app.services.documents._delete import document_delete
+from collections_app.services.documents._edits import document_edits_replay, merged_text, split_texts, text_hash
 from collections_app.services.documents._embed import document_embed
 from collections_app.services.documents._ingest import document_ingest
 from collections_app.services.documents._publish import document_keywords_index, document_publish
@@ -53,6 +55,7 @@ __all__ = [
     "document_chunk",
     "document_create",
     "document_delete",
+    "document_edits_replay",
     "document_embed",
     "document_ingest",
     "document_keywords_index",
@@ -62,7 +65,10 @@ __all__ = [
     "document_stage_stream",
     "document_streams",
     "document_version_problem",
+    "merged_text",
+    "split_texts",
     "stored_files_of",
     "stored_files_remove",
+    "text_hash",
     "upload_filename",
 ]

@@ -23,6 +23,7 @@ from collections_app.ingestion import (
 )
 from collections_app.ingestion.blocks import Block
 from collections_app.models import Collection, Document
+from collections_app.services.documents._edits import document_edits_replay
 from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._watch import Watch
 from embedding import get_embedder
@@ -44,7 +45,8 @@ def document_chunk(
             watch.check()  # asks the database once a second at most: labelling 100,000 rows takes minutes
         draft.language = detect_language(draft.text, default=document_language)
     document.language = document_language
-    return drafts
+    # Editors' edits of its paragraphs, replayed on the new cut while their anchors match (issue 20).
+    return document_edits_replay(document=document, drafts=drafts)
 
 
 def collection_chunking(*, collection: Collection) -> ChunkingSettings:

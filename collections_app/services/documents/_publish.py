@@ -92,13 +92,14 @@ def _replace_rows(document: Document, staging: Staging, generation: int, labels:
 def document_keywords_index(document: Document) -> None:
     """The keyword index of the document's paragraphs (and, through its triggers, the BM25 statistics).
 
-    All of the document's paragraphs at once: they were just written.
+    All of the document's paragraphs at once: they were just written. A hidden one has none (an editor hid it:
+    it must not weigh in the BM25 statistics either).
     """
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             UPDATE {Chunk._meta.db_table} SET search_vector = {keyword_vector()}
-            WHERE document_id = %s AND kind = 'paragraph'
+            WHERE document_id = %s AND kind = 'paragraph' AND NOT hidden
             """,
             [document.pk],
         )

@@ -22,6 +22,7 @@ DOCUMENT_METADATA_KEYS = ("author", "created", "subject", "recipients", "thread"
 _CHUNK_COLUMNS = (
     "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
     "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "language_detected", "continues",
+    "hidden", "edited",
 )  # fmt: skip
 
 
@@ -72,6 +73,8 @@ def document_rows_write(
                     generation,
                     draft.language,
                     draft.continues,
+                    getattr(draft, "hidden", False),  # drafts staged before issue 20 carry neither
+                    getattr(draft, "edited", False),
                 )
             )
             published += draft.kind == "paragraph"

@@ -368,3 +368,15 @@ def test_the_openapi_schema_documents_the_check_with_an_example_request_and_answ
     assert request["examples"] and answer["examples"]
     example = next(iter(answer["examples"].values()))["value"]
     assert {"exists", "current", "surfaced", "readable", "quote", "similarity"} <= set(example["citations"][0])
+
+
+def test_a_paragraph_an_editor_hid_is_reported_hidden_and_its_quote_is_not_tried(cast, handbook) -> None:
+    cited = paragraph(handbook, "paid back")
+    url = f"/api/manage/collections/{handbook.pk}/documents/{cited.document_id}/paragraphs/{cited.pk}"
+    assert cast.editor.patch(url, {"hidden": True}, format="json").status_code == 200
+
+    checked = verify(cast.viewer, citations=[{"paragraph_id": str(cited.pk), "quote": "paid back"}])["citations"][0]
+
+    assert checked["exists"] is True and checked["current"] is False
+    assert checked["retired"] == {"how": "hidden", "at": None}
+    assert checked["readable"] is None and checked["quote"] is None

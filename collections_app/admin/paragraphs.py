@@ -1,0 +1,179 @@
+"""Admin: a document's paragraphs page, where editors fix paragraphs by hand (issue 20).
+
+DocumentParagraphsAdminMixin (DocumentAdmin) adds a page of its own (like UserAdmin's password page):
+every live paragraph in order (hidden ones struck through), each editable in place — save, split at the cursor,
+merge with the next, hide or show — with the document's edit history (revert) and the edits that no longer
+apply (re-apply to a paragraph, discard). Each button posts one action, which calls one service and comes back
+to the same place. The document's own page says how many edits no longer apply and links here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from collections_app.exceptions import DomainError
+from collections_app.models import Chunk, Document, ParagraphEdit
+from collections_app.selectors.paragraphs import (
+    document_paragraph_edits,
+    document_paragraphs_for_editors,
+    document_stale_edits,
+)
+from collections_app.services.paragraph_edits import (
+    paragraph_edit,
+    paragraph_edit_discard,
+    paragraph_edit_reapply,
+    paragraph_edit_revert,
+    paragraph_hide,
+    paragraph_merge_next,
+    paragraph_split,
+)
+from collections_app.services.preview import document_paragraph_numbers
+from doors.admin.base import object_for_tool
+
+# Paragraphs on one page of the paragraphs page; the history shows the latest edits.
+PARAGRAPHS_PER_PAGE = 100
+HISTORY_SHOWN = 50
+ACTIONS = ("edit", "split", "merge", "hide", "unhide", "revert", "reapply", "discard")
+
+
+class ParagraphActionForm(forms.Form):
+    action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])
+    paragraph = forms.UUIDField(required=False)
+    edit = forms.UUIDField(required=False)
+    text = forms.CharField(required=False, strip=False)
+    at = forms.IntegerField(required=False, min_value=0)
+    across_sections = forms.BooleanField(required=False)
+    # Re-apply: the number (ordinal) of the paragraph the edit goes to, as the page shows it.
+    target = forms.IntegerField(required=False, min_value=0)
+
+
+def stale_edits_warning(count: int) -> str:
+    return f"{count} edit{'s' if count != 1 else ''} no longer appl{'y' if count != 1 else 'ies'}"
+
+
+class DocumentParagraphsAdminMixin(admin.ModelAdmin):
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        page = path(
+            "<path:object_id>/paragraphs/",
+            self.admin_site.admin_view(self.paragraphs_view),
+            name="collections_app_document_paragraphs",
+        )
+        return [page, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        context = dict(extra_context or {})
+        document = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
+        if document is not None and self.has_change_permission(request, document):
+            url = reverse(f"{self.admin_site.name}:collections_app_document_paragraphs", args=[document.pk])
+            context["kb_tools"] = [*context.get("kb_tools", []), ("Edit paragraphs", url)]
+            stale = document_stale_edits(document).count()
+            if stale:
+                messages.warning(request, f"{stale_edits_warning(stale)}: see “Edit paragraphs”.")
+        return super().change_view(request, object_id, form_url, context)
+
+    def paragraphs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        # Editors' page, reading included: it shows hidden paragraphs, which no reader may read.
+        document = object_for_tool(self, request, object_id, change=True)
+        if request.method == "POST":
+            return self._act(request, document)
+        rows = document_paragraphs_for_editors(document)
+        numbers = document_paragraph_numbers(
+            document=document, paragraphs=list(rows.values_list("text", "hidden", "edited"))
+        )
+        page = Paginator(rows, PARAGRAPHS_PER_PAGE).get_page(request.GET.get("page"))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Paragraphs of {document.filename}",
+            "opts": self.opts,
+            "original": document,
+            "page": page,
+            "numbers": numbers,
+            "history": document_paragraph_edits(document).select_related("reverts")[:HISTORY_SHOWN],
+            "stale": list(document_stale_edits(document)),
+            "stale_warning": stale_edits_warning(document_stale_edits(document).count()),
+            "can_edit": self.has_change_permission(request, document),
+        }
+        return TemplateResponse(request, "admin/collections_app/document/paragraphs.html", context)
+
+    def _act(self, request: HttpRequest, document: Document) -> HttpResponse:
+        form = ParagraphActionForm(request.POST)
+        back = reverse(f"{self.admin_site.name}:collections_app_document_paragraphs", args=[document.pk])
+        if not form.is_valid():
+            messages.error(request, "That action could not be read; reload the page and try again.")
+            return HttpResponseRedirect(back)
+        data = form.cleaned_data
+        by = request.user.get_username()
+        try:
+            changed = _dispatch(document, data, by)
+        except DomainError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(back + _where(request, None))
+        self.message_user(request, _done(data["action"], changed))
+        return HttpResponseRedirect(back + _where(request, changed[0] if changed else None))
+
+
+def _dispatch(document: Document, data: dict[str, Any], by: str) -> list[Chunk]:
+    action, paragraph = data["action"], data["paragraph"]
+    if action in ("revert", "reapply", "discard"):
+        edit = document_paragraph_edits(document).filter(pk=data["edit"]).first()
+        if edit is None:
+            raise _Missing("that edit is not this document's")
+        return _on_edit(document, action, edit, data, by)
+    if paragraph is None:
+        raise _Missing("no paragraph was named")
+    if action == "edit":
+        return paragraph_edit(document=document, paragraph_id=paragraph, text=data["text"], by=by)
+    if action == "split":
+        return paragraph_split(document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by)
+    if action == "merge":
+        across = data["across_sections"]
+        return paragraph_merge_next(document=document, paragraph_id=paragraph, by=by, across_sections=across)
+    return paragraph_hide(document=document, paragraph_id=paragraph, hidden=action == "hide", by=by)
+
+
+def _on_edit(document: Document, action: str, edit: ParagraphEdit, data: dict[str, Any], by: str) -> list[Chunk]:
+    if action == "revert":
+        return paragraph_edit_revert(edit=edit, by=by)
+    if action == "discard":
+        paragraph_edit_discard(edit=edit)
+        return []
+    target = document_paragraphs_for_editors(document).filter(ordinal=data["target"]).first()
+    if target is None:
+        raise _Missing("no paragraph has that number: pick one from the list below")
+    return paragraph_edit_reapply(edit=edit, paragraph_id=target.pk, by=by)
+
+
+class _Missing(DomainError):
+    meaning = "not_found"
+
+
+def _done(action: str, changed: list[Chunk]) -> str:
+    said = {
+        "edit": "Paragraph saved and embedded again",
+        "split": "Paragraph split in two",
+        "merge": "Paragraphs merged",
+        "hide": "Paragraph hidden from every reader",
+        "unhide": "Paragraph shown again",
+        "revert": "Edit reverted",
+        "reapply": "Edit re-applied",
+        "discard": "Edit discarded",
+    }[action]
+    return f"{said}." if not changed else f"{said}: paragraph #{changed[0].ordinal}."
+
+
+def _where(request: HttpRequest, changed: Chunk | None) -> str:
+    # Back to the page and the paragraph the editor was at.
+    page = request.POST.get("page") or ""
+    query = f"?page={page}" if page.isdigit() else ""
+    if changed is not None:
+        query = f"?page={changed.ordinal // PARAGRAPHS_PER_PAGE + 1}"
+        return f"{query}#p{changed.ordinal}"
+    return query

@@ -1,0 +1,470 @@
+"""Editors fix paragraphs by hand: edit, split, merge with the next, hide and unhide, revert (issue 20).
+
+Each operation is one transaction on the live generation's rows of one document: a search sees the paragraphs
+before it or after it, never half (neighbours' ordinals included; a search reads one snapshot,
+retrieval/search/_pipeline.py). Only the paragraphs whose text changed are embedded again (with the model the
+rows were built with, `served_alias`) and their keyword index recomputed (the BM25 statistics follow through
+their triggers); nothing is parsed. Reader labels, page, section and metadata carry over; the language is
+detected again unless the document's is pinned.
+
+Every operation is a ParagraphEdit row (who, when, what, the text before and after) anchored to the parser
+output (services/documents/_edits.py), so every rebuild replays it while its anchor matches, and reports it
+stale when a new version of the file changed the paragraph. A stale edit is re-applied to a paragraph an editor
+chooses, or discarded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F
+
+from collections_app.exceptions import Conflict, DomainError, Invalid
+from collections_app.ingestion import ChunkDraft, detect_language
+from collections_app.models import (
+    Chunk,
+    ChunkKind,
+    Collection,
+    Document,
+    DocumentStatus,
+    EditOperation,
+    EditStatus,
+    ParagraphEdit,
+)
+from collections_app.selectors import breadcrumb_title
+from collections_app.services.documents import merged_text, split_texts, text_hash
+from collections_app.sql import keyword_vector
+from collections_app.validation import text_problem
+from embedding import get_embedder
+
+# The longest paragraph an editor may write (the chunker's own largest is far below).
+MAX_PARAGRAPH_CHARS = 100_000
+
+
+class ParagraphNotFound(DomainError):
+    meaning = "not_found"
+
+
+@dataclass
+class _Scope:
+    """The locked rows an operation works on."""
+
+    collection: Collection
+    document: Document
+    paragraph: Chunk
+
+
+# --- the operations ----------------------------------------------------------------------------------------
+
+
+def paragraph_edit(*, document: Document, paragraph_id: Any, text: str, by: str) -> list[Chunk]:
+    """Give a paragraph new text (its breadcrumb stays derived). Embeds that one paragraph again."""
+    text = _checked_text(text)
+    with transaction.atomic():
+        scope = _lock(document, paragraph_id)
+        paragraph = scope.paragraph
+        if paragraph.text == text:
+            return [paragraph]  # nothing changed: no edit recorded, nothing embedded
+        anchor = _anchor(paragraph)
+        before = [_shape(paragraph)]
+        _set_text(scope, paragraph, text)
+        _record(scope, EditOperation.EDIT, anchor, before, [_shape(paragraph)], {}, by)
+        return [paragraph]
+
+
+def paragraph_split(*, document: Document, paragraph_id: Any, at: int, by: str) -> list[Chunk]:
+    """Cut a paragraph at character `at` into two, both with its page, section and labels. Embeds the two."""
+    with transaction.atomic():
+        scope = _lock(document, paragraph_id)
+        paragraph = scope.paragraph
+        halves = split_texts(paragraph.text, at)
+        if halves is None:
+            raise Invalid(
+                f"split at a character between 1 and {len(paragraph.text) - 1} that leaves text on both sides",
+                field="at",
+            )
+        anchor = _anchor(paragraph)
+        before = [_shape(paragraph)]
+        second = _split_row(scope, paragraph, halves[0], halves[1])
+        _record(scope, EditOperation.SPLIT, anchor, before, [_shape(paragraph), _shape(second)], {"at": at}, by)
+        return [paragraph, second]
+
+
+def paragraph_merge_next(
+    *, document: Document, paragraph_id: Any, by: str, across_sections: bool = False
+) -> list[Chunk]:
+    """Merge a paragraph with the next of the same document (never across documents; across a section boundary
+    only when asked, taking the first one's section). Embeds the merged paragraph."""
+    with transaction.atomic():
+        scope = _lock(document, paragraph_id)
+        paragraph = scope.paragraph
+        following = _next(paragraph)
+        if following is None:
+            raise Invalid("this is the document's last paragraph: there is no next one to merge with")
+        if following.section != paragraph.section and not across_sections:
+            raise Invalid(
+                "the next paragraph is in another section; ask to merge across sections to merge them "
+                "(the merged paragraph takes this one's section)",
+                field="across_sections",
+            )
+        if following.hidden != paragraph.hidden:
+            raise Conflict("one of the two paragraphs is hidden: unhide it (or hide the other) before merging")
+        labels = _merged_labels(scope.collection, paragraph, following)
+        anchor = {**_anchor(paragraph), "next_hash": text_hash(following.text)}
+        before = [_shape(paragraph), _shape(following)]
+        text = merged_text(paragraph.text, following.text, continues=following.continues)
+        _merge_rows(scope, paragraph, following, text, labels)
+        params = {"across_sections": across_sections}
+        _record(scope, EditOperation.MERGE_NEXT, anchor, before, [_shape(paragraph)], params, by)
+        return [paragraph]
+
+
+def paragraph_hide(*, document: Document, paragraph_id: Any, hidden: bool, by: str) -> list[Chunk]:
+    """Hide a paragraph from every reader (search, windows, parents, the corpus map, export), or show it again.
+    Nothing is embedded: a hidden paragraph keeps its vector and loses its keyword index until it is shown."""
+    with transaction.atomic():
+        scope = _lock(document, paragraph_id)
+        paragraph = scope.paragraph
+        if paragraph.hidden == hidden:
+            return [paragraph]
+        anchor = _anchor(paragraph)
+        shape = [_shape(paragraph)]
+        _set_hidden(paragraph, hidden)
+        operation = EditOperation.HIDE if hidden else EditOperation.UNHIDE
+        _record(scope, operation, anchor, shape, shape, {}, by)
+        return [paragraph]
+
+
+def paragraph_edit_revert(*, edit: ParagraphEdit, by: str) -> list[Chunk]:
+    """Undo an applied edit on the paragraphs it left, recorded as an edit of its own; neither is replayed by a
+    rebuild. A later edit made on the paragraphs it left must be reverted first."""
+    if edit.operation == EditOperation.REVERT:
+        raise Invalid("a revert cannot be reverted: make the edit again")
+    with transaction.atomic():
+        edit = ParagraphEdit.objects.select_for_update().get(pk=edit.pk)
+        if edit.status != EditStatus.APPLIED:
+            raise Conflict(f"this edit is {edit.get_status_display()}: only an applied edit can be reverted")
+        results = {text_hash(shape["text"]) for shape in edit.after}
+        later = ParagraphEdit.objects.filter(
+            document_id=edit.document_id, status=EditStatus.APPLIED, created_at__gt=edit.created_at
+        ).exclude(operation=EditOperation.REVERT)
+        if any(e.anchor.get("hash") in results or e.anchor.get("next_hash") in results for e in later):
+            raise Conflict("a later edit changed the paragraphs this edit left: revert that one first")
+        scope = _lock(edit.document, None, edit=edit)
+        paragraph = scope.paragraph
+        anchor = _anchor(paragraph)
+        changed = _undo(scope, edit)
+        undone = ParagraphEdit.objects.filter(pk=edit.pk)
+        undone.update(status=EditStatus.REVERTED)
+        _record(scope, EditOperation.REVERT, anchor, edit.after, [_shape(c) for c in changed], {}, by, reverts=edit)
+        return changed
+
+
+def paragraph_edit_reapply(*, edit: ParagraphEdit, paragraph_id: Any, by: str) -> list[Chunk]:
+    """Apply a stale edit (its paragraph changed in a new version of the file) to the paragraph an editor
+    chose, as a new edit; the stale one is marked re-applied."""
+    if edit.status != EditStatus.STALE:
+        raise Conflict("only an edit that no longer applies can be re-applied to another paragraph")
+    document = edit.document
+    with transaction.atomic():
+        operation = edit.operation
+        if operation == EditOperation.EDIT:
+            changed = paragraph_edit(document=document, paragraph_id=paragraph_id, text=edit.after[0]["text"], by=by)
+        elif operation in (EditOperation.HIDE, EditOperation.UNHIDE):
+            hidden = operation == EditOperation.HIDE
+            changed = paragraph_hide(document=document, paragraph_id=paragraph_id, hidden=hidden, by=by)
+        elif operation == EditOperation.SPLIT:
+            at = int(edit.params.get("at", 0))
+            changed = paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=by)
+        elif operation == EditOperation.MERGE_NEXT:
+            across = bool(edit.params.get("across_sections"))
+            changed = paragraph_merge_next(document=document, paragraph_id=paragraph_id, by=by, across_sections=across)
+        else:
+            raise Invalid("this edit cannot be re-applied")
+        ParagraphEdit.objects.filter(pk=edit.pk).update(status=EditStatus.REAPPLIED)
+        return changed
+
+
+def paragraph_edit_discard(*, edit: ParagraphEdit) -> None:
+    """Let a stale edit go: it stays in the history, discarded, and no rebuild tries it again."""
+    if edit.status != EditStatus.STALE:
+        raise Conflict("only an edit that no longer applies can be discarded; revert an applied one")
+    ParagraphEdit.objects.filter(pk=edit.pk, status=EditStatus.STALE).update(status=EditStatus.DISCARDED)
+
+
+# --- the steps ---------------------------------------------------------------------------------------------
+
+
+def _checked_text(text: str) -> str:
+    problem = text_problem(text)
+    if problem:
+        raise Invalid(problem, field="text")
+    # A browser's form sends its line breaks as CRLF: stored as the chunker stores them.
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not text:
+        raise Invalid("a paragraph needs some text; hide it to take it out of searches", field="text")
+    if len(text) > MAX_PARAGRAPH_CHARS:
+        raise Invalid(f"a paragraph holds at most {MAX_PARAGRAPH_CHARS} characters", field="text")
+    return text
+
+
+def _lock(document: Document, paragraph_id: Any, *, edit: ParagraphEdit | None = None) -> _Scope:
+    """The collection and the document locked (in the order publishing locks them: no deadlock with a build),
+    and the paragraph of the generation searches read."""
+    collection = Collection.objects.select_for_update().get(pk=document.collection_id)
+    if collection.reindex_generation is not None:
+        raise Conflict(
+            "a re-index of this collection is being built (or waits for a model change): edit its paragraphs "
+            "once it is done, so the edit is not lost at its cutover"
+        )
+    locked = Document.objects.select_for_update().defer("blocks").get(pk=document.pk)
+    if locked.status != DocumentStatus.DONE:
+        raise Conflict(f"{locked.filename} is being read (or could not be): edit its paragraphs once it is done")
+    rows = Chunk.objects.filter(document=locked, generation=collection.active_generation, kind=ChunkKind.PARAGRAPH)
+    paragraph = _located(rows, edit) if edit is not None else rows.filter(pk=paragraph_id).first()
+    if paragraph is None:
+        raise ParagraphNotFound("no such paragraph in this document")
+    return _Scope(collection, locked, paragraph)
+
+
+def _located(rows: Any, edit: ParagraphEdit) -> Chunk | None:
+    """The first paragraph an applied edit left, nearest to where it was made (its text may repeat)."""
+    result = edit.after[0]["text"]
+    hidden = edit.operation == EditOperation.HIDE
+    candidates = list(rows.filter(text=result).order_by("ordinal"))
+    if edit.operation in (EditOperation.HIDE, EditOperation.UNHIDE):
+        candidates = [c for c in candidates if c.hidden == hidden]
+    if edit.operation == EditOperation.SPLIT:
+        candidates = [c for c in candidates if (n := _next(c)) is not None and n.text == edit.after[1]["text"]]
+    if not candidates:
+        return None
+    ordinal = int(edit.anchor.get("ordinal", 0))
+    return min(candidates, key=lambda c: abs(c.ordinal - ordinal))
+
+
+def _next(paragraph: Chunk) -> Chunk | None:
+    return (
+        Chunk.objects.filter(
+            document_id=paragraph.document_id,
+            generation=paragraph.generation,
+            kind=ChunkKind.PARAGRAPH,
+            ordinal__gt=paragraph.ordinal,
+        )
+        .order_by("ordinal")
+        .first()
+    )
+
+
+def _anchor(paragraph: Chunk) -> dict[str, Any]:
+    """Where the paragraph is in what the chunker cut (and the earlier edits left): its text's hash, and which
+    of the document's paragraphs with that text it is. The same rule finds it again in a rebuild's cut."""
+    occurrence = Chunk.objects.filter(
+        document_id=paragraph.document_id,
+        generation=paragraph.generation,
+        kind=ChunkKind.PARAGRAPH,
+        ordinal__lt=paragraph.ordinal,
+        text=paragraph.text,
+    ).count()
+    return {
+        "hash": text_hash(paragraph.text),
+        "occurrence": occurrence,
+        "ordinal": paragraph.ordinal,
+        "version": Document.objects.filter(pk=paragraph.document_id).values_list("version", flat=True).first(),
+    }
+
+
+def _shape(paragraph: Chunk) -> dict[str, Any]:
+    return {
+        "text": paragraph.text,
+        "section": list(paragraph.section),
+        "page": paragraph.page,
+        "continues": paragraph.continues,
+    }
+
+
+def _merged_labels(collection: Collection, first: Chunk, second: Chunk) -> list[str]:
+    """Labels of a merged paragraph that no reader of it could not read both halves: never wider than either."""
+    if not collection.per_reader or first.labels == second.labels:
+        return list(first.labels)
+    if not first.labels or not second.labels:
+        return list(first.labels or second.labels)  # unlabelled is anybody's: the other one's labels hold
+    shared = sorted(set(first.labels) & set(second.labels))
+    if not shared:
+        raise Conflict("the two paragraphs share no reader label: merging them would let readers of one read both")
+    return shared
+
+
+def _language(scope: _Scope, text: str) -> tuple[str, str]:
+    """(the language given to the row, the label detection gave): an editor's pinned language wins."""
+    detected = detect_language(text, default=scope.document.language_detected or scope.document.language)
+    return scope.document.language_pinned or detected, detected
+
+
+def _embed(scope: _Scope, paragraphs: list[tuple[str, list[str], int | None]]) -> list[list[float]]:
+    """Vectors of paragraphs as ingestion embeds them (breadcrumb and text), by the model the rows were built with."""
+    title = breadcrumb_title(scope.document).text
+    texts = [ChunkDraft(text=t, section=list(s), page=p).embedding_text(title) for t, s, p in paragraphs]
+    return get_embedder(scope.collection.served_alias).embed_passages(texts)
+
+
+def _vector(vector: list[float]) -> str:
+    return "[" + ",".join(map(repr, vector)) + "]"
+
+
+def _write(paragraph: Chunk, vector: list[float]) -> None:
+    """The row's text, language, vector and (unless hidden) keyword index, from the instance's fields."""
+    index = "NULL" if paragraph.hidden else keyword_vector("%(language)s", "%(text)s")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Chunk._meta.db_table}
+            SET text = %(text)s, language = %(language)s, language_detected = %(detected)s, edited = true,
+                section = %(section)s, page = %(page)s, labels = %(labels)s::varchar[],
+                embedding = %(vector)s::vector, embedding_dims = %(dims)s, search_vector = {index}
+            WHERE id = %(id)s
+            """,
+            {
+                "text": paragraph.text,
+                "language": paragraph.language,
+                "detected": paragraph.language_detected,
+                "section": list(paragraph.section),
+                "page": paragraph.page,
+                "labels": list(paragraph.labels),
+                "vector": _vector(vector),
+                "dims": len(vector),
+                "id": paragraph.pk,
+            },
+        )
+    paragraph.edited = True
+    paragraph.embedding_dims = len(vector)
+
+
+def _set_text(scope: _Scope, paragraph: Chunk, text: str) -> None:
+    paragraph.text = text
+    paragraph.language, paragraph.language_detected = _language(scope, text)
+    (vector,) = _embed(scope, [(text, paragraph.section, paragraph.page)])
+    _write(paragraph, vector)
+
+
+def _shift(paragraph: Chunk, after: int, by: int) -> None:
+    """Move every row of the document's generation past ordinal `after` by `by`, in one statement: the unique
+    (document, generation, ordinal) constraint is deferrable, checked when the statement ends.
+
+    It rewrites every later row (each index, the HNSW graph's included, takes its new tuple): a split or a merge
+    costs in proportion to the paragraphs after it (bench/paragraph_edit.py)."""
+    Chunk.objects.filter(document_id=paragraph.document_id, generation=paragraph.generation, ordinal__gt=after).update(
+        ordinal=F("ordinal") + by
+    )
+
+
+def _split_row(
+    scope: _Scope,
+    paragraph: Chunk,
+    head: str,
+    tail: str,
+    *,
+    tail_section: list[str] | None = None,
+    tail_page: int | None = None,
+    tail_continues: bool | None = True,
+) -> Chunk:
+    """`paragraph` keeps `head`; a new row right after it holds `tail` (its page and section, unless given)."""
+    _shift(paragraph, paragraph.ordinal, 1)
+    section = list(paragraph.section) if tail_section is None else list(tail_section)
+    page = paragraph.page if tail_section is None else tail_page
+    head_vector, tail_vector = _embed(scope, [(head, paragraph.section, paragraph.page), (tail, section, page)])
+    paragraph.text = head
+    paragraph.language, paragraph.language_detected = _language(scope, head)
+    _write(paragraph, head_vector)
+    language, detected = _language(scope, tail)
+    second = Chunk.objects.create(
+        tenant_id=paragraph.tenant_id,
+        collection_id=paragraph.collection_id,
+        document_id=paragraph.document_id,
+        ordinal=paragraph.ordinal + 1,
+        text=tail,
+        section=section,
+        page=page,
+        language=language,
+        language_detected=detected,
+        labels=list(paragraph.labels),
+        metadata=dict(paragraph.metadata),
+        kind=ChunkKind.PARAGRAPH,
+        parent_id=paragraph.parent_id,
+        generation=paragraph.generation,
+        continues=tail_continues,
+        hidden=paragraph.hidden,
+        edited=True,
+    )
+    _write(second, tail_vector)
+    return second
+
+
+def _merge_rows(scope: _Scope, paragraph: Chunk, following: Chunk, text: str, labels: list[str]) -> None:
+    gone = following.ordinal
+    following.delete()  # its keyword postings and the BM25 statistics follow through the triggers
+    _shift(paragraph, gone, -1)
+    paragraph.labels = labels
+    _set_text(scope, paragraph, text)
+
+
+def _set_hidden(paragraph: Chunk, hidden: bool) -> None:
+    index = "NULL" if hidden else keyword_vector()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Chunk._meta.db_table} SET hidden = %s, search_vector = {index} WHERE id = %s",
+            [hidden, paragraph.pk],
+        )
+    paragraph.hidden = hidden
+
+
+def _undo(scope: _Scope, edit: ParagraphEdit) -> list[Chunk]:
+    paragraph = scope.paragraph
+    before = edit.before
+    if edit.operation in (EditOperation.HIDE, EditOperation.UNHIDE):
+        _set_hidden(paragraph, edit.operation == EditOperation.UNHIDE)
+        return [paragraph]
+    if edit.operation == EditOperation.EDIT:
+        _set_text(scope, paragraph, before[0]["text"])
+        return [paragraph]
+    if edit.operation == EditOperation.SPLIT:
+        following = _next(paragraph)
+        assert following is not None  # _located found it
+        _merge_rows(scope, paragraph, following, before[0]["text"], list(paragraph.labels))
+        return [paragraph]
+    if edit.operation == EditOperation.MERGE_NEXT:
+        first, second = before
+        if first["section"] != list(paragraph.section):  # pragma: no cover - a merge keeps the first's section
+            raise Conflict("this paragraph changed since it was merged: split it by hand")
+        tail = _split_row(
+            scope, paragraph, first["text"], second["text"], tail_section=second["section"],
+            tail_page=second["page"], tail_continues=second.get("continues"),
+        )  # fmt: skip
+        return [paragraph, tail]
+    raise Invalid("this edit cannot be reverted")
+
+
+def _record(
+    scope: _Scope,
+    operation: str,
+    anchor: dict[str, Any],
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    params: dict[str, Any],
+    by: str,
+    reverts: ParagraphEdit | None = None,
+) -> ParagraphEdit:
+    return ParagraphEdit.objects.create(
+        tenant_id=scope.document.tenant_id,
+        collection=scope.collection,
+        document=scope.document,
+        operation=operation,
+        status=EditStatus.APPLIED,
+        anchor=anchor,
+        before=before,
+        after=after,
+        params=params,
+        reverts=reverts,
+        by=by[:200],
+    )

@@ -1,0 +1,121 @@
+"""An editor fixes paragraphs by hand in Chromium, on a real Word file: edit in place, split at the cursor, merge
+with the next, hide (struck through, out of searches), the history, and revert. The page's numbers (paragraphs,
+tokens, under-50-token share) follow. A screenshot of each step goes to var/test-artifacts/paragraphs-*.png."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth.models import User
+
+from collections_app.models import Chunk, Collection, Document, Membership, ParagraphEdit, Role, Tenant
+from collections_app.services.collections import collection_create
+from collections_app.services.documents import document_create
+from collections_app.services.keys import api_key_create
+from retrieval.search import resolve_scope, search
+from tests.collections_app.paragraphs.conftest import HANDBOOK
+from tests.files.documents import docx_bytes
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "a long paragraphs password"
+FIXED = "Refunds\n\nRefunds are paid back within five working days to the Quokka card used for the purchase."
+
+
+@pytest.fixture
+def document() -> Document:
+    tenant = Tenant.objects.create(name="acme")
+    editor = User.objects.create_user("edna", password=PASSWORD, is_staff=True)
+    Membership.objects.create(user=editor, tenant=tenant, role=Role.EDITOR)
+    collection = collection_create(tenant=tenant, name="handbook", min_score=0)
+    # Committed at once (transactional test): the ingestion task runs inline (Q_CLUSTER sync).
+    document_create(
+        collection=collection, filename="handbook.docx", content=io.BytesIO(docx_bytes(HANDBOOK)), uploaded_by="edna"
+    )
+    document = Document.objects.get(collection=collection)
+    assert document.status == "done", document.error
+    return document
+
+
+def rows(document: Document) -> list[Chunk]:
+    return list(Chunk.objects.filter(document=document).editable().order_by("ordinal"))
+
+
+def found(collection: Collection, query: str) -> str:
+    """What a search of the collection hands back now (every paragraph a candidate: the floor is off)."""
+    key = api_key_create(tenant=collection.tenant, role="viewer").key
+    answer = search(scope=resolve_scope(key=key, names=None, reader=None), query=query, top_n=8, around=0)
+    return "\n".join(r["text"] for r in answer.results)
+
+
+def paragraph(page, ordinal: int):
+    return page.locator(f"#p{ordinal}")
+
+
+def test_an_editor_edits_splits_merges_hides_and_reverts_in_the_admin(offline_page, live_server, document, screenshot):
+    page = offline_page
+    base = live_server.url
+    page.goto(f"{base}/admin/")
+    page.fill("#id_username", "edna")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+
+    # 1. From the document's page to its paragraphs.
+    page.goto(f"{base}/admin/collections_app/document/{document.pk}/change/")
+    page.click("text=Edit paragraphs")
+    page.wait_for_selector("#paragraph-numbers")
+    assert page.locator(".kb-para").count() == 3
+    assert page.inner_text("#paragraph-count") == "3"
+    screenshot(page, "paragraphs-1-list")
+
+    # 2. Edit in place: the first paragraph's typo fixed, saved, found by search under its new word.
+    paragraph(page, 0).locator("textarea").fill(FIXED)
+    paragraph(page, 0).locator("button[value=edit]").click()
+    page.wait_for_selector("text=Paragraph saved and embedded again")
+    assert rows(document)[0].text == FIXED and rows(document)[0].edited
+    assert "Quokka" in found(document.collection, "Quokka card")
+    assert page.locator("#p0 .kb-para-where").inner_text().endswith("edited")
+    screenshot(page, "paragraphs-2-edited")
+
+    # 3. Split at the cursor: the cursor put before "to the Quokka card".
+    at = FIXED.index("to the Quokka")
+    paragraph(page, 0).locator("textarea").evaluate(f"(el) => {{ el.focus(); el.setSelectionRange({at}, {at}); }}")
+    paragraph(page, 0).locator("button[value=split]").click()
+    page.wait_for_selector("#p3")
+    assert [r.text for r in rows(document)][:2] == [FIXED[:at].rstrip(), "to the Quokka card used for the purchase."]
+    assert page.locator(".kb-para").count() == 4 and page.inner_text("#paragraph-count") == "4"
+    screenshot(page, "paragraphs-3-split")
+
+    # 4. Merge with next: the two halves are one again (same section), rejoined with a space.
+    paragraph(page, 0).locator("button[value=merge]").click()
+    page.wait_for_selector("text=Paragraphs merged")
+    assert page.locator(".kb-para").count() == 3
+    assert rows(document)[0].text == FIXED
+    screenshot(page, "paragraphs-4-merged")
+
+    # 5. Hide the shipping paragraph: struck through here, out of searches; the numbers leave it out.
+    paragraph(page, 1).locator("button[value=hide]").click()
+    page.wait_for_selector("#p1.kb-hidden")
+    struck = paragraph(page, 1).locator("textarea").evaluate("(el) => getComputedStyle(el).textDecorationLine")
+    assert struck == "line-through"
+    assert page.inner_text("#paragraph-count") == "2"
+    assert "Parcels" not in found(document.collection, "parcels warehouse morning")
+    screenshot(page, "paragraphs-5-hidden")
+
+    # 6. The history lists every edit, newest first; reverting the hide shows the paragraph again.
+    history = page.locator("#edit-history .edit-row")
+    assert [history.nth(i).get_attribute("data-operation") for i in range(history.count())] == [
+        "hide", "merge_next", "split", "edit",
+    ]  # fmt: skip
+    history.nth(0).locator("button[value=revert]").click()
+    page.wait_for_selector("text=Edit reverted")
+    assert page.locator("#p1.kb-hidden").count() == 0 and not rows(document)[1].hidden
+    assert "Parcels" in found(document.collection, "parcels warehouse morning")
+    statuses = page.locator("#edit-history .edit-row")
+    assert statuses.nth(0).get_attribute("data-operation") == "revert"
+    assert statuses.nth(1).get_attribute("data-status") == "reverted"
+    assert ParagraphEdit.objects.filter(document=document).count() == 5
+    screenshot(page, "paragraphs-6-history-reverted")
+    assert page.outside_requests == []
