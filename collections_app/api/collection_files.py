@@ -96,7 +96,17 @@ class CollectionImportView(TenantScopedView):
                 "An import queued", value=examples.COLLECTION_IMPORT, response_only=True, status_codes=["202"]
             )
         ],
-        responses={202: CollectionFileOutput, **refusals(400, 401, 403, 409)},
+        responses={
+            202: CollectionFileOutput,
+            **refusals(
+                400,
+                401,
+                403,
+                409,
+                conflict="a collection of this name exists already in the tenant",
+                conflict_example="a collection named 'hr' already exists",
+            ),
+        },
         description="The whole file is checked first: a file that is not SQLite, of another or newer schema "
         "version, missing a table, with a vector whose length disagrees with its dims, NUL or over-long text, SQL "
         "text in a name or over KB_MAX_COLLECTION_FILE_BYTES is a 400 naming the problem, and nothing is created. "
