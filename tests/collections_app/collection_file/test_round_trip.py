@@ -151,10 +151,11 @@ def test_a_reader_with_only_sqlite3_and_numpy_answers_the_same_top_10_as_the_exa
 
     visible = Visibility(cast.tenant.pk, [str(handbook.pk)])
     for question in QUESTIONS:
-        query = np.asarray(embedder.embed_query(question), dtype=np.float64)
+        asked = embedder.embed_query(question)
+        query = np.asarray(asked, dtype=np.float64)
         cosine = matrix @ (query / np.linalg.norm(query))
         file_top = [(rows[i][0], rows[i][1]) for i in np.argsort(-cosine, kind="stable")[:10]]
-        platform = vector_retrieve(visible=visible, vector=list(query), limit=10, exact=True)
+        platform = vector_retrieve(visible=visible, vector=asked, limit=10, exact=True)
         assert file_top == [(names[h.document_id], ordinals[h.chunk_id]) for h in platform], question
 
 
