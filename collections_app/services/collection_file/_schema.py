@@ -210,7 +210,7 @@ def store_shape(connection: sqlite3.Connection) -> StoreShape:
         kinds = dict(connection.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"))
         quick = connection.execute("PRAGMA quick_check").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise BadCollectionFile("the file is not a readable SQLite database") from exc
+        raise BadCollectionFile("the SQLite file is damaged or unreadable") from exc
     if not quick or quick[0] != "ok":
         raise BadCollectionFile("the SQLite file is damaged (its integrity check fails)")
     missing = sorted(name for name in REQUIRED_COLUMNS if kinds.get(name) != "table")
