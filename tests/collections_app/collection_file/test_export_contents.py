@@ -89,9 +89,7 @@ def test_every_column_holds_the_paragraphs_and_never_a_path_a_storage_name_a_key
         assert json.loads(row[8]) == chunk.section and json.loads(row[9]) == ["staff"]
 
 
-def test_an_imported_per_reader_collection_keeps_its_labels(
-    cast, office, django_capture_on_commit_callbacks
-) -> None:
+def test_an_imported_per_reader_collection_keeps_its_labels(cast, office, django_capture_on_commit_callbacks) -> None:
     content = export_bytes(cast.editor, office)
     assert import_file(cast.outsider, content, "office", django_capture_on_commit_callbacks).status_code == 202
     copy = Collection.objects.get(tenant=cast.outsider_tenant, name="office")

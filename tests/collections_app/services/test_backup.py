@@ -119,8 +119,9 @@ def test_a_backup_taken_while_clients_search_and_a_document_ingests_restores_eve
         assert fresh.execute("SELECT question FROM retrieval_goldenquestion").fetchall() == [
             ("where do staff cars go?",)
         ]
-        assert fresh.execute("SELECT count(*) FROM collections_app_build").fetchone()[0] == (
-            manifest["counts"]["collections_app_build"]
+        assert (
+            fresh.execute("SELECT count(*) FROM collections_app_build").fetchone()[0]
+            == (manifest["counts"]["collections_app_build"])
         )
     assert [(name, status) for name, status, _, _ in rows] == [
         ("big.html", "parsing"), ("it.pdf", "done"), ("office.html", "done"), ("travel.docx", "done")
