@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -56,7 +57,7 @@ class CollectionExportAdminMixin(TenantScopedAdmin):
 
 
 class CollectionImportForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none())
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), help_text="The tenant the new collection is in.")
     name = forms.CharField(max_length=200, help_text="The new collection's name (unique in its tenant).")
     file = forms.FileField(help_text="One SQLite file in the collection format (store_meta, agents_chunks, …).")
     source = forms.CharField(
@@ -74,9 +75,6 @@ class CollectionFileAdmin(TenantScopedAdmin):
     readonly_fields = fields
     actions = ["delete_selected"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # the import page is the way in (a file to read, not a row to fill in)
-
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
         return False
 
@@ -90,16 +88,17 @@ class CollectionFileAdmin(TenantScopedAdmin):
     def get_urls(self):  # type: ignore[no-untyped-def]
         view = self.admin_site.admin_view
         return [
-            path("import/", view(self.import_view), name="collections_app_collectionfile_import"),
             path(
                 "<path:object_id>/download/", view(self.download_view), name="collections_app_collectionfile_download"
             ),
             *super().get_urls(),
         ]
 
-    def changelist_view(self, request, extra_context=None):  # type: ignore[no-untyped-def]
-        context = {"kb_import_url": reverse("admin:collections_app_collectionfile_import"), **(extra_context or {})}
-        return super().changelist_view(request, context)
+    def add_view(self, request, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+        # Adding one is importing a file: a file to read, not a row to fill in.
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        return self.import_view(request)
 
     @admin.display(description="progress")
     def progress(self, obj: CollectionFile) -> SafeString:
@@ -121,7 +120,7 @@ class CollectionFileAdmin(TenantScopedAdmin):
         record = object_for_tool(self, request, object_id, change=False)
         # Whole paragraphs, whatever their reader labels: an editor's, as the API's export is.
         if not self._may_manage(request, record):
-            raise Http404("no such collection file")
+            raise PermissionDenied
         if record.kind != CollectionFileKind.EXPORT or record.status != CollectionFileStatus.DONE or not record.stored:
             raise Http404("this export is not ready")
         filename = "".join(c if c.isalnum() or c in "-_." else "-" for c in record.collection.name) + ".db"
@@ -135,7 +134,7 @@ class CollectionFileAdmin(TenantScopedAdmin):
     def import_view(self, request: HttpRequest) -> HttpResponse:
         tenants = tenants_where(request, Role.EDITOR)
         if tenants is not None and not tenants:
-            raise Http404("you are an editor of no tenant")
+            raise PermissionDenied  # an editor of no tenant imports into none
         form = CollectionImportForm(request.POST or None, request.FILES or None)
         choices = Tenant.objects.all() if tenants is None else Tenant.objects.filter(pk__in=tenants)
         form.fields["tenant"].queryset = choices  # type: ignore[attr-defined]

@@ -124,7 +124,8 @@ def _settings(collection: Collection) -> str:
 
 
 def _live(collection: Collection):  # type: ignore[no-untyped-def]
-    return Chunk.objects.live().paragraphs().filter(collection=collection)
+    # A paragraph without a vector (none is written so today) would be no row a reader can rank: not exported.
+    return Chunk.objects.live().paragraphs().filter(collection=collection, embedding__isnull=False)
 
 
 def _write_documents(store: sqlite3.Connection, collection: Collection) -> dict[Any, int]:

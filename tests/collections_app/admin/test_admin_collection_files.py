@@ -55,18 +55,18 @@ def test_another_tenants_export_is_not_there_and_a_viewer_may_not_download(
     assert str(theirs.pk) not in staff.get(f"{ADMIN}/collectionfile/").content.decode()
 
     Membership.objects.filter(tenant=cast.tenant).update(role=Role.VIEWER)
-    assert staff.get(f"{ADMIN}/collectionfile/{ours.pk}/download/").status_code == 404
+    assert staff.get(f"{ADMIN}/collectionfile/{ours.pk}/download/").status_code == 403
 
 
 def test_the_import_page_creates_the_collection_and_refuses_a_broken_file_naming_the_problem(
     cast, office, staff, django_capture_on_commit_callbacks, tmp_path: Path
 ) -> None:
-    assert staff.get(f"{ADMIN}/collectionfile/import/").status_code == 200
+    assert staff.get(f"{ADMIN}/collectionfile/add/").status_code == 200
     content = export_bytes(cast.editor, office)
 
     broken = io.BytesIO(b"this is not a database")
     broken.name = "x.db"
-    refused = staff.post(f"{ADMIN}/collectionfile/import/", {"tenant": cast.tenant.pk, "name": "copy", "file": broken})
+    refused = staff.post(f"{ADMIN}/collectionfile/add/", {"tenant": cast.tenant.pk, "name": "copy", "file": broken})
     assert refused.status_code == 200 and "not an SQLite database" in refused.content.decode()
     assert not Collection.objects.filter(name="copy").exists()
 
@@ -74,7 +74,7 @@ def test_the_import_page_creates_the_collection_and_refuses_a_broken_file_naming
     file.name = "handbook.db"
     with django_capture_on_commit_callbacks(execute=True):
         done = staff.post(
-            f"{ADMIN}/collectionfile/import/", {"tenant": cast.tenant.pk, "name": "copy", "file": file}, follow=True
+            f"{ADMIN}/collectionfile/add/", {"tenant": cast.tenant.pk, "name": "copy", "file": file}, follow=True
         )
     assert "Import of copy started" in done.content.decode()
     copy = Collection.objects.get(tenant=cast.tenant, name="copy")
@@ -93,5 +93,5 @@ def test_the_import_page_creates_the_collection_and_refuses_a_broken_file_naming
 
 
 def test_the_import_page_offers_only_the_tenants_one_edits(cast, staff) -> None:
-    page = staff.get(f"{ADMIN}/collectionfile/import/").content.decode()
+    page = staff.get(f"{ADMIN}/collectionfile/add/").content.decode()
     assert cast.tenant.name in page and cast.outsider_tenant.name not in page
