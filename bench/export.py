@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import setup_django  # noqa: E402
+from _common import setup_django
 
 SENTENCES = [
     "Refunds arrive within five working days once the parcel reaches our warehouse.",
@@ -73,9 +73,10 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
                 filename=f"part-{start // per_document:03d}.txt", source_uri="upload://bench", status="done",
                 progress=100, language="en",
             )  # fmt: skip
-            with connection.cursor() as cursor, cursor.cursor.copy(
-                f"COPY {Chunk._meta.db_table} ({columns}) FROM STDIN"
-            ) as copy:
+            with (
+                connection.cursor() as cursor,
+                cursor.cursor.copy(f"COPY {Chunk._meta.db_table} ({columns}) FROM STDIN") as copy,
+            ):
                 for i in range(start, min(size, start + per_document)):
                     vector = vectors[i % real]
                     copy.write_row(

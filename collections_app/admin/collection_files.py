@@ -65,6 +65,11 @@ class CollectionImportForm(forms.Form):
     )
 
 
+# Every field is read-only: a record of what ran, written by its task.
+FIELDS = ["created_at", "kind", "collection", "status", "progress", "re_embedded", "size", "error", "created_by",
+          "finished_at", "download"]  # fmt: skip
+
+
 @admin.register(CollectionFile)
 class CollectionFileAdmin(TenantScopedAdmin):
     list_display = ["created_at", "kind", "collection", "status", "progress", "re_embedded", "size", "download"]
@@ -72,7 +77,7 @@ class CollectionFileAdmin(TenantScopedAdmin):
     list_select_related = ["collection"]
     fields = ["created_at", "kind", "collection", "status", "progress", "re_embedded", "size", "error", "created_by",
               "finished_at", "download"]  # fmt: skip
-    readonly_fields = fields
+    readonly_fields = FIELDS
     actions = ["delete_selected"]
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]

@@ -61,7 +61,7 @@ class CollectionExportView(TenantScopedView):
 class CollectionImportInput(serializers.Serializer):
     file = serializers.FileField(help_text="A collection file (SQLite: store_meta, agents_chunks, collection_built).")
     name = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="The new collection's name (unique here).")
-    source = serializers.CharField(
+    source = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.source
         required=False,
         max_length=MAX_NAME_CHARS,
         help_text="Which collection of the file to import, when it holds several.",

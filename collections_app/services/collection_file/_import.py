@@ -292,7 +292,7 @@ def served_alias_for(model: str | None, dims: int, preferred: str | None) -> str
     aliases = sorted(available_models())
     if preferred in aliases:
         aliases.remove(preferred)
-        aliases.insert(0, preferred)  # type: ignore[arg-type]
+        aliases.insert(0, preferred)
     for alias in aliases:
         try:
             served = get_model(alias)
