@@ -388,7 +388,8 @@ def collection_import_run(*, collection_file_id: str) -> None:
     )
     if record is None or record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
         return
-    CollectionFile.objects.filter(pk=record.pk).update(status=CollectionFileStatus.RUNNING)
+    unfinished = CollectionFile.objects.filter(pk=record.pk).exclude(status=CollectionFileStatus.DONE)
+    unfinished.update(status=CollectionFileStatus.RUNNING)
     try:
         _run(record)
     except Exception as exc:
@@ -396,9 +397,8 @@ def collection_import_run(*, collection_file_id: str) -> None:
         # can carry a path).
         reason = str(exc) if isinstance(exc, DomainError) else f"the import stopped ({type(exc).__name__})"
         logger.warning("import of collection file %s stopped: %s", record.pk, type(exc).__name__)
-        CollectionFile.objects.filter(pk=record.pk).update(
-            status=CollectionFileStatus.ERROR, error=reason[:500], finished_at=timezone.now()
-        )
+        # A second delivery of the task that lost the race never marks a finished import as failed.
+        unfinished.update(status=CollectionFileStatus.ERROR, error=reason[:500], finished_at=timezone.now())
     finally:
         if record.stored:
             default_storage.delete(record.stored)
