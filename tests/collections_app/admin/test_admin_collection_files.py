@@ -10,7 +10,7 @@ import pytest
 
 from collections_app.models import Collection, CollectionFile, Membership, Role
 from collections_app.services.collections import collection_create
-from tests.collections_app.collection_file.test_round_trip import export_bytes
+from tests.collections_app.services.collection_file.test_round_trip import export_bytes
 from tests.files.documents import html_bytes
 from tests.retrieval.golden.corpus import OFFICE
 

@@ -27,7 +27,7 @@ from collections_app.services.backup import (
 from collections_app.services.collections import collection_create
 from retrieval.models import GoldenQuestion
 from retrieval.search import collection_scope, search
-from tests.collections_app.collection_file.corpus import QUESTIONS, corpus_upload
+from tests.collections_app.services.collection_file.corpus import QUESTIONS, corpus_upload
 from tests.files.documents import html_bytes
 from tests.files.sections import body
 

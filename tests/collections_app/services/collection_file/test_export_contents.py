@@ -12,8 +12,8 @@ from django.conf import settings as django_settings
 
 from collections_app.models import ApiKey, Chunk, Collection, Document
 from retrieval.models import GoldenQuestion, SearchEvent
-from tests.collections_app.collection_file.corpus import OFFICE
-from tests.collections_app.collection_file.test_round_trip import export_bytes, import_file
+from tests.collections_app.services.collection_file.corpus import OFFICE
+from tests.collections_app.services.collection_file.test_round_trip import export_bytes, import_file
 from tests.files.documents import html_bytes
 
 QUESTION = "where exactly is the secret staff garage located?"

@@ -19,7 +19,7 @@ from collections_app.models import Build, Chunk, Collection, CollectionFile, Doc
 from collections_app.services.builds import build_record
 from embedding import get_embedder
 from retrieval.search import Visibility, collection_scope, search, vector_retrieve
-from tests.collections_app.collection_file.corpus import QUESTIONS, corpus_upload
+from tests.collections_app.services.collection_file.corpus import QUESTIONS, corpus_upload
 
 
 def export_bytes(client, collection: Collection) -> bytes:
