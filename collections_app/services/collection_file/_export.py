@@ -36,6 +36,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
+from django.db.models import BinaryField, F, Func
 from django.utils import timezone
 
 from collections_app.models import (
@@ -157,9 +158,12 @@ def _write_paragraphs(
     total = _live(collection).count()
     rows = (
         _live(collection)
+        # pgvector's binary form (int16 dims, int16 unused, big-endian float32s): read as bytes, not parsed from
+        # the text form into Python floats (which made a 100,000-paragraph export several times slower).
+        .annotate(wire=Func(F("embedding"), function="vector_send", output_field=BinaryField()))
         .order_by("document__created_at", "document_id", "ordinal")
         .values_list(
-            "document_id", "document__filename", "ordinal", "text", "embedding", "embedding_dims", "language", "page",
+            "document_id", "document__filename", "ordinal", "text", "wire", "embedding_dims", "language", "page",
             "section", "metadata", "labels", "continues",
         )
     )  # fmt: skip
@@ -180,7 +184,7 @@ def _write_paragraphs(
         labels,
         cont,
     ) in rows.iterator(chunk_size=BATCH):
-        vector = np.asarray(embedding, dtype="<f4")
+        vector = np.frombuffer(bytes(embedding), dtype=">f4", offset=4).astype("<f4")
         dims = dims or width
         batch.append(
             (
