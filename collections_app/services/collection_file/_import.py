@@ -350,7 +350,8 @@ def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: s
         values["embedding_alias"] = alias
     if not values.get("description") and summary.built:
         values["description"] = summary.built["built_from"]
-    stored = default_storage.save(f"collection-files/{tenant.pk}/{uuid.uuid4().hex}.db", File(path.open("rb")))
+    with path.open("rb") as file:
+        stored = default_storage.save(f"collection-files/{tenant.pk}/{uuid.uuid4().hex}.db", File(file))
     try:
         with transaction.atomic():
             collection = collection_create(tenant=tenant, name=name, **values)
