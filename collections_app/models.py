@@ -225,6 +225,13 @@ class Collection(TenantOwned):
     golden_gate_tolerance = models.FloatField(
         default=0.02, help_text="How far nDCG@10 or hit@5 may fall (0-1) before the gate holds a re-index back."
     )
+    # Step-back (retrieval/search/_step_back.py): a broad question is also searched as a more general one a chat
+    # model writes. Off until measured on the collection's own questions (docs/DECISIONS.md, "Step-back").
+    step_back = models.BooleanField(
+        default=False,
+        help_text="A broad question (few content words, no names, a how/why/overview shape) is also searched as "
+        "a more general question the chat model (KB_LLM_URL) writes; both are fused. Needs KB_LLM_URL.",
+    )
     # Generations: searches read only the paragraphs of `active_generation`. A re-index builds the next one
     # beside it (`reindex_generation`) and switches in one transaction (services/reindex.py).
     active_generation = models.PositiveIntegerField(default=0, editable=False)
@@ -510,6 +517,29 @@ class Chunk(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.document} #{self.ordinal}"
+
+
+class RetiredParagraph(models.Model):
+    """A paragraph that left the chunk table: replaced by a rebuild of its document (a re-index, a rechunk, a new
+    version, an edit) or deleted with its document or collection. Written by a trigger on every delete of
+    paragraph rows (migration 0023), so no path that removes paragraphs has to remember it; read by the citation
+    check to tell "replaced or deleted since, and when" from an id that never existed.
+
+    Plain ids, not foreign keys: the row outlives its document, its collection and its tenant (whose cascade
+    deletes the paragraphs that write these rows; every read filters on the tenant, so a gone tenant's rows are
+    never read). Nothing prunes them yet: a re-index of 100,000 paragraphs adds 100,000 rows."""
+
+    paragraph_id = models.UUIDField(primary_key=True)
+    tenant_id = models.UUIDField()
+    collection_id = models.UUIDField()
+    document_id = models.UUIDField()
+    retired_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant_id", "retired_at"], name="retired_paragraph_tenant_when")]
+
+    def __str__(self) -> str:
+        return f"paragraph {self.paragraph_id} retired {self.retired_at:%Y-%m-%d %H:%M}"
 
 
 class ReaderLabel(TenantOwned):

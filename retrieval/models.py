@@ -71,6 +71,9 @@ class SearchEvent(TenantOwned):
     # The ids of the documents the answer returned, each once, in the order of its results (ids only: what a
     # document is called is read when the event is shown, and a document deleted since shows as gone).
     documents = models.JSONField(default=list, blank=True)
+    # The ids of every paragraph whose text the answer returned (matched or stitched in as a neighbour), for the
+    # citation check's `surfaced`; null: recorded before it was kept. A judge's refusal returns none.
+    paragraphs = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -107,6 +110,7 @@ class ModelCallKind(models.TextChoices):
     TRANSLATOR = "translator"
     RERANK = "rerank"
     EMBEDDING = "embedding"
+    STEP_BACK = "step_back"
 
 
 class ModelCall(TenantOwned):
@@ -135,6 +139,31 @@ class ModelCall(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.agent_name}"
+
+
+class CitationCheck(TenantOwned):
+    """One check of an answer's citations (POST /api/citations/verify, MCP verify_citations): how many citations
+    held each fact. Counts only: never a quote, a paragraph's text or which paragraphs were cited."""
+
+    search = models.ForeignKey(
+        SearchEvent, null=True, blank=True, on_delete=models.SET_NULL, related_name="citation_checks"
+    )
+    api_key = models.ForeignKey(ApiKey, null=True, on_delete=models.SET_NULL, related_name="citation_checks")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="citation_checks")
+    on_behalf_of = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="citation_checks_on_behalf"
+    )
+    citations = models.PositiveIntegerField(default=0)
+    # {"exists": n, "current": n, "replaced": n, "deleted": n, "surfaced": n|null, "readable": n,
+    #  "quote_exact": n, "quote_normalised": n, "quote_absent": n}
+    counts = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"citation check {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class GoldenQuestion(TenantOwned):

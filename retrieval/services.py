@@ -82,6 +82,7 @@ def _search_event_write(
         results=len(answer.results),
         withheld=answer.withheld,
         documents=returned_documents(answer.results),
+        paragraphs=answer.surfaced,
         latency_ms=round(answer.latency_ms, 2),
     )
 

@@ -414,7 +414,7 @@ def api_endpoints() -> list[Endpoint]:
 
 ENDPOINTS = api_endpoints()
 WRITES = {"post", "put", "patch", "delete"}
-SAFE_READS = {"search"}  # POST endpoints that only read: any valid key
+SAFE_READS = {"search", "citations-verify"}  # POST endpoints that only read: any valid key
 ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need an admin key
 # Reading needs an editor key too: golden questions, their evaluations and measures are the editors' working
 # material, and a version's original is the whole file.
@@ -440,6 +440,7 @@ def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
         ("document-labels", "patch"): {"labels": []},
         ("document-language", "patch"): {"language": "en"},
         ("search", "post"): {"query": "text", "collections": [collection]},
+        ("citations-verify", "post"): {"citations": [{"paragraph_id": str(uuid.uuid4()), "quote": "text"}]},
         ("collection-judge", "put"): {"enabled": True, "timeout": 5},
         ("golden-list", "post"): {"question": f"new {uuid.uuid4().hex[:8]}?", "markers": ["text"]},
         ("golden-detail", "patch"): {"note": "changed"},

@@ -82,6 +82,6 @@ def test_the_readme_mcp_examples_are_valid_and_its_curl_searches_over_mcp(live_s
 
     assert run.returncode == 0, run.stderr
     tools, searched = (json.loads(line) for line in run.stdout.strip().splitlines()[-2:])
-    assert {t["name"] for t in tools["result"]["tools"]} == {"search", "collections"}
+    assert {t["name"] for t in tools["result"]["tools"]} == {"search", "verify_citations", "collections"}
     answer = json.loads(searched["result"]["content"][0]["text"])
     assert "bikes" in answer["results"][0]["text"] and answer["results"][0]["badge"] in {"supported", "weak"}

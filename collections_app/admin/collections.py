@@ -121,7 +121,8 @@ BASICS = ["tenant", "name", "description"]
 CHUNKING = ["chunk_strategy", "chunk_size", "chunk_size_unit", "chunk_overlap", "parent_size", "parent_return",
             "merge_threshold"]  # fmt: skip
 RETRIEVAL = ["embedding_alias", "rerank_top_k", "rerank_top_n", "hybrid_weight", "score_threshold", "min_score",
-             "around", "window_max_chars", "per_reader", "golden_gate", "golden_gate_tolerance"]  # fmt: skip
+             "around", "window_max_chars", "per_reader", "golden_gate", "golden_gate_tolerance",
+             "step_back"]  # fmt: skip
 
 
 @admin.register(Collection)

@@ -30,6 +30,7 @@ COLLECTION: dict[str, Any] = {
     "around": None,
     "languages": ["en", "de"],
     "per_reader": False,
+    "step_back": False,
     "languages_pinned": None,
     "language_shares": [
         {"language": "en", "name": "English", "paragraphs": 412, "share": 0.7103},

@@ -38,6 +38,7 @@ COLLECTION_SETTINGS = [
     "per_reader",
     "golden_gate",
     "golden_gate_tolerance",
+    "step_back",
 ]
 
 

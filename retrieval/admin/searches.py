@@ -1,6 +1,7 @@
 """Admin: the searches audit — every search, refused or not, filtered by refused (three values), collection,
-agent and date; its trace as a table; the documents it returned; what a judge's refusal withheld; the
-question where it was kept. The list says refused in one word (the full meaning on hover and on the event).
+agent and date; its trace as a table; the documents it returned; the checks of the citations an answer built
+on it made (counts per fact); what a judge's refusal withheld; the question where it was kept. The list says
+refused in one word (the full meaning on hover and on the event).
 
 What a search event may hold beyond its figures is for the tenant's admins only: the question (kept only
 when KB_AUDIT_QUESTIONS is on, and the pages say whether it is) and the results a refusal withheld.
@@ -100,6 +101,16 @@ REFUSED_SHOWN = {
     False: ("no", "no: the judge approved the results"),
     True: ("yes", "yes: nothing answers (the judge refused; the results were withheld)"),
 }
+# A citation check's counts, as its table heads them.
+CHECK_FACTS = {
+    "exists": "exist", "current": "current", "replaced": "replaced", "deleted": "deleted", "surfaced": "surfaced",
+    "readable": "readable", "quote_exact": "quote exact", "quote_normalised": "quote normalised",
+    "quote_absent": "quote absent",
+}  # fmt: skip
+CHECKS_NOTE = (
+    "POST /api/citations/verify (MCP verify_citations) with this search's id: how many of the citations checked "
+    "held each fact. Counts only: no quote and no paragraph is kept."
+)
 # Returned documents named in a row of the list before the rest are counted.
 LISTED_DOCUMENTS = 2
 
@@ -135,7 +146,7 @@ class SearchEventAdmin(AuditAdmin):
     readonly_fields = [
         "created_at", "asked_by", "on_behalf_of", "reader", "collection_links", "refused_shown", "reason_shown",
         "floor", "threshold", "around", "results", "documents_shown", "latency_ms", "question_language_shown",
-        "trace_shown", "question_shown", "withheld_shown",
+        "trace_shown", "question_shown", "withheld_shown", "citation_checks_shown",
     ]  # fmt: skip
 
     MAIN_FIELDS = [
@@ -152,6 +163,7 @@ class SearchEventAdmin(AuditAdmin):
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
             (None, {"fields": self.MAIN_FIELDS}),
             ("Trace", {"fields": ["trace_shown"]}),
+            ("Citations checked", {"fields": ["citation_checks_shown"], "description": CHECKS_NOTE}),
             ("Question", {"fields": ["question_shown"], "description": recording_note()}),
         ]
         if obj is not None and obj.refused is True:
@@ -256,6 +268,17 @@ class SearchEventAdmin(AuditAdmin):
         if not getattr(obj, "kb_admin_may_read", False):
             return "recorded; shown to the tenant's admins only"
         return question
+
+    @admin.display(description="checks")
+    def citation_checks_shown(self, obj: SearchEvent) -> str:
+        checks = obj.citation_checks.select_related("agent", "on_behalf_of", "api_key").order_by("created_at")
+        return table(
+            ["checked", "by", "on behalf of", "citations", *CHECK_FACTS.values()],
+            ((f"{c.created_at:%Y-%m-%d %H:%M:%S}", f"agent {c.agent}" if c.agent_id else f"key {c.api_key}",
+              c.on_behalf_of or "—", c.citations, *(shown_value(c.counts.get(k)) for k in CHECK_FACTS))
+             for c in checks),
+            empty="no citation of this answer was checked",
+        )  # fmt: skip
 
     @admin.display(description="withheld")
     def withheld_shown(self, obj: SearchEvent) -> str:

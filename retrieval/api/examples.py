@@ -38,6 +38,7 @@ def _trace(*, kept: int, supported: int, results: int, retried: bool) -> list[di
         threshold.update(retried=True, retry={"candidates": 24, "kept": kept, "supported": supported})
     return [
         _stage("planning", 0.0, "no KB_LLM_URL configured: the question is searched as asked"),
+        _stage("step back", 0.0, "no KB_LLM_URL configured: the question is searched as asked"),
         _stage(
             "translation",
             0.0,
@@ -261,4 +262,32 @@ MEASURE: dict[str, Any] = {
     "created_at": "2026-11-27T16:00:00.000Z",
     "started_at": "2026-11-27T16:00:01.204Z",
     "finished_at": "2026-11-27T16:01:24.911Z",
+}  # fmt: skip
+
+
+_CITED, _NEIGHBOUR, _INVENTED = (
+    "0b7e2a52-8f3c-4a7e-9a44-3f6f1c2d9e10",
+    "5d1c9f0e-2b6a-4c1d-8e7f-9a0b1c2d3e4f",
+    "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+)
+CITATIONS_REQUEST: dict[str, Any] = {
+    "search_id": "2f1c6a0e-7b3d-4c9e-8a21-5d4e3f2a1b0c",
+    "citations": [
+        {"paragraph_id": _CITED, "quote": "lock their bikes in the covered rack"},
+        {"paragraph_id": _NEIGHBOUR, "quote": "Staff cars must be left in the garage"},
+        {"paragraph_id": _INVENTED},
+    ],
+    "on_behalf_of": "support-bot",
+}
+CITATIONS_CHECKED: dict[str, Any] = {
+    "citations": [
+        {"paragraph_id": _CITED, "exists": True, "current": True, "retired": None, "surfaced": True,
+         "readable": True, "quote": "exact", "similarity": 1.0},
+        {"paragraph_id": _NEIGHBOUR, "exists": True, "current": False,
+         "retired": {"how": "replaced", "at": "2026-11-30T09:12:44.120311+00:00"}, "surfaced": True,
+         "readable": None, "quote": None, "similarity": None},
+        {"paragraph_id": _INVENTED, "exists": False, "current": None, "retired": None, "surfaced": False,
+         "readable": None, "quote": None, "similarity": None},
+    ],
+    "check_id": "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d",
 }  # fmt: skip

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from retrieval.api.citations import CitationsVerifyView
 from retrieval.api.golden import (
     EvaluateView,
     EvaluationDetailView,
@@ -16,6 +17,7 @@ from retrieval.api.views import SearchView
 
 urlpatterns = [
     path("search", SearchView.as_view(), name="search"),
+    path("citations/verify", CitationsVerifyView.as_view(), name="citations-verify"),
     path("manage/readers", ReaderListView.as_view(), name="reader-list"),
     path("manage/readers/<uuid:reader_id>", ReaderDetailView.as_view(), name="reader-detail"),
     path("manage/collections/<uuid:collection_id>/judge", CollectionJudgeView.as_view(), name="collection-judge"),

@@ -1,4 +1,4 @@
-"""The MCP server: the platform's `search` and `collections` as tools any MCP client can call.
+"""The MCP server: the platform's `search`, `verify_citations` and `collections` as tools any MCP client can call.
 
 Built on the official `mcp` SDK's server core and served two ways:
 

@@ -1,12 +1,13 @@
-"""The MCP tools: `search` (the API's POST /api/search, in-process) and `collections` (what the key may search).
+"""The MCP tools: `search` (the API's POST /api/search, in-process), `verify_citations` (POST
+/api/citations/verify, in-process) and `collections` (what the key may search).
 
 The caller is an API key's secret: from the Authorization header over HTTP, from KB_MCP_KEY over stdio. It
 is held in a context variable for the one exchange, so a tool never takes it as an argument (an agent
 could otherwise name someone else's).
 
-`search` is the API operation itself, dispatched in-process with the caller's key: authentication,
-throttling, validation, the audit record and the answer's shape are the API's own code, so the two cannot
-drift. Its input schema is the API's request schema, read from the OpenAPI description.
+`search` and `verify_citations` are the API operations themselves, dispatched in-process with the caller's key:
+authentication, throttling, validation, the audit record and the answer's shape are the API's own code, so the
+two cannot drift. Their input schemas are the API's request schemas, read from the OpenAPI description.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections_app.services.keys import api_key_resolve
 from retrieval.search import searchable_collections
 
 SEARCH_PATH = "/api/search"
+VERIFY_PATH = "/api/citations/verify"
 # The secret of the API key this exchange acts for (never logged, never returned).
 caller_secret: ContextVar[str | None] = ContextVar("kb_mcp_caller_secret", default=None)
 # The Host the HTTP request came with; the in-process API call answers as if asked there.
@@ -44,6 +46,13 @@ SEARCH_DESCRIPTION = (
     "the judge approved, true: nothing here answers), the `floor` used, `reason` when results are empty, "
     "the stage-by-stage `trace` and `search_id` (the audit record)."
 )
+VERIFY_DESCRIPTION = (
+    "Check the citations of an answer before giving it: for each cited paragraph id (and optionally the words "
+    "quoted from it), whether it exists for this key, is still served or was replaced or deleted since (and "
+    "when), was returned in the search the answer was built from (`search_id`), is readable by that search's "
+    "reader, and whether the quote is in it (exact, normalised or absent, with a similarity). The same contract "
+    "as POST /api/citations/verify; no paragraph text is returned."
+)
 COLLECTIONS_DESCRIPTION = (
     "The collections this key may search: name, description, languages, whether paragraphs are filtered per "
     "reader, the metadata fields `filters` may use, and a corpus map (each document's headings with paragraph "
@@ -57,7 +66,14 @@ def tool_list() -> list[types.Tool]:
             name="search",
             title="Search the knowledge base",
             description=SEARCH_DESCRIPTION,
-            input_schema=search_input_schema(),
+            input_schema=api_input_schema(SEARCH_PATH),
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="verify_citations",
+            title="Check an answer's citations",
+            description=VERIFY_DESCRIPTION,
+            input_schema=api_input_schema(VERIFY_PATH),
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
         types.Tool(
@@ -84,14 +100,16 @@ async def tool_call(name: str, arguments: dict[str, Any] | None) -> types.CallTo
     secret = caller_secret.get()
     if not secret:
         return _error({"detail": "An API key is required: 'Authorization: Bearer <key>' (stdio: KB_MCP_KEY)."}, 401)
-    if name == "search":
-        status, body = await sync_to_async(api_search, thread_sensitive=True)(
-            secret, arguments or {}, caller_host.get()
+    if name in API_TOOLS:
+        status, body = await sync_to_async(api_call, thread_sensitive=True)(
+            secret, API_TOOLS[name], arguments or {}, caller_host.get()
         )
     elif name == "collections":
         status, body = await sync_to_async(key_collections, thread_sensitive=True)(secret, arguments or {})
     else:
-        return _error({"detail": f"no tool named {name!r}: the tools are search and collections"}, 400)
+        return _error(
+            {"detail": f"no tool named {name!r}: the tools are search, verify_citations and collections"}, 400
+        )
     if status >= 400:
         return _error(body, status)
     return types.CallToolResult(
@@ -108,17 +126,19 @@ def _error(body: Any, status: int) -> types.CallToolResult:
     )
 
 
-# --- search: the API operation, in-process ---------------------------------------------------------------
+# --- search and verify_citations: the API operations, in-process -------------------------------------------
+
+API_TOOLS = {"search": SEARCH_PATH, "verify_citations": VERIFY_PATH}
 
 
-def api_search(secret: str, arguments: dict[str, Any], host: str = "localhost") -> tuple[int, Any]:
-    """POST /api/search with this key and these arguments as the body: (status, the JSON answer)."""
+def api_call(secret: str, path: str, arguments: dict[str, Any], host: str = "localhost") -> tuple[int, Any]:
+    """POST `path` with this key and these arguments as the body: (status, the JSON answer)."""
     raw = json.dumps(arguments).encode()
     name, _, port = host.partition(":")
     request = WSGIRequest(
         {
             "REQUEST_METHOD": "POST",
-            "PATH_INFO": SEARCH_PATH,
+            "PATH_INFO": path,
             "SCRIPT_NAME": "",
             "QUERY_STRING": "",
             "CONTENT_TYPE": "application/json",
@@ -132,19 +152,19 @@ def api_search(secret: str, arguments: dict[str, Any], host: str = "localhost") 
             "wsgi.url_scheme": "http",
         }
     )
-    match = resolve(SEARCH_PATH)
+    match = resolve(path)
     response = match.func(request, *match.args, **match.kwargs)
     response.render()
     return response.status_code, json.loads(response.content or b"null")
 
 
 @cache
-def search_input_schema() -> dict[str, Any]:
-    """The API's request schema of POST /api/search, as a self-contained JSON Schema."""
+def api_input_schema(path: str) -> dict[str, Any]:
+    """The API's request schema of POST `path`, as a self-contained JSON Schema."""
     from drf_spectacular.generators import SchemaGenerator
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
-    body = schema["paths"][SEARCH_PATH]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
     return _json_schema(_inline(body, schema.get("components", {}).get("schemas", {})))
 
 

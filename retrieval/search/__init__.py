@@ -26,6 +26,7 @@ from ._scope import (
     UnknownCollections,
     UnknownReader,
     collection_scope,
+    registered_reader,
     resolve_scope,
     searchable_collections,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "passes_floor",
     "ranked",
     "reciprocal_rank_fusion",
+    "registered_reader",
     "resolve_scope",
     "rrf_combine",
     "search",

@@ -34,6 +34,7 @@ from ._stages import (
     semantic_scores,
     vector_retrieve,
 )
+from ._step_back import step_back_stage
 from ._trace import Stage, StageFailed, Trace
 from ._translation import Translations, translation_stage
 from ._visibility import Visibility
@@ -50,7 +51,7 @@ SMALL_COLLECTIONS = 1_000
 MAX_TOP_N = 50
 # Every answer lists these stages, in this order, each ran, skipped or failed.
 STAGE_ORDER = (
-    "planning", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
+    "planning", "step back", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
     "rerank", "floor", "threshold", "window", "judge",
 )  # fmt: skip
 # score_threshold when a reranker scored the results (its 0-1 relevance) and nobody set one.
@@ -77,6 +78,9 @@ class SearchAnswer:
     # The hits the results were built from, with their keyword, vector and fused ranks (Hit.ranks): for the
     # admin's "try a search", not part of the API's answer.
     hits: list[Hit] = field(default_factory=list)
+    # The id of every paragraph whose text `results` holds (matched or stitched in), in result order: what the
+    # citation check calls surfaced. Empty when a judge withheld the results.
+    surfaced: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -131,20 +135,26 @@ def search(
         return SearchAnswer([], None, None, around, trace.stages, trace.elapsed_ms(), reason="no_collection")
     plan = search_plan(scope=scope, top_n=top_n, filters=filters, hybrid_weight=hybrid_weight)
     single = str(plan.collections[0].pk) if len(plan.collections) == 1 else None
-    plan = replace(plan, questions=tuple(planning_stage(trace, query, plan.calls, single)))
+    questions = planning_stage(trace, query, plan.calls, single)
+    step_back = step_back_stage(trace, query, plan.collections, plan.calls, single)
+    if step_back is not None:
+        # Searched beside the question as asked (or its sub-questions), fused by rank after them.
+        questions = [*questions, step_back]
+    plan = replace(plan, questions=tuple(questions) if len(questions) > 1 else (query,))
     plan = replace(plan, translations=Translations(detect_language(query, default="")))
     found = _retrieve(trace, plan, query)
     found, retried, supported = _confidence_stage(trace, plan, query, found)
     hits = found.kept[: plan.top_n]
-    results = _window_stage(trace, plan, hits, around, supported, expand)
+    results, surfaced = _window_stage(trace, plan, hits, around, supported, expand)
     refused = judge_stage(trace, plan.collections, query, results, plan.calls)
     withheld, results = (results, []) if refused else ([], results)
+    surfaced = [] if refused else surfaced
     reason = "judge_refused" if refused else None
     if not results and not refused:
         reason = "below_floor" if found.candidates else "no_readable_paragraph"
     return SearchAnswer(
         results, refused, _floor_answer(plan.collections), around, trace.stages, trace.elapsed_ms(), reason, retried,
-        calls=plan.calls, withheld=withheld, hits=hits,
+        calls=plan.calls, withheld=withheld, hits=hits, surfaced=surfaced,
     )  # fmt: skip
 
 
@@ -441,7 +451,8 @@ def _threshold(collections: list[Collection], reranked: bool) -> float:
 
 def _window_stage(
     trace: Trace, plan: SearchPlan, hits: list[Hit], around: int, supported: set[str], expand: bool = False
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The results, and the ids of every paragraph their text holds."""
     collections = {str(c.pk): c for c in plan.collections}
     # Hierarchical collections: matches handed back as their sections (parent_return, expand) first.
     found = sections(hits=hits, collections=collections, visible=plan.visible, filters=plan.where, expand=expand)
@@ -470,7 +481,8 @@ def _window_stage(
     results = render_results(windows, collections, rows)
     for window, result in zip(windows, results, strict=True):
         result["badge"] = "supported" if _window_supported(window, hits, supported) else "weak"
-    return results
+    held = (rows.get((w.document_id, o)) for w in windows for o in w.ordinals)
+    return results, list(dict.fromkeys(str(r.pk) for r in held if r is not None))
 
 
 def _semantic(plan: SearchPlan, collection: Collection, chunk_ids: list[str]) -> dict[str, float]:

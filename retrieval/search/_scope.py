@@ -86,6 +86,11 @@ def _labels_of(reader: Reader | None) -> list[str]:
     return list(reader.labels) if reader is not None else []
 
 
+def registered_reader(*, key: ApiKey, name: str | None) -> Reader | None:
+    """The reader a request names, registered in the key's tenant (None: it names none); unknown: 403."""
+    return _reader(key, name)
+
+
 def _reader(key: ApiKey, name: str | None) -> Reader | None:
     if name is None:
         return None

@@ -57,7 +57,7 @@ from embedding import EmbeddingUnavailable, get_embedder, get_model
 # languages, readers), and the chunking settings a later re-index of the import would cut with.
 RANKING_SETTINGS = (
     "embedding_alias", "rerank_top_k", "rerank_top_n", "hybrid_weight", "score_threshold", "min_score", "around",
-    "window_max_chars", "languages", "per_reader", "metadata_schema", "parent_return", "merge_threshold",
+    "window_max_chars", "languages", "per_reader", "metadata_schema", "parent_return", "merge_threshold", "step_back",
     "chunk_strategy", "chunk_size", "chunk_overlap", "chunk_size_unit", "parent_size",
 )  # fmt: skip
 

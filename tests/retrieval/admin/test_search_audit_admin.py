@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from collections_app.models import Agent, Document, Membership, Role
+from collections_app.models import Agent, Chunk, Document, Membership, Role
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, docx_bytes
 
@@ -171,3 +171,23 @@ def test_another_tenants_document_id_in_an_event_is_not_named(cast, events, clie
     assert "globex-plans" not in client.get(reverse(CHANGELIST)).content.decode()
     page = client.get(reverse("admin:retrieval_searchevent_change", args=[events["approved"].pk])).content.decode()
     assert "globex-plans" not in page and "a document deleted since" in page
+
+
+def test_the_checks_of_an_answers_citations_are_shown_on_its_search_with_their_counts(cast, events, client):
+    client.force_login(_person(cast, "ed", Role.EDITOR))
+    real = events["real"]
+    quote = "paid back to the original card"
+    cited = str(Chunk.objects.get(pk__in=real.paragraphs, text__contains=quote).pk)
+    body = {"search_id": str(real.pk), "on_behalf_of": "support-bot",
+            "citations": [{"paragraph_id": cited, "quote": quote}, {"paragraph_id": "invented"}]}  # fmt: skip
+    assert cast.agent_client.post("/api/citations/verify", body, format="json").status_code == 200
+
+    html = client.get(reverse("admin:retrieval_searchevent_change", args=[real.pk])).content.decode()
+    unchecked = client.get(reverse("admin:retrieval_searchevent_change", args=[events["approved"].pk])).content.decode()
+
+    assert "Citations checked" in html and "quote exact" in html
+    row = html.split("quote absent</th>")[1].split("</tr>")[1]
+    cells = [c.split("</td>")[0] for c in row.split("<td>")[1:]]
+    assert cells[1:] == ["agent support-bot", "support-bot", "2", "1", "1", "0", "0", "1", "1", "1", "0", "0"]
+    assert quote not in html and cited not in html.split("Citations checked")[1]
+    assert "no citation of this answer was checked" in unchecked

@@ -77,7 +77,7 @@ async def _drive(session: ClientSession) -> dict[str, Any]:
 
 
 def _check(outcome: dict[str, Any], corpus: dict[str, Any]) -> None:
-    assert set(outcome["tools"]) == {"search", "collections"}
+    assert set(outcome["tools"]) == {"search", "verify_citations", "collections"}
     schema = outcome["tools"]["search"].input_schema
     assert schema["required"] == ["query"] and "reader" in schema["properties"]  # the API's request schema
 
@@ -189,7 +189,7 @@ def test_mcp_over_http_answers_what_it_cannot_serve_with_a_4xx(client) -> None:
     assert stream.status_code == 405 and stream["Allow"] == "POST"
     assert garbage.status_code == 400, garbage.content
     assert listed.status_code == 200, listed.content
-    assert {t["name"] for t in listed.json()["result"]["tools"]} == {"search", "collections"}
+    assert {t["name"] for t in listed.json()["result"]["tools"]} == {"search", "verify_citations", "collections"}
 
 
 # (A lone surrogate never gets this far: the MCP SDK's JSON parser answers it with a JSON-RPC parse error.)

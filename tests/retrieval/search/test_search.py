@@ -78,7 +78,7 @@ def test_every_stage_is_reported_and_the_answer_cannot_refuse_without_a_judge(ca
 
     stages = [s["stage"] for s in answer["trace"]]
     assert stages == [
-        "planning", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
+        "planning", "step back", "translation", "keyword retrieval", "query embedding", "vector retrieval", "fusion",
         "rerank", "floor", "threshold", "window", "judge",
     ]  # fmt: skip
     assert all(s["status"] in {"ran", "skipped"} for s in answer["trace"])

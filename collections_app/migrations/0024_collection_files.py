@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("collections_app", "0022_golden_gate"),
+        ("collections_app", "0023_step_back_retired_paragraphs"),
     ]
 
     operations = [
