@@ -715,3 +715,48 @@ class KeywordPosting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lexeme} in {self.chunk_id} ({self.tf})"
+
+
+class CollectionFileKind(models.TextChoices):
+    EXPORT = "export", "export"
+    IMPORT = "import", "import"
+
+
+class CollectionFileStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    ERROR = "error", "error"
+
+
+class CollectionFile(TenantOwned):
+    """One export or import of a collection file (services/collection_file): its progress, and where the file waits.
+
+    An export is written in the background and kept until it is downloaded again or the collection is deleted;
+    an import's file waits here until its task has read it. `stored` is a storage name: never shown, never in
+    an API answer or a log line."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="collection_files")
+    kind = models.CharField(max_length=10, choices=CollectionFileKind.choices)
+    status = models.CharField(max_length=10, choices=CollectionFileStatus.choices, default=CollectionFileStatus.QUEUED)
+    done = models.PositiveIntegerField(
+        default=0, help_text="Paragraphs written (export) or read and embedded (import)."
+    )
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    stored = models.CharField(max_length=500, blank=True, default="", editable=False)
+    # Import only: which collection of the file is imported (a file may hold several); "": its only one.
+    source = models.CharField(max_length=200, blank=True, default="")
+    size = models.BigIntegerField(default=0)
+    # Import only: true when the file's model is not one this installation serves and its paragraphs were
+    # embedded again with the collection's model; false when its vectors were used as they are.
+    re_embedded = models.BooleanField(null=True, blank=True)
+    created_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.collection}"

@@ -7,6 +7,7 @@ from django_q.signals import post_execute_in_worker, pre_execute
 
 from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.services.archives import archive_build_record
+from collections_app.services.collection_file import collection_export_run, collection_import_run
 from collections_app.services.documents import document_ingest
 from collections_app.services.folder_sources import FolderSourceError, folder_sources_adopt_legacy, folder_sync
 from collections_app.services.recovery import document_lease, ingest_task_started
@@ -89,3 +90,12 @@ def sync_folder_source(collection_id: str) -> None:
 def reindex_collection(collection_id: str) -> None:
     # Resumable: documents already staged in the re-index's generation are skipped (services/reindex.py).
     collection_reindex_run(collection_id=collection_id)
+
+
+def import_collection_file(collection_file_id: str) -> None:
+    # One transaction writes the whole import; a finished one is left alone (services/collection_file).
+    collection_import_run(collection_file_id=collection_file_id)
+
+
+def export_collection_file(collection_file_id: str) -> None:
+    collection_export_run(collection_file_id=collection_file_id)

@@ -190,6 +190,9 @@ USE_TZ = True
 # Uploads: an upload larger than this is refused with 413 before any work.
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# A collection file to import (services/collection_file): larger than an upload, as it holds every vector
+# (100,000 paragraphs of 384 dimensions are ~200 MB). A larger one is refused (400) before it is read.
+KB_MAX_COLLECTION_FILE_BYTES = env_int("KB_MAX_COLLECTION_FILE_BYTES", 2 * 1024 * 1024 * 1024)
 # Zip imports (the .zip itself is an upload, so KB_MAX_UPLOAD_BYTES bounds it; each member is
 # bounded by it too). A zip whose members add up to more than KB_MAX_ZIP_BYTES, that holds more
 # than KB_MAX_ZIP_MEMBERS entries, or that has a large member compressed more than

@@ -24,6 +24,7 @@ from django.contrib import admin
 from django.contrib.auth.models import Group, User
 from django.core.cache import caches
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.test import override_settings
@@ -39,6 +40,7 @@ from collections_app.models import (
     Build,
     Chunk,
     Collection,
+    CollectionFile,
     Document,
     DocumentVersion,
     Membership,
@@ -74,6 +76,8 @@ RULES: dict[str, Any] = {
     "collections_app.Document": (Role.VIEWER, Role.EDITOR),
     "collections_app.Chunk": AUDIT,
     "collections_app.Build": AUDIT,
+    # Exports and imports: listed to every member; started, downloaded (whole paragraphs) and removed by editors.
+    "collections_app.CollectionFile": (Role.VIEWER, Role.EDITOR),
     "retrieval.SearchEvent": AUDIT,
     "retrieval.ModelCall": (Role.ADMIN, None),  # what agents cost: the tenant's admins read it, nobody writes
     "retrieval.CollectionJudge": (Role.VIEWER, Role.EDITOR),
@@ -156,7 +160,14 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
     )
     evaluation = Evaluation.objects.create(tenant=tenant, collection=collection, status="done")
     measure = Measure.objects.create(tenant=tenant, collection=collection, status="done")
+    exported = CollectionFile.objects.create(
+        tenant=tenant, collection=collection, kind="export", status="done", done=1, total=1,
+        stored=default_storage.save(f"collection-files/{tag}.db", ContentFile(b"SQLite format 3\x00")),
+    )  # fmt: skip
+    # The collection's import, which GET .../import follows.
+    CollectionFile.objects.create(tenant=tenant, collection=collection, kind="import", status="done", done=1, total=1)
     return {
+        "collections_app.CollectionFile": exported,
         "retrieval.Measure": measure,
         "retrieval.GoldenQuestion": golden,
         "retrieval.Evaluation": evaluation,
@@ -416,7 +427,7 @@ ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need 
 # material, and a version's original is the whole file.
 EDITOR_ONLY = {
     "golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail",
-    "measure-detail", "document-version-original", "paragraph-list", "paragraph-edit-list",
+    "measure-detail", "document-version-original", "paragraph-list", "paragraph-edit-list", "collection-export",
 }  # fmt: skip
 
 
@@ -428,6 +439,10 @@ def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
         ("reader-list", "post"): {"name": f"new-{uuid.uuid4().hex[:8]}", "labels": ["x"]},
         ("reader-detail", "patch"): {"labels": ["changed"]},
         ("document-list", "post"): {"file": SimpleUploadedFile("note.txt", b"A short note about lockers.")},
+        ("collection-import", "post"): {
+            "name": f"new-{uuid.uuid4().hex[:8]}",
+            "file": SimpleUploadedFile("c.db", b"x"),
+        },
         ("document-ingest-options", "patch"): {"tesseract_langs": ["eng"]},
         ("document-labels", "patch"): {"labels": []},
         ("document-language", "patch"): {"language": "en"},

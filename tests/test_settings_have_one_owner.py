@@ -38,6 +38,7 @@ ALLOWED_ENVIRON = {
     ("kbsite/wsgi.py", "sets", "DJANGO_SETTINGS_MODULE"): "how Django finds the settings",
     ("manage.py", "sets", "DJANGO_SETTINGS_MODULE"): "how Django finds the settings",
     ("collections_app/management/commands/serve.py", "copies", "*"): "hands the environment to the processes it runs",
+    ("collections_app/services/backup.py", "copies", "*"): "hands the environment to pg_dump and pg_restore",
     ("collections_app/management/commands/add_staff.py", "reads", "?"): (
         "the password is read from the variable the operator names on the command line: input, not a setting"
     ),

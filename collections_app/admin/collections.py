@@ -12,6 +12,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from collections_app.admin.collection_files import CollectionExportAdminMixin
 from collections_app.admin.collection_languages import CollectionLanguagesAdminMixin, languages_fieldset
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.reindex import ReindexAdminMixin
@@ -131,6 +132,7 @@ class CollectionAdmin(
     FolderSourceAdminMixin,
     TrySearchAdminMixin,
     ReindexAdminMixin,
+    CollectionExportAdminMixin,
     TenantScopedAdmin,
 ):
     form = CollectionForm
@@ -141,7 +143,7 @@ class CollectionAdmin(
     search_fields = ["name"]
     readonly_fields = ["documents_by_status", "reindex_shown", "metadata_schema_shown", "folder_source_shown",
                        "created_at", "updated_at"]  # fmt: skip
-    actions = ["sync_folder_source", "reindex"]
+    actions = ["sync_folder_source", "reindex", "export_collection_file"]
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         return super().get_queryset(request).annotate(document_count=Count("documents"))

@@ -158,3 +158,17 @@ CORPUS_MAP: dict[str, Any] = {
     ],
     "paragraphs": 46,
 }
+
+# POST /api/manage/collections/import: the file checked, the collection created, its paragraphs on their way in.
+COLLECTION_IMPORT: dict[str, Any] = {
+    "id": "5b0f3c1e-8a57-4d2b-9a43-2f7d1c6e9b10",
+    "collection_id": COLLECTION_ID,
+    "kind": "import",
+    "status": "queued",
+    "done": 0,
+    "total": 11_742,
+    "re_embedded": None,
+    "error": "",
+}
+# GET /api/manage/collections/{id}/import: done, the file's vectors used as they are (its model is served here).
+COLLECTION_IMPORT_DONE: dict[str, Any] = {**COLLECTION_IMPORT, "status": "done", "done": 11_742, "re_embedded": False}

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from collections_app.api import paragraphs, views
+from collections_app.api.collection_files import CollectionExportView, CollectionImportDetailView, CollectionImportView
 from collections_app.api.corpus_map import CollectionMapView
 from collections_app.api.languages import DocumentLanguageView
 
@@ -8,6 +9,12 @@ _DOCUMENT = "collections/<uuid:collection_id>/documents/<uuid:document_id>"
 
 urlpatterns = [
     path("collections", views.CollectionListView.as_view(), name="collection-list"),
+    # Before collections/<uuid>: "import" is no uuid, but the order says which is meant.
+    path("collections/import", CollectionImportView.as_view(), name="collection-import"),
+    path("collections/<uuid:collection_id>/export", CollectionExportView.as_view(), name="collection-export"),
+    path(
+        "collections/<uuid:collection_id>/import", CollectionImportDetailView.as_view(), name="collection-import-read"
+    ),
     path(
         "collections/<uuid:collection_id>",
         views.CollectionDetailView.as_view(),

@@ -35,7 +35,7 @@ from collections_app.services.documents._ingest import document_ingest
 from collections_app.services.documents._publish import document_keywords_index, document_publish
 from collections_app.services.documents._queue import document_queue_ingest
 from collections_app.services.documents._read import document_streams
-from collections_app.services.documents._rows import document_rows_write
+from collections_app.services.documents._rows import DOCUMENT_METADATA_KEYS, document_rows_write
 from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._upload import (
     FileTooLarge,
@@ -47,6 +47,7 @@ from collections_app.services.documents._upload import (
 from collections_app.services.documents._versions import VersionConflict, document_version_problem, stored_files_of
 
 __all__ = [
+    "DOCUMENT_METADATA_KEYS",
     "FileTooLarge",
     "Staging",
     "UploadResult",

@@ -273,6 +273,7 @@ def test_each_conflict_has_its_own_example_that_fits_its_description() -> None:
         "PATCH /api/manage/readers/{reader_id}": ("reader", "reader"),
         "POST /api/manage/collections": ("collection", "collection"),
         "PATCH /api/manage/collections/{collection_id}": ("collection", "collection"),
+        "POST /api/manage/collections/import": ("collection", "collection"),
         "POST /api/manage/collections/{collection_id}/documents": ("labels", "labels"),
         "PATCH /api/manage/collections/{collection_id}/documents/{document_id}/ingest-options": (
             "confirm_reparse", "confirm_reparse"),

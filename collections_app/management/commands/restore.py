@@ -1,0 +1,32 @@
+"""manage.py restore PATH: an archive of `manage.py backup` into this (empty) installation, then verified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from collections_app.services.backup import BackupFailed, installation_restore
+
+
+class Command(BaseCommand):
+    help = "Restore a backup archive into an empty installation, then verify every count and checksum."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="The archive `manage.py backup` wrote.")
+        parser.add_argument(
+            "--force", action="store_true", help="Replace what this installation holds (refused without it)."
+        )
+
+    def handle(self, *args: Any, path: str, force: bool, **options: Any) -> None:
+        try:
+            summary = installation_restore(path=Path(path), force=force)
+        except BackupFailed as exc:
+            raise CommandError(str(exc)) from exc
+        counts = summary.counts
+        self.stdout.write(
+            f"restored and verified: {counts.get('collections_app_document', 0)} documents, "
+            f"{counts.get('collections_app_chunk', 0)} paragraph rows, {counts.get('collections_app_build', 0)} "
+            f"builds, {counts.get('retrieval_goldenquestion', 0)} golden questions, {summary.files} originals"
+        )

@@ -1,0 +1,583 @@
+"""Import: a new collection from a collection file, searchable only once all of it is in.
+
+1. `collection_file_check` reads the whole file once, as untrusted input (_schema.py): every row of the
+   collection it imports is checked (names, text, vectors against their dims, JSON) before anything is stored;
+   the first problem is a BadCollectionFile (400) naming it.
+2. `collection_import` creates the collection with the file's ranking settings (through collection_create, so a
+   hostile setting is refused as any other), keeps the file under a storage name of its own, and queues the run.
+3. `collection_import_run` (the task): when the file's model identity is one this installation serves, its vectors
+   are used as they are; otherwise every paragraph is embedded again with the collection's model (the same
+   breadcrumb an upload embeds), with progress, into a nameless staging file. Then one transaction writes the
+   documents, the paragraphs (COPY), their keyword index (its triggers keep the BM25 statistics) and the build
+   record: a search sees nothing of the import until it sees all of it (contract 1).
+
+A file holding several agents' copies of one collection imports one copy (the first row's agent): which agents
+reach the new collection is this tenant's admins' call. Parent sections are not in the format: a hierarchical
+collection imports as its paragraphs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import sqlite3
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import connection, transaction
+from django.utils import timezone
+from psycopg.types.json import Jsonb
+
+from collections_app.exceptions import DomainError
+from collections_app.ingestion import ChunkDraft
+from collections_app.models import (
+    Chunk,
+    Collection,
+    CollectionFile,
+    CollectionFileKind,
+    CollectionFileStatus,
+    Document,
+    DocumentStatus,
+    Tenant,
+)
+from collections_app.selectors import breadcrumb_title
+from collections_app.services.builds import build_record
+from collections_app.services.collection_file._export import RANKING_SETTINGS
+from collections_app.services.collection_file._schema import (
+    MAX_NAME_CHARS,
+    MAX_SECTION_PART_CHARS,
+    MAX_SECTION_PARTS,
+    SETTINGS_KEY,
+    BadCollectionFile,
+    check_json,
+    check_name,
+    check_text,
+    check_vector,
+    store_open,
+    store_shape,
+)
+from collections_app.services.collections import CollectionNameTaken, collection_create, collection_settings_check
+from collections_app.sql import keyword_vector
+from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model
+
+logger = logging.getLogger(__name__)
+
+MAX_INT = 2**31 - 1
+BATCH = 256
+
+
+@dataclass
+class FileDocument:
+    name: str
+    language: str = ""
+    labels: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    paragraphs: int = 0
+    digest: Any = field(default_factory=hashlib.sha256)
+
+
+@dataclass
+class FileSummary:
+    """What a checked file holds for the collection it imports."""
+
+    collection: str
+    agent: str | None
+    paragraphs: int
+    dims: int
+    model: str | None  # None: no collection_built row (never built where it came from)
+    built: dict[str, Any] | None
+    settings: dict[str, Any]
+    documents: dict[Any, FileDocument]
+
+
+def collection_file_check(*, path: Path, source: str | None = None) -> FileSummary:
+    """Check the whole file; the summary of collection `source` (or the file's only collection)."""
+    size = path.stat().st_size
+    if size > settings.KB_MAX_COLLECTION_FILE_BYTES:
+        raise BadCollectionFile(
+            f"the file is {size} bytes, over the limit of {settings.KB_MAX_COLLECTION_FILE_BYTES} bytes "
+            "(KB_MAX_COLLECTION_FILE_BYTES)"
+        )
+    with store_open(path) as store:
+        shape = store_shape(store)
+        name, agent = _which(store, source)
+        built = _built(store, shape.built_columns, name, agent)
+        summary = FileSummary(
+            collection=name,
+            agent=agent,
+            paragraphs=0,
+            dims=built["dimensions"] if built else 0,
+            model=built["model"] if built else None,
+            built=built,
+            settings=_file_settings(shape.meta),
+            documents=_documents(store, name) if shape.has_documents and "document_seq" in shape.chunk_columns else {},
+        )
+        keyed = bool(summary.documents)
+        ordinals: dict[Any, set[int]] = {}
+        for row in _rows(store, shape.chunk_columns, name, agent):
+            where = f"paragraph {row['id']}"
+            key = row["document_seq"] if keyed else row["document"]
+            document = summary.documents.get(key)
+            if document is None:
+                if keyed:
+                    raise BadCollectionFile(f"{where} names document {key!r}, which kb_documents does not hold")
+                document = summary.documents[key] = FileDocument(
+                    check_name(row["document"], f"{where}: the document name", max_chars=MAX_NAME_CHARS["document"])
+                )
+            _check_row(row, where, summary)
+            seen = ordinals.setdefault(key, set())
+            if row["ordinal"] in seen:
+                raise BadCollectionFile(f"{where}: ordinal {row['ordinal']} appears twice in {document.name}")
+            seen.add(row["ordinal"])
+            document.paragraphs += 1
+            document.digest.update(row["text"].encode() + b"\x00")
+            summary.paragraphs += 1
+        if not summary.paragraphs:
+            raise BadCollectionFile(f"the file holds no paragraph of {name}: an import would be empty")
+        return summary
+
+
+def _which(store: sqlite3.Connection, source: str | None) -> tuple[str, str | None]:
+    names = [r[0] for r in store.execute("SELECT DISTINCT collection FROM agents_chunks ORDER BY 1 LIMIT 51")]
+    for found in names:
+        check_name(found, "a collection name in the file", max_chars=MAX_NAME_CHARS["collection"])
+    if source is not None:
+        if source not in names:
+            raise BadCollectionFile(f"the file holds no collection named {source!r}")
+        name = source
+    elif len(names) == 1:
+        name = names[0]
+    elif not names:
+        raise BadCollectionFile("the file holds no paragraph (agents_chunks is empty)")
+    else:
+        raise BadCollectionFile(
+            f"the file holds {len(names)} collections; name the one to import in `source`: " + ", ".join(names[:10])
+        )
+    first = store.execute("SELECT agent_id FROM agents_chunks WHERE collection = ? ORDER BY id LIMIT 1", (name,))
+    agent = first.fetchone()[0]
+    if agent is not None:
+        check_name(agent, "agent_id", max_chars=MAX_NAME_CHARS["agent_id"])
+    return name, agent
+
+
+def _built(store: sqlite3.Connection, columns: set[str], name: str, agent: str | None) -> dict[str, Any] | None:
+    # `refused` is added when a store is opened, not part of the schema version: an older file may lack it (null).
+    refused = "refused" if "refused" in columns else "NULL"
+    row = store.execute(
+        f"""SELECT model, dimensions, method, built_from, passages, built_at, {refused} FROM collection_built
+            WHERE collection = ? AND agent_id IS ? LIMIT 1""",
+        (name, agent),
+    ).fetchone()
+    if row is None:
+        return None
+    model, dims, method, built_from, passages, built_at, refused_json = row
+    check_name(model, "collection_built.model", max_chars=200)
+    if isinstance(dims, bool) or not isinstance(dims, int) or not 1 <= dims <= 16_000:
+        raise BadCollectionFile("collection_built.dimensions must be a whole number from 1 to 16000")
+    if not isinstance(built_from, str):
+        raise BadCollectionFile("collection_built.built_from must be text")
+    check_text(built_from, "collection_built.built_from")
+    refused_names = None
+    if refused_json is not None:
+        refused_names = check_json(refused_json, "collection_built.refused", kind=list)
+        for item in refused_names:
+            check_name(item, "a name in collection_built.refused", max_chars=500)
+    try:
+        at = dt.datetime.fromisoformat(built_at) if isinstance(built_at, str) else None
+    except ValueError:
+        at = None
+    if at is None:
+        raise BadCollectionFile("collection_built.built_at must be an ISO 8601 date and time")
+    return {
+        "model": model,
+        "dimensions": dims,
+        "method": check_json(method, "collection_built.method", kind=dict),
+        "built_from": built_from,
+        "passages": passages,
+        "built_at": at.isoformat(),
+        "refused": refused_names,
+    }
+
+
+def _file_settings(meta: dict[str, str]) -> dict[str, Any]:
+    raw = meta.get(SETTINGS_KEY)
+    if raw is None:
+        return {}
+    values = check_json(raw, f"store_meta {SETTINGS_KEY}", kind=dict)
+    # Only the settings an export writes; each is checked by collection_create as an editor's would be.
+    return {k: v for k, v in values.items() if k in (*RANKING_SETTINGS, "description")}
+
+
+def _documents(store: sqlite3.Connection, name: str) -> dict[Any, FileDocument]:
+    found: dict[Any, FileDocument] = {}
+    for seq, filename, language, labels, metadata in store.execute(
+        "SELECT seq, filename, language, labels, metadata FROM kb_documents WHERE collection = ? ORDER BY seq", (name,)
+    ):
+        where = f"document {seq}"
+        found[seq] = FileDocument(
+            name=check_name(filename, f"{where}: its name", max_chars=MAX_NAME_CHARS["document"]),
+            language=check_name(language, f"{where}: its language", max_chars=MAX_NAME_CHARS["language"], blank=True),
+            labels=[
+                check_name(label, f"{where}: a label", max_chars=MAX_NAME_CHARS["label"])
+                for label in check_json(labels, f"{where}: its labels", kind=list)
+            ],
+            metadata=check_json(metadata, f"{where}: its metadata", kind=dict),
+        )
+    return found
+
+
+_COLUMNS = (
+    "id", "document", "ordinal", "text", "vector", "dims", "language", "page", "section", "metadata", "labels",
+    "continues", "document_seq",
+)  # fmt: skip
+
+
+def _rows(store: sqlite3.Connection, columns: set[str], name: str, agent: str | None) -> Iterator[dict[str, Any]]:
+    # Optional columns a file from elsewhere may lack read as NULL; every name here is ours, never the file's.
+    selected = ", ".join(c if c in columns or c == "id" else f"NULL AS {c}" for c in _COLUMNS)
+    cursor = store.execute(
+        f"SELECT {selected} FROM agents_chunks WHERE collection = ? AND agent_id IS ? ORDER BY id", (name, agent)
+    )
+    while rows := cursor.fetchmany(BATCH):
+        for row in rows:
+            yield dict(zip(_COLUMNS, row, strict=True))
+
+
+def _check_row(row: dict[str, Any], where: str, summary: FileSummary) -> None:
+    ordinal = row["ordinal"]
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or not 0 <= ordinal <= MAX_INT:
+        raise BadCollectionFile(f"{where}: ordinal must be a whole number from 0")
+    check_text(row["text"], where)
+    row["vector"] = check_vector(row["vector"], row["dims"] if row["dims"] is not None else summary.dims, where)
+    dims = len(row["vector"])
+    if summary.dims and dims != summary.dims:
+        raise BadCollectionFile(f"{where}: its vector has {dims} dimensions, the build record says {summary.dims}")
+    summary.dims = dims
+    row["language"] = check_name(
+        row["language"] or "", f"{where}: its language", max_chars=MAX_NAME_CHARS["language"], blank=True
+    )
+    page = row["page"]
+    if page is not None and (isinstance(page, bool) or not isinstance(page, int) or not 0 <= page <= MAX_INT):
+        raise BadCollectionFile(f"{where}: page must be empty or a whole number from 0")
+    section = check_json(row["section"], f"{where}: its section", kind=list)
+    if len(section) > MAX_SECTION_PARTS:
+        raise BadCollectionFile(f"{where}: its section trail is deeper than {MAX_SECTION_PARTS} headings")
+    for part in section:
+        if not isinstance(part, str) or len(part) > MAX_SECTION_PART_CHARS:
+            raise BadCollectionFile(f"{where}: a heading of its section is not text of at most 2000 characters")
+    row["section"] = section
+    row["metadata"] = check_json(row["metadata"], f"{where}: its metadata", kind=dict)
+    row["labels"] = [
+        check_name(label, f"{where}: a label", max_chars=MAX_NAME_CHARS["label"])
+        for label in check_json(row["labels"], f"{where}: its labels", kind=list)
+    ]
+    if row["continues"] not in (None, 0, 1):
+        raise BadCollectionFile(f"{where}: continues must be empty, 0 or 1")
+
+
+def served_alias_for(model: str | None, dims: int, preferred: str | None) -> str | None:
+    """The alias of a model this installation serves whose identity is `model` (and width `dims`), or None."""
+    if model is None:
+        return None
+    aliases = sorted(available_models())
+    if preferred in aliases:
+        aliases.remove(preferred)
+        aliases.insert(0, preferred)
+    for alias in aliases:
+        try:
+            served = get_model(alias)
+            if served.dims not in (0, dims):
+                continue
+            if get_embedder(alias).model_identity() == model:
+                return alias
+        except EmbeddingUnavailable:
+            continue
+    return None
+
+
+def collection_import(
+    *, tenant: Tenant, name: str, content: File, created_by: str = "", source: str | None = None
+) -> CollectionFile:
+    """Check the file, create the collection `name` and queue the import; the collection answers once it is done."""
+    if content.size is not None and content.size > settings.KB_MAX_COLLECTION_FILE_BYTES:
+        raise BadCollectionFile(
+            f"the file is {content.size} bytes, over the limit of {settings.KB_MAX_COLLECTION_FILE_BYTES} bytes "
+            "(KB_MAX_COLLECTION_FILE_BYTES)"
+        )
+    collection_settings_check({"name": name})  # before the file is read: a bad name costs nothing
+    if Collection.objects.filter(tenant=tenant, name=name).exists():
+        raise CollectionNameTaken(f"a collection named {name!r} already exists")
+    with _local_path(content) as path:
+        return _import(tenant=tenant, name=name, path=path, created_by=created_by, source=source)
+
+
+@contextmanager
+def _local_path(content: File) -> Iterator[Path]:
+    """SQLite reads a file by its name: an upload kept on disk already is read there, any other is copied once."""
+    temporary = getattr(content, "temporary_file_path", None)
+    if temporary is not None:
+        yield Path(temporary())
+        return
+    with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
+        path = Path(directory) / "upload.db"
+        with path.open("wb") as out:
+            for part in content.chunks():
+                out.write(part)
+        yield path
+
+
+def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: str | None) -> CollectionFile:
+    from django_q.tasks import async_task
+
+    summary = collection_file_check(path=path, source=source)
+    values = dict(summary.settings)
+    wanted = values.pop("embedding_alias", None)
+    alias = served_alias_for(summary.model, summary.dims, wanted)
+    if alias is None:
+        # Embedded again: with the model the file names when it is offered here at another width, else the default.
+        alias = wanted if wanted in available_models() else None
+    if alias is not None:
+        values["embedding_alias"] = alias
+    if not values.get("description") and summary.built:
+        values["description"] = summary.built["built_from"]
+    with path.open("rb") as file:
+        stored = default_storage.save(f"collection-files/{tenant.pk}/{uuid.uuid4().hex}.db", File(file))
+    try:
+        with transaction.atomic():
+            collection = collection_create(tenant=tenant, name=name, **values)
+            record = CollectionFile.objects.create(
+                tenant=tenant,
+                collection=collection,
+                kind=CollectionFileKind.IMPORT,
+                total=summary.paragraphs,
+                stored=stored,
+                source=source or "",
+                size=path.stat().st_size,
+                created_by=created_by,
+            )
+            record_id = str(record.pk)
+            transaction.on_commit(
+                lambda: async_task(
+                    "collections_app.tasks.import_collection_file",
+                    record_id,
+                    task_name=f"import of a collection file ({record_id})",
+                    group="collection-files",
+                )
+            )
+    except BaseException:
+        default_storage.delete(stored)
+        raise
+    return record
+
+
+def collection_import_run(*, collection_file_id: str) -> None:
+    """The task's work. Safe to run twice: a finished import is left alone, and the write is one transaction."""
+    record = (
+        CollectionFile.objects.select_related("collection")
+        .filter(pk=collection_file_id, kind=CollectionFileKind.IMPORT)
+        .first()
+    )
+    if record is None or record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
+        return
+    unfinished = CollectionFile.objects.filter(pk=record.pk).exclude(status=CollectionFileStatus.DONE)
+    unfinished.update(status=CollectionFileStatus.RUNNING)
+    try:
+        _run(record)
+    except Exception as exc:
+        # A domain error says what is wrong for a person; anything else is named by its kind only (an OS error
+        # can carry a path).
+        reason = str(exc) if isinstance(exc, DomainError) else f"the import stopped ({type(exc).__name__})"
+        logger.warning("import of collection file %s stopped: %s", record.pk, type(exc).__name__)
+        # A second delivery of the task that lost the race never marks a finished import as failed.
+        unfinished.update(status=CollectionFileStatus.ERROR, error=reason[:500], finished_at=timezone.now())
+    finally:
+        if record.stored:
+            default_storage.delete(record.stored)
+            CollectionFile.objects.filter(pk=record.pk).update(stored="")
+
+
+def _run(record: CollectionFile) -> None:
+    collection = record.collection
+    path = Path(default_storage.path(record.stored))
+    summary = collection_file_check(path=path, source=record.source or None)
+    model = get_model(collection.embedding_alias)
+    embedder = get_embedder(collection.embedding_alias)
+    identity = embedder.model_identity()
+    same = summary.model is not None and summary.model == identity and summary.dims == (model.dims or summary.dims)
+    directory = settings.KB_STAGING_DIR or None
+    with tempfile.TemporaryFile(dir=directory) as vectors:
+        dims = summary.dims if same else _embed_again(record, path, summary, embedder, vectors)
+        with transaction.atomic():
+            locked = Collection.objects.select_for_update().filter(pk=collection.pk).first()
+            current = CollectionFile.objects.select_for_update().filter(pk=record.pk).first()
+            if locked is None or current is None or current.status == CollectionFileStatus.DONE:
+                return  # deleted meanwhile, or another run finished it
+            ids = _write_documents(locked, summary)
+            published = _write_paragraphs(locked, path, summary, ids, vectors if not same else None, dims)
+            _index(locked)
+            built = summary.built or {}
+            warnings = []
+            if not same:
+                warnings.append(
+                    f"embedded again with {identity}: the file was built with {summary.model or 'an unnamed model'}"
+                )
+            build_record(
+                collection=locked,
+                document=None,
+                model=identity,
+                alias=model.alias,
+                dims=dims,
+                passages=published,
+                refused=built.get("refused"),
+                built_from=f"collection file: {built.get('built_from') or summary.collection}"[:300],
+                warnings=warnings,
+                method_extra={
+                    "imported": {
+                        "model": summary.model,
+                        "built_at": built.get("built_at"),
+                        "method": built.get("method"),
+                        "re_embedded": not same,
+                    }
+                },
+            )
+            CollectionFile.objects.filter(pk=record.pk).update(
+                status=CollectionFileStatus.DONE,
+                done=published,
+                re_embedded=not same,
+                error="",
+                finished_at=timezone.now(),
+            )
+
+
+def _drafts(path: Path, summary: FileSummary) -> Iterator[tuple[Any, dict[str, Any]]]:
+    keyed = any(isinstance(k, int) for k in summary.documents)
+    with store_open(path) as store:
+        shape = store_shape(store)
+        for row in _rows(store, shape.chunk_columns, summary.collection, summary.agent):
+            _check_row(row, f"paragraph {row['id']}", summary)
+            yield (row["document_seq"] if keyed else row["document"]), row
+
+
+def _embed_again(record: CollectionFile, path: Path, summary: FileSummary, embedder: Any, out: Any) -> int:
+    """Every paragraph embedded with the collection's model, as an upload embeds it (its breadcrumb); float32
+    vectors appended to `out`. Returns their width."""
+    titles = {
+        key: breadcrumb_title(Document(filename=doc.name, metadata=doc.metadata)).text
+        for key, doc in summary.documents.items()
+    }
+    done = 0
+    dims = 0
+    batch: list[str] = []
+
+    def flush() -> None:
+        nonlocal dims, done
+        if not batch:
+            return
+        matrix = np.asarray(embedder.embed_passages(batch), dtype="<f4")
+        dims = matrix.shape[1]
+        out.write(matrix.tobytes())
+        done += len(batch)
+        batch.clear()
+        CollectionFile.objects.filter(pk=record.pk).update(done=done)
+
+    for key, row in _drafts(path, summary):
+        draft = ChunkDraft(text=row["text"], section=row["section"], page=row["page"])
+        batch.append(draft.embedding_text(titles[key]))
+        if len(batch) == settings.KB_EMBED_BATCH:
+            flush()
+    flush()
+    out.seek(0)
+    return dims
+
+
+def _write_documents(collection: Collection, summary: FileSummary) -> dict[Any, uuid.UUID]:
+    documents = []
+    for doc in summary.documents.values():
+        if not doc.paragraphs:
+            continue
+        documents.append(
+            Document(
+                tenant_id=collection.tenant_id,
+                collection=collection,
+                content_hash=doc.digest.hexdigest(),
+                filename=doc.name,
+                source_uri=f"upload://{doc.name}",
+                file="",
+                status=DocumentStatus.DONE,
+                progress=100,
+                language=doc.language,
+                language_detected=doc.language or None,
+                labels=doc.labels,
+                metadata=doc.metadata,
+                uploaded_by="collection file",
+            )
+        )
+    # Two documents of one file with the same paragraphs would share a content hash: the second is told apart.
+    seen: set[str] = set()
+    for document in documents:
+        while document.content_hash in seen:
+            document.content_hash = hashlib.sha256(document.content_hash.encode()).hexdigest()
+        seen.add(document.content_hash)
+    Document.objects.bulk_create(documents)
+    keys = [key for key, doc in summary.documents.items() if doc.paragraphs]
+    return {key: document.pk for key, document in zip(keys, documents, strict=True)}
+
+
+_CHUNK_COLUMNS = (
+    "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
+    "metadata", "embedding", "embedding_dims", "kind", "generation", "language_detected", "continues",
+)  # fmt: skip
+
+
+def _write_paragraphs(
+    collection: Collection, path: Path, summary: FileSummary, ids: dict[Any, uuid.UUID], vectors: Any, dims: int
+) -> int:
+    published = 0
+    copy_rows = f"COPY {Chunk._meta.db_table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(copy_rows) as copy:
+        for key, row in _drafts(path, summary):
+            vector = row["vector"] if vectors is None else np.frombuffer(vectors.read(dims * 4), dtype="<f4")
+            copy.write_row(
+                (
+                    uuid.uuid4(), collection.tenant_id, collection.pk, ids[key], row["ordinal"], row["text"],
+                    row["section"], row["page"], row["language"], row["labels"], Jsonb(row["metadata"]),
+                    "[" + ",".join(map(repr, vector.tolist())) + "]", dims, "paragraph", collection.active_generation,
+                    row["language"] or None, None if row["continues"] is None else bool(row["continues"]),
+                )
+            )  # fmt: skip
+            published += 1
+    return published
+
+
+def _index(collection: Collection) -> None:
+    """The keyword index of every imported paragraph (its triggers keep the BM25 statistics), and each document's
+    stored parser output made of its paragraphs, so a later re-chunk or re-index has something to read."""
+    table = Chunk._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET search_vector = {keyword_vector()} WHERE collection_id = %s AND kind = 'paragraph'",
+            [collection.pk],
+        )
+        cursor.execute(
+            f"""
+            UPDATE {Document._meta.db_table} d SET blocks = b.blocks
+            FROM (
+                SELECT document_id, jsonb_agg(jsonb_build_object(
+                    'text', text, 'kind', 'paragraph', 'page', page, 'section', to_jsonb(section),
+                    'language', language, 'metadata', metadata) ORDER BY ordinal) AS blocks
+                FROM {table} WHERE collection_id = %s GROUP BY document_id
+            ) b
+            WHERE d.id = b.document_id
+            """,
+            [collection.pk],
+        )

