@@ -535,7 +535,8 @@ def _write_documents(collection: Collection, summary: FileSummary) -> dict[Any, 
 
 _CHUNK_COLUMNS = (
     "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
-    "metadata", "embedding", "embedding_dims", "kind", "generation", "language_detected", "continues",
+    "metadata", "embedding", "embedding_dims", "kind", "generation", "language_detected", "continues", "hidden",
+    "edited",
 )  # fmt: skip
 
 
@@ -553,6 +554,7 @@ def _write_paragraphs(
                     row["section"], row["page"], row["language"], row["labels"], Jsonb(row["metadata"]),
                     "[" + ",".join(map(repr, vector.tolist())) + "]", dims, "paragraph", collection.active_generation,
                     row["language"] or None, None if row["continues"] is None else bool(row["continues"]),
+                    False, False,  # an exported paragraph is a served one: never hidden; its edits stay behind
                 )
             )  # fmt: skip
             published += 1
