@@ -8,7 +8,7 @@ import pytest
 from collections_app.models import Chunk, Collection
 from collections_app.services.keys import api_key_create
 from collections_app.services.paragraph_edits import paragraph_hide
-from retrieval.mcp._tools import api_search
+from retrieval.mcp._tools import SEARCH_PATH, api_call
 from tests.collections_app.paragraphs.conftest import base, paragraph, search, texts
 from tests.files.documents import html_bytes
 from tests.files.sections import SECTIONS
@@ -49,12 +49,12 @@ def test_the_corpus_map_and_an_exports_read_leave_a_hidden_paragraph_out(cast, h
 def test_mcp_never_hands_back_a_hidden_paragraph(cast, handbook):
     secret = api_key_create(tenant=cast.tenant, role="viewer").secret
     question = {"query": "parcels leave the warehouse", "around": 1, "top_n": 8}
-    status, body = api_search(secret, question)
+    status, body = api_call(secret, SEARCH_PATH, question)
     assert status == 200 and "Parcels" in texts(body["results"])
 
     hide(cast, handbook, "Parcels leave")
 
-    status, body = api_search(secret, question)
+    status, body = api_call(secret, SEARCH_PATH, question)
     assert status == 200 and body["results"] and "Parcels" not in texts(body["results"])
 
 
