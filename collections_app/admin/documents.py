@@ -269,6 +269,16 @@ class DocumentAdmin(
     def get_changelist(self, request, **kwargs):  # type: ignore[no-untyped-def]
         return DocumentChangeList
 
+    def get_object(self, request, object_id, from_field=None):  # type: ignore[no-untyped-def]
+        # The document's page asks for its document once per mixin (tools, language, labels, paragraphs) and
+        # again in Django's own view: read it once per GET. Anything that writes reads it afresh.
+        if request.method != "GET":
+            return super().get_object(request, object_id, from_field)
+        read = request.__dict__.setdefault("_kb_documents", {})
+        if (object_id, from_field) not in read:
+            read[object_id, from_field] = super().get_object(request, object_id, from_field)
+        return read[object_id, from_field]
+
     # --- the page of one document: read-only, with its tools ------------------------------------------
 
     def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]

@@ -32,9 +32,35 @@ _CONFLICT = "the document is being read, a re-index is pending, or the edit clas
 _CONFLICT_EXAMPLE = "a later edit changed the paragraphs this edit left: revert that one first"
 
 
+_PARAGRAPH = {
+    "id": "0d8e1c52-3b7a-4f0e-9a61-5c2f7e4b9d10",
+    "text": "Refunds are paid within 5 days to the card used for the purchase.",
+    "ordinal": 4,
+    "page": 2,
+    "section": ["Handbook", "Refunds"],
+    "language": "en",
+    "labels": [],
+    "hidden": False,
+    "edited": True,
+}
+PARAGRAPH_PAGE = {"count": 1, "limit": 100, "offset": 0, "results": [_PARAGRAPH]}
+# One edit: drf-spectacular shows a list answer's example as a list of it.
+PARAGRAPH_EDIT = {
+    "id": "6a0f3d2e-8c41-4b7e-b5a9-1e2d3c4b5a69",
+    "operation": "edit",
+    "status": "applied",
+    "by": "key editor-bot",
+    "created_at": "2026-11-30T09:12:44Z",
+    "before": [{"text": "Refunds are paid within 5 dyas.", "section": ["Handbook", "Refunds"], "page": 2}],
+    "after": [{"text": _PARAGRAPH["text"], "section": ["Handbook", "Refunds"], "page": 2}],
+    "params": {},
+    "reverts": None,
+}
+
+
 class PageInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    limit = serializers.IntegerField(min_value=1, max_value=500, default=100, help_text="paragraphs on this page")
+    offset = serializers.IntegerField(min_value=0, default=0, help_text="how many paragraphs come before this page")
 
 
 class ParagraphOutput(serializers.ModelSerializer):
@@ -110,6 +136,7 @@ class ParagraphListView(_DocumentView):
         summary="List a document's paragraphs as its editors see them, a page at a time",
         parameters=[PageInput],
         responses={200: ParagraphPageOutput, **refusals(400, 401, 403, 404)},
+        examples=[OpenApiExample("A page", value=PARAGRAPH_PAGE, response_only=True, status_codes=["200"])],
         description="In document order, hidden ones included (`hidden`: no reader gets them), `edited`: text "
         "changed by hand. Needs an editor or admin key.",
     )
@@ -212,6 +239,7 @@ class ParagraphEditListView(_DocumentView):
     @extend_schema(
         summary="A document's paragraph edits, newest first",
         responses={200: ParagraphEditOutput(many=True), **refusals(401, 403, 404)},
+        examples=[OpenApiExample("History", value=PARAGRAPH_EDIT, response_only=True, status_codes=["200"])],
         description="`status`: applied, stale (a new version of the file changed the paragraph: not applied, "
         "re-apply it to another paragraph or discard it), reverted, reapplied or discarded.",
     )

@@ -26,7 +26,6 @@ import json
 import logging
 import sqlite3
 import tempfile
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,11 @@ from collections_app.models import (
     CollectionFileKind,
     CollectionFileStatus,
     Document,
+)
+from collections_app.services.collection_file._jobs import (
+    collection_file_pending,
+    collection_file_queue,
+    collection_file_store,
 )
 from collections_app.services.collection_file._schema import INDEX_SQL, SCHEMA_SQL, SCHEMA_VERSION, SETTINGS_KEY
 from collections_app.services.documents import DOCUMENT_METADATA_KEYS
@@ -243,8 +247,6 @@ def _json(value: object) -> str:
 def collection_export_start(*, collection: Collection, created_by: str = "") -> CollectionFile:
     """Queue the export of `collection` in the background (the admin's action): its progress on a CollectionFile,
     the file kept under a storage name of its own until it is downloaded."""
-    from django_q.tasks import async_task
-
     with transaction.atomic():
         record = CollectionFile.objects.create(
             tenant_id=collection.tenant_id,
@@ -253,26 +255,14 @@ def collection_export_start(*, collection: Collection, created_by: str = "") -> 
             total=_live(collection).count(),
             created_by=created_by,
         )
-        record_id = str(record.pk)
-        transaction.on_commit(
-            lambda: async_task(
-                "collections_app.tasks.export_collection_file",
-                record_id,
-                task_name=f"export of a collection file ({record_id})",
-                group="collection-files",
-            )
-        )
+        collection_file_queue(record)
     return record
 
 
 def collection_export_run(*, collection_file_id: str) -> None:
     """The task's work: write the file, then keep it. Safe to run twice (a finished export is left alone)."""
-    record = (
-        CollectionFile.objects.select_related("collection")
-        .filter(pk=collection_file_id, kind=CollectionFileKind.EXPORT)
-        .first()
-    )
-    if record is None or record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
+    record = collection_file_pending(collection_file_id, CollectionFileKind.EXPORT)
+    if record is None:
         return
     CollectionFile.objects.filter(pk=record.pk).update(status=CollectionFileStatus.RUNNING)
 
@@ -284,7 +274,7 @@ def collection_export_run(*, collection_file_id: str) -> None:
             path = Path(directory) / "collection.db"
             written = collection_export(collection=record.collection, path=path, progress=progress)
             with path.open("rb") as file:
-                stored = default_storage.save(f"collection-files/{record.tenant_id}/{uuid.uuid4().hex}.db", File(file))
+                stored = collection_file_store(File(file), tenant_id=record.tenant_id)
             size = path.stat().st_size
     except Exception as exc:
         logger.warning("export of collection file %s stopped: %s", record.pk, type(exc).__name__)

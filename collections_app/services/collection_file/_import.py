@@ -53,6 +53,11 @@ from collections_app.models import (
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.builds import build_record
 from collections_app.services.collection_file._export import RANKING_SETTINGS
+from collections_app.services.collection_file._jobs import (
+    collection_file_pending,
+    collection_file_queue,
+    collection_file_store,
+)
 from collections_app.services.collection_file._schema import (
     MAX_NAME_CHARS,
     MAX_SECTION_PART_CHARS,
@@ -337,8 +342,6 @@ def _local_path(content: File) -> Iterator[Path]:
 
 
 def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: str | None) -> CollectionFile:
-    from django_q.tasks import async_task
-
     summary = collection_file_check(path=path, source=source)
     values = dict(summary.settings)
     wanted = values.pop("embedding_alias", None)
@@ -351,7 +354,7 @@ def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: s
     if not values.get("description") and summary.built:
         values["description"] = summary.built["built_from"]
     with path.open("rb") as file:
-        stored = default_storage.save(f"collection-files/{tenant.pk}/{uuid.uuid4().hex}.db", File(file))
+        stored = collection_file_store(File(file), tenant_id=tenant.pk)
     try:
         with transaction.atomic():
             collection = collection_create(tenant=tenant, name=name, **values)
@@ -365,15 +368,7 @@ def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: s
                 size=path.stat().st_size,
                 created_by=created_by,
             )
-            record_id = str(record.pk)
-            transaction.on_commit(
-                lambda: async_task(
-                    "collections_app.tasks.import_collection_file",
-                    record_id,
-                    task_name=f"import of a collection file ({record_id})",
-                    group="collection-files",
-                )
-            )
+            collection_file_queue(record)
     except BaseException:
         default_storage.delete(stored)
         raise
@@ -382,12 +377,8 @@ def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: s
 
 def collection_import_run(*, collection_file_id: str) -> None:
     """The task's work. Safe to run twice: a finished import is left alone, and the write is one transaction."""
-    record = (
-        CollectionFile.objects.select_related("collection")
-        .filter(pk=collection_file_id, kind=CollectionFileKind.IMPORT)
-        .first()
-    )
-    if record is None or record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
+    record = collection_file_pending(collection_file_id, CollectionFileKind.IMPORT)
+    if record is None:
         return
     unfinished = CollectionFile.objects.filter(pk=record.pk).exclude(status=CollectionFileStatus.DONE)
     unfinished.update(status=CollectionFileStatus.RUNNING)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from collections_app.models import Document
+from collections_app.models import Chunk, Document, ParagraphEdit
 from retrieval.models import Evaluation, GoldenQuestion, Measure
 from retrieval.services import reader_create
 
@@ -70,9 +70,17 @@ def admin_world(cast, collection):
     document = Document.objects.create(
         tenant=cast.tenant, collection=collection, content_hash="0" * 64, filename="notes.txt", status="done"
     )
+    paragraph = Chunk.objects.create(
+        tenant=cast.tenant, collection=collection, document=document, ordinal=0, text="Bikes go in the rack."
+    )
+    edit = ParagraphEdit.objects.create(
+        tenant=cast.tenant, collection=collection, document=document, operation="edit", status="stale"
+    )
     ids = {
         "collection_id": collection.pk,
         "document_id": document.pk,
+        "paragraph_id": paragraph.pk,
+        "edit_id": edit.pk,
         "reader_id": reader_create(tenant=cast.tenant, name="ada@example.com", labels=["hr"]).pk,
         "golden_id": GoldenQuestion.objects.create(
             tenant=cast.tenant, collection=collection, question="Bikes?", markers=["rack"]

@@ -282,6 +282,15 @@ def test_each_conflict_has_its_own_example_that_fits_its_description() -> None:
         "POST /api/manage/collections/{collection_id}/golden": ("question", "golden question"),
         "PATCH /api/manage/collections/{collection_id}/golden/{golden_id}": ("question", "golden question"),
         "POST /api/manage/collections/{collection_id}/measure": ("being measured", "being measured"),
+        **{f"{operation} /api/manage/collections/{{collection_id}}/documents/{{document_id}}/{rest}": ("edit", "edit")
+           for operation, rest in (
+               ("PATCH", "paragraphs/{paragraph_id}"),
+               ("POST", "paragraphs/{paragraph_id}/split"),
+               ("POST", "paragraphs/{paragraph_id}/merge-next"),
+               ("POST", "paragraph-edits/{edit_id}/revert"),
+               ("POST", "paragraph-edits/{edit_id}/reapply"),
+               ("POST", "paragraph-edits/{edit_id}/discard"),
+           )},
     }  # fmt: skip
     assert set(conflicts) == set(subjects)
     for operation, (in_description, in_example) in subjects.items():

@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from collections_app.models import Document
 from tests.files.documents import docx_bytes, html_bytes, pdf_bytes
+from tests.retrieval.golden.corpus import OFFICE as GOLDEN_OFFICE
+from tests.retrieval.golden.corpus import TRAVEL as GOLDEN_TRAVEL
 
+# The golden set's two documents (tests/retrieval/golden/corpus.py), each a few sections longer.
 OFFICE = [
-    (1, "Office", ""),
-    (2, "Parking", "Staff cars must be left in the underground garage beneath building B, level minus two."),
-    (2, "Bicycles", "Cyclists can lock their bikes in the covered rack next to the main entrance."),
-    (2, "Canteen", "Lunch is served between noon and two o'clock; vegetarian dishes are marked green."),
-    (2, "Printing", "Colour printers sit on the third floor and need a badge to release jobs."),
-    (2, "Badges", "A lost badge is replaced by reception; the old badge stops working at once."),
+    *GOLDEN_OFFICE,
     (2, "Meeting rooms", "Meeting rooms are booked in the calendar for at most four hours at a time."),
 ]
 TRAVEL = [
-    (1, "Travel", ""),
-    (2, "Trains", "Business trips under 500 km are taken by train, second class, booked through the portal."),
-    (2, "Hotels", "Hotel nights are refunded up to 140 euros in capitals and 110 euros elsewhere."),
-    (2, "Per diem", "The daily allowance abroad is 45 euros, paid with the next salary after the trip report."),
+    *GOLDEN_TRAVEL,
     (2, "Flights", "Flights need the approval of a director and are booked in economy class only."),
     (2, "Taxis", "Taxis are refunded only at night or when no public transport runs to the destination."),
 ]
