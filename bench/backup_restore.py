@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -67,15 +68,12 @@ def answers(collection_id: str) -> list[list[list[object]]]:
 
 
 def _ingest(collection, name: str, content: bytes) -> None:  # type: ignore[no-untyped-def]
-    from django.core.files.base import ContentFile
     from django.db import connection
 
     from collections_app.services.documents import document_create, document_ingest
 
     try:
-        result = document_create(
-            collection=collection, filename=name, content=ContentFile(content, name=name), queue=False
-        )
+        result = document_create(collection=collection, filename=name, content=io.BytesIO(content), queue=False)
         document_ingest(document_id=str(result.document.pk))
     finally:
         connection.close()

@@ -45,7 +45,7 @@ _PARAGRAPH = {
 }
 PARAGRAPH_PAGE = {"count": 1, "limit": 100, "offset": 0, "results": [_PARAGRAPH]}
 # One edit: drf-spectacular shows a list answer's example as a list of it.
-PARAGRAPH_EDIT = {
+PARAGRAPH_EDIT: dict[str, Any] = {
     "id": "6a0f3d2e-8c41-4b7e-b5a9-1e2d3c4b5a69",
     "operation": "edit",
     "status": "applied",

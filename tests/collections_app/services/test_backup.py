@@ -81,7 +81,12 @@ def test_a_backup_taken_while_clients_search_and_a_document_ingests_restores_eve
     done: list[int] = []
     failures: list[str] = []
     clients = [threading.Thread(target=_searching, args=(collection, stop, done, failures)) for _ in range(10)]
-    uploading = threading.Thread(target=lambda: (upload(cast.editor, inbox, "big.html", big), connection.close()))
+
+    def uploading_big() -> None:
+        upload(cast.editor, inbox, "big.html", big)
+        connection.close()
+
+    uploading = threading.Thread(target=uploading_big)
     for thread in clients:
         thread.start()
     uploading.start()
@@ -119,9 +124,8 @@ def test_a_backup_taken_while_clients_search_and_a_document_ingests_restores_eve
         assert fresh.execute("SELECT question FROM retrieval_goldenquestion").fetchall() == [
             ("where do staff cars go?",)
         ]
-        assert (
-            fresh.execute("SELECT count(*) FROM collections_app_build").fetchone()[0]
-            == (manifest["counts"]["collections_app_build"])
+        assert fresh.execute("SELECT count(*) FROM collections_app_build").fetchone() == (
+            manifest["counts"]["collections_app_build"],
         )
     assert [(name, status) for name, status, _, _ in rows] == [
         ("big.html", "parsing"), ("it.pdf", "done"), ("office.html", "done"), ("travel.docx", "done")

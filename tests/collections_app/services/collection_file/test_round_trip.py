@@ -67,7 +67,7 @@ def embed_calls(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = embedder.embed_passages
 
-    def spy(texts):  # type: ignore[no-untyped-def]
+    def spy(texts):
         calls.append(len(texts))
         return real(texts)
 
