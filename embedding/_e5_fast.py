@@ -120,7 +120,9 @@ class TorchE5Provider:
         try:
             self._encoder = _e5_torch.load(self._file, self._cache)
         except _e5_torch.ConvertedModelDamaged as exc:
-            raise _Fallback(f"the converted model is damaged ({exc}); `manage.py embedding_convert` rebuilds it") from exc
+            raise _Fallback(
+                f"the converted model is damaged ({exc}); `manage.py embedding_convert` rebuilds it"
+            ) from exc
         except Exception as exc:  # a truncated torch file raises what its reader raises
             raise _Fallback(f"the converted model cannot be loaded ({type(exc).__name__})") from exc
         self._tokenizer = E5Tokenizer(self._file.vocabulary)

