@@ -12,6 +12,7 @@ from ._registry import (
     EmbeddingModel,
     EmbeddingUnavailable,
     available_models,
+    embedding_runtime_prepare,
     get_embedder,
     get_model,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "EmbeddingModel",
     "EmbeddingUnavailable",
     "available_models",
+    "embedding_runtime_prepare",
     "get_embedder",
     "get_model",
 ]

