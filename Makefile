@@ -36,7 +36,7 @@ run: setup
 	@$(BIN)/python -m kbsite.runlock kbsite  # refuses here, before migrating beside a live one
 	$(MANAGE) migrate --noinput
 	@$(BIN)/python -m collections_app.ingestion.ocr  # says how to add Tesseract if missing; never fails
-	$(MANAGE) embedding_convert  # once: the default model converted for torch before the workers start
+	$(MANAGE) embedding_convert  # with KB_EMBED_RUNTIME=torch: converted once, before the workers start
 	$(MANAGE) setup_demo
 	$(MANAGE) collectstatic --noinput --verbosity 0
 	exec $(MANAGE) serve

