@@ -573,11 +573,12 @@ def main() -> int:
             )
         dims = vectors.shape[1]
         if args.vectors == "random" and base is None:
-            # Random vectors score far below the model's calibrated floor: every hit would be dropped and
-            # each search would run its broadened retry (keyword retrieval twice). Off, as 0 turns it off.
-            Collection.objects.filter(pk=collection.pk).update(min_score=0)
+            # Random vectors score far below the model's calibrated floor and "supported" threshold: every hit
+            # would be dropped, and each search would run its broadened retry (keyword retrieval twice). Both
+            # off, as 0 turns them off.
+            Collection.objects.filter(pk=collection.pk).update(min_score=0, score_threshold=0)
             collection.refresh_from_db()
-            print("  floor     : 0 (off) for random vectors, so searches return hits and run no broadened retry")
+            print("  floor     : 0 and threshold 0 (off) for random vectors: searches return hits, no broadened retry")
         scope = SearchScope(tenant_id=tenant.pk, collections=[collection])
         embedder = get_embedder(args.alias)
         embedder.embed_query("warm-up question")  # model load, untimed
