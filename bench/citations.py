@@ -60,8 +60,7 @@ def main() -> None:
         assert answer.status_code == 200, answer.content
         search = answer.json()
         shown = [r["chunk_id"] for r in search["results"]]
-        surfaced = list(Chunk.objects.filter(pk__in=shown).values_list("pk", "text"))
-        surfaced = [(str(pk), text) for pk, text in surfaced]
+        surfaced = [(str(pk), text) for pk, text in Chunk.objects.filter(pk__in=shown).values_list("pk", "text")]
         others = [
             str(pk)
             for pk in Chunk.objects.filter(document=document).exclude(pk__in=shown)[:4].values_list("pk", flat=True)

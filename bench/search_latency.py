@@ -30,6 +30,15 @@ embedded base is small and the rest is grown from it.
   uses (kb_ts_config); the keyword triggers keep the BM25 statistics as for a real build. The figures are
   indicative: a natural corpus of the same size has a wider vocabulary and no clusters of near-equal vectors.
   The script prints how many chunks were really embedded and how many rows are grown variants.
+- With --vectors random (with --base embed), the base paragraphs get random unit vectors instead of the
+  model's: no passage is embedded, so all 5,183 abstracts (--docs 5183, ~11,500 paragraphs, the keyword corpus
+  the ingested collection gives) are ready in a minute. Keyword retrieval reads no vector, so its figures are
+  those of the real vectors; the vector stage then walks a graph of random points (slower than real ones),
+  and fusion and windows see other candidates, so the whole-search figures are indicative only.
+
+The growth table: --growth 10000,30000,100000,300000 grows one collection to each size in turn (the first
+sizes are prefixes of the originals, later ones add variants), VACUUMs, and times the questions at each, then
+prints keyword retrieval and whole-search p50/p95 per size in one table (with the load average of each row).
 
 The temporary tenant is deleted at the end, also on failure or Ctrl-C.
 
@@ -40,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -73,6 +83,19 @@ def parse_args() -> argparse.Namespace:
         choices=("passages", "copies"),
         default="passages",
         help="variants: runs of consecutive sentences (passages, default) or shuffled near-copies (copies)",
+    )
+    parser.add_argument(
+        "--vectors",
+        choices=("model", "random"),
+        default="model",
+        help="with --base embed: the model's vectors (model, default) or random unit vectors (random: nothing "
+        "embedded; keyword figures as real, vector and whole-search figures indicative)",
+    )
+    parser.add_argument(
+        "--growth",
+        type=lambda text: sorted(int(t) for t in text.split(",")),
+        help="comma-separated sizes (e.g. 10000,30000,100000,300000): grow to each in turn, time the questions at "
+        "each and print a keyword/total p50/p95 table; --target is then the largest",
     )
     parser.add_argument("--docs", type=int, default=300, help="with --base embed: abstracts embedded (300)")
     parser.add_argument("--target", type=int, default=20_000, help="minimum chunk rows in the collection (20000)")
@@ -178,6 +201,12 @@ def ingested_base(alias: str) -> tuple[list[dict], list[dict], np.ndarray] | Non
     return (documents, chunks, np.vstack(vectors)) if chunks else None
 
 
+def random_vectors(count: int, dims: int, seed: int) -> np.ndarray:
+    """Unit vectors in random directions: for keyword figures, which never read a vector."""
+    vectors = np.random.default_rng(seed).normal(size=(count, dims)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def embed_with_cache(chunks: list[dict], alias: str, batch: int, cache: Path, refresh: bool) -> tuple[np.ndarray, str]:
     from embedding import get_embedder, get_model
 
@@ -259,13 +288,80 @@ def p50_p95(values: list[float]) -> str:
 # Chunk columns the bench writes; search_vector is computed by PostgreSQL from the staged text.
 _COPY_COLUMNS = (
     "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
-    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation",
+    "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "hidden", "edited",
 )  # fmt: skip
 INSERT_BATCH = 20_000  # staged rows per INSERT ... SELECT (one statement-trigger run per batch)
 
 
-def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> dict:  # type: ignore[no-untyped-def]
-    """Insert the originals and their variants until the collection holds at least args.target chunks.
+def variant_documents(args, tenant, collection, documents, chunks, vectors, dims):  # type: ignore[no-untyped-def]
+    """Each document of the originals (copy 0), then of each further copy's variants, with its paragraph rows
+    for COPY and the cosines of its variants' vectors to their originals: (document, rows, cosines), endlessly."""
+    from collections_app.models import Document, DocumentStatus
+
+    rng = random.Random(args.seed)
+    np_rng = np.random.default_rng(args.seed)
+    by_doc: dict[int, list[int]] = defaultdict(list)
+    for position, chunk in enumerate(chunks):
+        by_doc[chunk["doc"]].append(position)
+    for copy in itertools.count():
+        for doc_index, positions in by_doc.items():
+            source = documents[doc_index]
+            name = f"scifact-{source['_id']}" + (f"-variant{copy}" if copy else "")
+            document = Document(
+                tenant=tenant,
+                collection=collection,
+                content_hash=hashlib.sha256(name.encode()).hexdigest(),
+                filename=f"{name}.txt",
+                source_uri=f"bench://scifact/{name}",
+                size=len(source.get("text", "")),
+                status=DocumentStatus.DONE,
+                progress=100,
+                language=chunks[positions[0]]["doc_language"],
+                uploaded_by="bench",
+            )
+            block = vectors[positions]
+            cosines: list[float] = []
+            if copy:
+                noisy = perturb_vectors(block, np_rng, args.noise)
+                cosines = list(np.sum(noisy * block, axis=1) / np.linalg.norm(block, axis=1))
+                block = noisy
+            rows: list[tuple[object, ...]] = []
+            for position, vector in zip(positions, block, strict=True):
+                chunk = chunks[position]
+                text = chunk["text"]
+                if copy:
+                    text = (
+                        passage_variant(text, copy, rng, args.dropout)
+                        if args.grow == "passages"
+                        else perturb_text(text, rng, args.dropout)
+                    )
+                rows.append(
+                    (
+                        uuid.uuid4(),
+                        tenant.pk,
+                        collection.pk,
+                        document.pk,
+                        chunk["ordinal"],
+                        text,
+                        chunk["section"],
+                        None,
+                        chunk["language"],
+                        [],
+                        "{}",
+                        "[" + ",".join(map(repr, vector.tolist())) + "]",
+                        dims,
+                        "paragraph",
+                        None,
+                        0,
+                        False,  # hidden, edited: NOT NULL without a database default (paragraph edits)
+                        False,
+                    )
+                )
+            yield document, rows, cosines
+
+
+def grow_corpus(variants, target: int, have: int) -> dict:  # type: ignore[no-untyped-def]
+    """Insert whole documents from `variants` until the collection holds at least `target` chunks (`have` now).
 
     Documents go in with bulk_create; paragraphs with COPY into a temporary table and then one
     INSERT ... SELECT per INSERT_BATCH rows that computes search_vector as ingestion does (kb_ts_config), so
@@ -274,15 +370,9 @@ def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> d
     """
     from django.db import connection, transaction
 
-    from collections_app.models import Document, DocumentStatus
+    from collections_app.models import Document
     from collections_app.sql import keyword_vector
 
-    copies = max(1, math.ceil(args.target / len(chunks)))  # copy 0 is the original
-    rng = random.Random(args.seed)
-    np_rng = np.random.default_rng(args.seed)
-    by_doc: dict[int, list[int]] = defaultdict(list)
-    for position, chunk in enumerate(chunks):
-        by_doc[chunk["doc"]].append(position)
     cosines: list[float] = []
     inserted = 0
     started = time.perf_counter()
@@ -290,10 +380,19 @@ def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> d
         cursor.execute(
             "CREATE TEMPORARY TABLE bench_chunk (LIKE collections_app_chunk INCLUDING DEFAULTS) ON COMMIT DROP"
         )
-        staged = 0
-
-        def flush() -> None:
-            nonlocal staged
+        copy_sql = f"COPY bench_chunk ({', '.join(_COPY_COLUMNS)}) FROM STDIN"
+        while have + inserted < target:
+            docs = []
+            rows: list[tuple[object, ...]] = []
+            while have + inserted + len(rows) < target and len(rows) < INSERT_BATCH:
+                document, document_rows, document_cosines = next(variants)
+                docs.append(document)
+                rows.extend(document_rows)
+                cosines.extend(document_cosines)
+            Document.objects.bulk_create(docs, batch_size=1000)
+            with cursor.cursor.copy(copy_sql) as writer:
+                for row in rows:
+                    writer.write_row(row)
             cursor.execute(
                 f"""
                 INSERT INTO collections_app_chunk ({", ".join(_COPY_COLUMNS)}, search_vector)
@@ -302,74 +401,11 @@ def grow_corpus(args, tenant, collection, documents, chunks, vectors, dims) -> d
                 """
             )
             cursor.execute("TRUNCATE bench_chunk")
-            staged = 0
-
-        copy_sql = f"COPY bench_chunk ({', '.join(_COPY_COLUMNS)}) FROM STDIN"
-        for copy in range(copies):
-            docs = []
-            rows: list[tuple[object, ...]] = []
-            for doc_index, positions in by_doc.items():
-                source = documents[doc_index]
-                name = f"scifact-{source['_id']}" + (f"-variant{copy}" if copy else "")
-                document = Document(
-                    tenant=tenant,
-                    collection=collection,
-                    content_hash=hashlib.sha256(name.encode()).hexdigest(),
-                    filename=f"{name}.txt",
-                    source_uri=f"bench://scifact/{name}",
-                    size=len(source.get("text", "")),
-                    status=DocumentStatus.DONE,
-                    progress=100,
-                    language=chunks[positions[0]]["doc_language"],
-                    uploaded_by="bench",
-                )
-                docs.append(document)
-                block = vectors[positions]
-                if copy:
-                    noisy = perturb_vectors(block, np_rng, args.noise)
-                    cosines.extend(np.sum(noisy * block, axis=1) / np.linalg.norm(block, axis=1))
-                    block = noisy
-                for position, vector in zip(positions, block, strict=True):
-                    chunk = chunks[position]
-                    text = chunk["text"]
-                    if copy:
-                        text = (
-                            passage_variant(text, copy, rng, args.dropout)
-                            if args.grow == "passages"
-                            else perturb_text(text, rng, args.dropout)
-                        )
-                    rows.append(
-                        (
-                            uuid.uuid4(),
-                            tenant.pk,
-                            collection.pk,
-                            document.pk,
-                            chunk["ordinal"],
-                            text,
-                            chunk["section"],
-                            None,
-                            chunk["language"],
-                            [],
-                            "{}",
-                            "[" + ",".join(map(repr, vector.tolist())) + "]",
-                            dims,
-                            "paragraph",
-                            None,
-                            0,
-                        )
-                    )
-            Document.objects.bulk_create(docs, batch_size=1000)
-            with cursor.cursor.copy(copy_sql) as writer:
-                for row in rows:
-                    writer.write_row(row)
-            staged += len(rows)
             inserted += len(rows)
-            if staged >= INSERT_BATCH or copy == copies - 1:
-                flush()
-                elapsed = time.perf_counter() - started
-                print(f"    {inserted} rows in, {elapsed:.0f}s (load average {load_average()})", flush=True)
+            elapsed = time.perf_counter() - started
+            print(f"    {have + inserted} rows in, {elapsed:.0f}s (load average {load_average()})", flush=True)
     vacuum_analyze()
-    return {"copies": copies, "rows": inserted, "cosines": cosines}
+    return {"rows": inserted, "cosines": cosines}
 
 
 def vacuum_analyze() -> None:
@@ -393,6 +429,85 @@ def embedder_alone(embedder, questions: list[str]) -> list[float]:  # type: igno
     return times
 
 
+def time_questions(scope, embedder, warmup: list[str], timed: list[str], around: int) -> dict:  # type: ignore[no-untyped-def]
+    """Run the warm-up, then the timed questions through search(): per-question totals and stage times."""
+    from retrieval.search import search
+
+    for query in warmup:
+        search(scope=scope, query=query, around=around)
+    totals: list[float] = []
+    stage_ms: dict[str, list[float]] = defaultdict(list)
+    results = []
+    alone: list[float] = []
+    waited: list[float] = []  # what the embedding added after keyword retrieval was done (it runs beside it)
+    for query in timed:
+        # The embedder's own time for the same question, in this process, right before its search.
+        alone.extend(embedder_alone(embedder, [query]))
+        started = time.perf_counter()
+        answer = search(scope=scope, query=query, around=around)
+        totals.append((time.perf_counter() - started) * 1000)
+        per_stage: dict[str, float] = defaultdict(float)
+        waited_ms = 0.0
+        for stage in answer.stages:
+            if stage.status == "ran":
+                per_stage[stage.name] += stage.ms
+                waited_ms += stage.counts.get("waited_ms", 0.0) if stage.name == "query embedding" else 0.0
+        waited.append(waited_ms)
+        for name, ms in per_stage.items():
+            stage_ms[name].append(ms)
+        results.append(len(answer.results))
+    if len(stage_ms["query embedding"]) != len(totals):
+        raise SystemExit("some searches reported no 'query embedding' stage")
+    # The question is embedded while keyword retrieval runs: without it a search would take its total
+    # less the time it waited for the embedding after keyword retrieval was done.
+    without = [t - w for w, t in zip(waited, totals, strict=True)]
+    return {"totals": totals, "stages": stage_ms, "results": results, "alone": alone, "waited": waited,
+            "without": without}  # fmt: skip
+
+
+def print_timings(timings: dict) -> None:
+    totals, stage_ms, alone, waited = timings["totals"], timings["stages"], timings["alone"], timings["waited"]
+    embedding = stage_ms["query embedding"]
+    shares = [e / t for e, t in zip(embedding, totals, strict=True)]
+    print(f"\nresults (load average now {load_average()})")
+    print(
+        f"  queries              : {len(totals)} "
+        f"(results per query: median {statistics.median(timings['results']):.0f})"
+    )
+    print(f"  total latency        : {p50_p95(totals)}")
+    print(f"  total w/o embedding  : {p50_p95(timings['without'])}   (target: p95 <= 50 ms)")
+    print(f"  query embedding      : {p50_p95(embedding)}   (the stage inside search: its own time)")
+    print(f"  waited for it        : {p50_p95(waited)}   (after keyword retrieval, which runs beside it)")
+    print(f"  embedder alone       : {p50_p95(alone)}   (embed_query on the same questions, same process)")
+    print(
+        f"  ratio stage / alone  : p50 {percentile(embedding, 50) / percentile(alone, 50):.2f}   "
+        f"p95 {percentile(embedding, 95) / percentile(alone, 95):.2f}   (target: <= 1.5)"
+    )
+    print(
+        f"  embedding share      : {sum(embedding) / sum(totals):.0%} of total time, overlapped or not "
+        f"(per query: median {statistics.median(shares):.0%})"
+    )
+    print("  other timed stages   :")
+    for name, values in stage_ms.items():
+        if name != "query embedding" and values and max(values) > 0:
+            print(f"    {name:<18} {p50_p95(values)}")
+
+
+def print_growth(rows: list[tuple[int, dict, str, float]]) -> None:
+    """One line per size: keyword retrieval and whole-search p50/p95, the build time and the load."""
+    print("\ngrowth table (ms; single client; load average 1/5/15 min at the end of each size's questions)")
+    print(f"  {'paragraphs':>10}  {'keyword p50':>11} {'p95':>7}  {'total p50':>9} {'p95':>7}  "
+          f"{'w/o emb p95':>11}  {'built in':>8}  load")  # fmt: skip
+    for size, timings, load, built in rows:
+        keyword = timings["stages"]["keyword retrieval"]
+        totals = timings["totals"]
+        print(
+            f"  {size:>10}  {percentile(keyword, 50):>11.1f} {percentile(keyword, 95):>7.1f}  "
+            f"{percentile(totals, 50):>9.1f} {percentile(totals, 95):>7.1f}  "
+            f"{percentile(timings['without'], 95):>11.1f}  {built:>7.0f}s  {load}"
+        )
+
+
 def main() -> int:
     args = parse_args()
     setup_django()
@@ -403,8 +518,10 @@ def main() -> int:
     from collections_app.models import Chunk, Collection, Tenant
     from collections_app.services.collections import collection_create
     from embedding import get_embedder, get_model
-    from retrieval.search import SearchScope, search
+    from retrieval.search import SearchScope
 
+    if args.growth:
+        args.target = args.growth[-1]
     model = get_model(args.alias)
     base = ingested_base(args.alias) if args.base == "collection" else None
     if base is None:
@@ -421,10 +538,11 @@ def main() -> int:
     print(
         f"  machine   : {os.cpu_count()} cpus, load average {load_average()} (other work on the machine skews latency)"
     )
-    kept = f"bench-search-keep-{args.target}-{'ingested' if base else 'embedded'}-{args.grow}"
+    origin = "ingested" if base else ("random" if args.vectors == "random" else "embedded")
+    kept = f"bench-search-keep-{args.target}-{origin}-{args.grow}"
     if args.keep and Chunk.objects.filter(tenant__name=kept).count() < args.target:
         Tenant.objects.filter(name=kept).delete()  # an earlier run stopped before it was grown
-    reused = args.keep and Tenant.objects.filter(name=kept).exists()
+    reused = args.keep and not args.growth and Tenant.objects.filter(name=kept).exists()
     if reused:
         tenant = Tenant.objects.get(name=kept)
     else:
@@ -440,9 +558,13 @@ def main() -> int:
                 f"  chunking  : {len(documents)} SciFact abstracts -> {len(chunks)} chunks "
                 f"({collection.chunk_strategy}, {collection.chunk_size} {collection.chunk_size_unit})"
             )
-            print("\nembedding the real chunks ...", flush=True)
-            vectors, how = embed_with_cache(chunks, args.alias, settings.KB_EMBED_BATCH, args.cache, args.no_cache)
-            print(f"    {len(chunks)} chunks {how}")
+            if args.vectors == "random":
+                vectors = random_vectors(len(chunks), model.dims, args.seed)
+                print(f"  vectors   : random unit vectors ({len(chunks)} chunks, none embedded: --vectors random)")
+            else:
+                print("\nembedding the real chunks ...", flush=True)
+                vectors, how = embed_with_cache(chunks, args.alias, settings.KB_EMBED_BATCH, args.cache, args.no_cache)
+                print(f"    {len(chunks)} chunks {how}")
         else:
             chunks, vectors = base_rows, base_vectors
             print(
@@ -450,93 +572,59 @@ def main() -> int:
                 "ingested them (tenant bench, collection bench-scifact: real chunking, real vectors)"
             )
         dims = vectors.shape[1]
-
-        started = time.perf_counter()
-        if reused:
-            print(f"\nreusing the collection kept by an earlier run with --keep (tenant {kept})")
-            vacuum_analyze()
-            grown = {"copies": math.ceil(args.target / len(chunks)), "cosines": []}
-        else:
-            print(f"\ngrowing the collection to >= {args.target} chunks with variants ({args.grow}) ...", flush=True)
-            grown = grow_corpus(args, tenant, collection, documents, chunks, vectors, dims)
-        total_rows = Chunk.objects.filter(collection=collection).count()
-        all_rows = Chunk.objects.filter(embedding_dims=dims).count()
-        cosines = grown["cosines"]
-        print(f"    {time.perf_counter() - started:.0f}s to insert, keyword-index and analyse")
-        print(
-            f"  NOTE: corpus grown with variants: {total_rows} chunk rows in the collection = "
-            f"{len(chunks)} really embedded (from {len(documents)} abstracts) + "
-            f"{total_rows - len(chunks)} variants ({grown['copies'] - 1} of each document)"
-        )
-        if cosines:
-            print(
-                f"    copy vectors: original + N(0, {args.noise}^2) per dimension, renormalised; cosine to the "
-                f"original: mean {statistics.mean(cosines):.3f}, min {min(cosines):.3f}"
-            )
-        if args.grow == "passages":
-            dropped = f"{args.dropout:.0%} of words dropped"
-            print(f"    variant texts: runs of consecutive sentences (one sentence: {dropped})")
-        else:
-            print(f"    variant texts: sentences shuffled, {args.dropout:.0%} of words dropped")
-        print(f"    the database holds {all_rows} chunk rows of {dims} dims in all (the HNSW index spans tenants)")
-
+        if args.vectors == "random" and base is None:
+            # Random vectors score far below the model's calibrated floor and "supported" threshold: every hit
+            # would be dropped, and each search would run its broadened retry (keyword retrieval twice). Both
+            # off, as 0 turns them off.
+            Collection.objects.filter(pk=collection.pk).update(min_score=0, score_threshold=0)
+            collection.refresh_from_db()
+            print("  floor     : 0 and threshold 0 (off) for random vectors: searches return hits, no broadened retry")
         scope = SearchScope(tenant_id=tenant.pk, collections=[collection])
         embedder = get_embedder(args.alias)
         embedder.embed_query("warm-up question")  # model load, untimed
-        for query in warmup:
-            search(scope=scope, query=query, around=args.around)
         threads = f"{settings.KB_QUERY_THREADS} for questions, {settings.KB_EMBED_THREADS or 'all cores'} for passages"
         print(f"  embedder threads: {threads} (KB_QUERY_THREADS, KB_EMBED_THREADS)")
-
-        print(f"\nrunning {len(timed)} timed queries ({len(warmup)} warm-up queries first), around={args.around} ...")
-        totals: list[float] = []
-        stage_ms: dict[str, list[float]] = defaultdict(list)
-        results = []
-        alone: list[float] = []
-        waited: list[float] = []  # what the embedding added after keyword retrieval was done (it runs beside it)
-        for query in timed:
-            # The embedder's own time for the same question, in this process, right before its search.
-            alone.extend(embedder_alone(embedder, [query]))
+        variants = variant_documents(args, tenant, collection, documents, chunks, vectors, dims)
+        growth: list[tuple[int, dict, str, float]] = []
+        for target in args.growth or [args.target]:
             started = time.perf_counter()
-            answer = search(scope=scope, query=query, around=args.around)
-            totals.append((time.perf_counter() - started) * 1000)
-            per_stage: dict[str, float] = defaultdict(float)
-            waited_ms = 0.0
-            for stage in answer.stages:
-                if stage.status == "ran":
-                    per_stage[stage.name] += stage.ms
-                    waited_ms += stage.counts.get("waited_ms", 0.0) if stage.name == "query embedding" else 0.0
-            waited.append(waited_ms)
-            for name, ms in per_stage.items():
-                stage_ms[name].append(ms)
-            results.append(len(answer.results))
-        embedding = stage_ms["query embedding"]
-        if len(embedding) != len(totals):
-            raise SystemExit("some searches reported no 'query embedding' stage")
-        shares = [e / t for e, t in zip(embedding, totals, strict=True)]
-        # The question is embedded while keyword retrieval runs: without it a search would take its total
-        # less the time it waited for the embedding after keyword retrieval was done.
-        without = [t - w for w, t in zip(waited, totals, strict=True)]
-
-        print(f"\nresults (load average now {load_average()})")
-        print(f"  queries              : {len(totals)} (results per query: median {statistics.median(results):.0f})")
-        print(f"  total latency        : {p50_p95(totals)}")
-        print(f"  total w/o embedding  : {p50_p95(without)}   (target: p95 <= 50 ms)")
-        print(f"  query embedding      : {p50_p95(embedding)}   (the stage inside search: its own time)")
-        print(f"  waited for it        : {p50_p95(waited)}   (after keyword retrieval, which runs beside it)")
-        print(f"  embedder alone       : {p50_p95(alone)}   (embed_query on the same questions, same process)")
-        print(
-            f"  ratio stage / alone  : p50 {percentile(embedding, 50) / percentile(alone, 50):.2f}   "
-            f"p95 {percentile(embedding, 95) / percentile(alone, 95):.2f}   (target: <= 1.5)"
-        )
-        print(
-            f"  embedding share      : {sum(embedding) / sum(totals):.0%} of total time, overlapped or not "
-            f"(per query: median {statistics.median(shares):.0%})"
-        )
-        print("  other timed stages   :")
-        for name, values in stage_ms.items():
-            if name != "query embedding" and values and max(values) > 0:
-                print(f"    {name:<18} {p50_p95(values)}")
+            if reused:
+                print(f"\nreusing the collection kept by an earlier run with --keep (tenant {kept})")
+                vacuum_analyze()
+                cosines: list[float] = []
+            else:
+                have = Chunk.objects.filter(collection=collection).count()
+                print(f"\ngrowing the collection to >= {target} chunks with variants ({args.grow}) ...", flush=True)
+                cosines = grow_corpus(variants, target, have)["cosines"]
+            built = time.perf_counter() - started
+            total_rows = Chunk.objects.filter(collection=collection).count()
+            print(f"    {built:.0f}s to insert, keyword-index and analyse")
+            print(
+                f"  NOTE: {total_rows} chunk rows in the collection: "
+                f"{min(total_rows, len(chunks))} original paragraphs "
+                f"(of {len(chunks)} from {len(documents)} abstracts; vectors {origin}) + "
+                f"{max(0, total_rows - len(chunks))} grown variants"
+            )
+            if cosines:
+                print(
+                    f"    copy vectors: original + N(0, {args.noise}^2) per dimension, renormalised; cosine to the "
+                    f"original: mean {statistics.mean(cosines):.3f}, min {min(cosines):.3f}"
+                )
+            if args.grow == "passages":
+                dropped = f"{args.dropout:.0%} of words dropped"
+                print(f"    variant texts: runs of consecutive sentences (one sentence: {dropped})")
+            else:
+                print(f"    variant texts: sentences shuffled, {args.dropout:.0%} of words dropped")
+            all_rows = Chunk.objects.filter(embedding_dims=dims).count()
+            print(f"    the database holds {all_rows} chunk rows of {dims} dims in all (the HNSW index spans tenants)")
+            print(
+                f"\nrunning {len(timed)} timed queries ({len(warmup)} warm-up queries first), around={args.around} ..."
+            )
+            timings = time_questions(scope, embedder, warmup, timed, args.around)
+            print_timings(timings)
+            growth.append((total_rows, timings, load_average(), built))
+        if args.growth:
+            print_growth(growth)
         return 0
     finally:
         name = tenant.name

@@ -128,7 +128,7 @@ def retrieve_lists(collection, questions: dict[str, str], pool: int):  # type: i
     from collections_app.ingestion import detect_language
     from collections_app.models import Chunk, Document, DocumentStatus
     from embedding import get_embedder
-    from retrieval.search._stages import keyword_retrieve, vector_retrieve
+    from retrieval.search import keyword_retrieve, vector_retrieve
     from retrieval.search._visibility import Visibility
 
     embedder = get_embedder(collection.served_alias)

@@ -17,6 +17,7 @@ and `stitch`, how a window's paragraphs are joined), the trace
 from ._filters import InvalidFilters
 from ._fusion import fuse, ranked, reciprocal_rank_fusion, rrf_combine, zscore_combine, zscore_fusion, zscores
 from ._judge import verdict
+from ._keyword import keyword_retrieve
 from ._pipeline import STAGE_ORDER, SearchAnswer, search
 from ._planning import sub_questions
 from ._render import stitch
@@ -30,7 +31,7 @@ from ._scope import (
     resolve_scope,
     searchable_collections,
 )
-from ._stages import EmbeddingWidthMismatch, Hit, keyword_retrieve, passes_floor, vector_retrieve
+from ._stages import EmbeddingWidthMismatch, Hit, passes_floor, vector_retrieve
 from ._trace import Trace
 from ._visibility import FROM_VISIBLE, READER_SQL, VISIBLE_SQL, Visibility
 from ._warm import WarmUp, search_warm_up

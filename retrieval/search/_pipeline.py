@@ -20,6 +20,7 @@ from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching
 from ._fusion import CROSS_LANGUAGE_VECTOR_WEIGHT, cross_language_weights, fuse, fusion_counts, switched_off
 from ._judge import judge_stage
+from ._keyword import keyword_retrieve
 from ._parents import sections
 from ._planning import merge_planned, planning_stage
 from ._query_embedding import QueryEmbedding, start_query_embeddings
@@ -32,7 +33,6 @@ from ._stages import (
     check_embedding_width,
     chunk_texts,
     indexed_paragraphs,
-    keyword_retrieve,
     passes_floor,
     semantic_scores,
     vector_retrieve,
@@ -267,6 +267,7 @@ def _keyword_stage(trace: Trace, plan: SearchPlan, query: str, translated: dict[
         # under the pinned languages' (a translation's language may be pinned before any paragraph has it).
         pinned = sorted({code for c in plan.collections for code in (c.languages or [])} | {language})
         configs = [text_search_config(code) for code in pinned]
+        effort: dict[str, int] = {}  # queries asked, words scanned and looked up, summed over the lists
         lists = {
             code: keyword_retrieve(
                 visible=plan.visible,
@@ -275,6 +276,7 @@ def _keyword_stage(trace: Trace, plan: SearchPlan, query: str, translated: dict[
                 present=True,
                 limit=plan.top_k,
                 filters=plan.where,
+                counts=effort,
             )
             for code, text in {language or "unknown": query, **translated}.items()
         }
@@ -284,7 +286,7 @@ def _keyword_stage(trace: Trace, plan: SearchPlan, query: str, translated: dict[
             by_config[hit.config] += 1
         counts.update(
             language=language or "unknown", hits=len(hits),
-            lexical_by_config=dict(sorted(by_config.items())), **plan.filter_counts,
+            lexical_by_config=dict(sorted(by_config.items())), **plan.filter_counts, **effort,
         )  # fmt: skip
         if translated:
             counts["by_language"] = {code: len(found) for code, found in lists.items()}

@@ -18,7 +18,7 @@ from collections_app.services import reindex
 from collections_app.services.collections import collection_update
 from collections_app.services.documents import document_delete
 from collections_app.sql import keyword_vector
-from retrieval.search import Visibility, _stages, keyword_retrieve
+from retrieval.search import Visibility, _keyword, keyword_retrieve
 from tests.files.documents import html_bytes
 from tests.files.sections import SECTIONS
 
@@ -186,8 +186,8 @@ def test_the_window_widens_until_the_ranking_equals_scoring_every_candidate(coll
     index(collection, [f"{text} Room {n}." for n, text in enumerate(ROOMS * 4)], name="open")
     # The best matches for "office kettle" are all labelled for another reader.
     index(collection, ["The office kettle, the office kettle and the kettle."] * 12, name="hr", labels=["hr"])
-    monkeypatch.setattr(_stages, "COMMON_WORD_PARAGRAPHS", 0)  # "office", "the": common at this size
-    monkeypatch.setattr(_stages, "KEYWORD_WINDOW_MIN", 1)
+    monkeypatch.setattr(_keyword, "COMMON_WORD_PARAGRAPHS", 0)  # "office", "the": common at this size
+    monkeypatch.setattr(_keyword, "KEYWORD_WINDOW_MIN", 1)
     readable = {str(pk) for pk in Chunk.objects.filter(collection=collection, labels=[]).values_list("pk", flat=True)}
     executed: list[str] = []
 
