@@ -66,6 +66,18 @@ def _rest(row: str, which: str, words: str = "words") -> str:
         ), 0)"""
 
 
+def _scan(words: str, which: str) -> str:
+    """Every paragraph holding one of the `which` words of `words`, with the share of those words in its score:
+    the postings of those words read whole (a scan of each word's postings, the cost the split keeps small)."""
+    return f"""SELECT p.collection_id, p.chunk_id, sum({_TERM_SCORE}) AS score
+        FROM {words} k
+        JOIN collections_app_keywordposting p
+          ON p.collection_id = ANY(%(collections)s::uuid[]) AND p.lexeme = k.lexeme
+        CROSS JOIN stats
+        WHERE {which}
+        GROUP BY p.collection_id, p.chunk_id"""
+
+
 _KEYWORD_SQL = f"""
     WITH RECURSIVE languages AS (
         -- With `present`, the searched collections' document languages: one index probe per (collection,
@@ -108,13 +120,7 @@ _KEYWORD_SQL = f"""
                sum(idf * (%(k1)s + 1)) OVER (ORDER BY rare, df DESC, lexeme) AS below
         FROM idf
     ), probe_top AS MATERIALIZED (
-        SELECT p.collection_id, p.chunk_id, sum({_TERM_SCORE}) AS score
-        FROM ranked k
-        JOIN collections_app_keywordposting p
-          ON p.collection_id = ANY(%(collections)s::uuid[]) AND p.lexeme = k.lexeme
-        CROSS JOIN stats
-        WHERE k.probe
-        GROUP BY p.collection_id, p.chunk_id
+        {_scan("ranked", "k.probe")}
         ORDER BY score DESC
         LIMIT 2 * %(limit)s
     ), estimate AS MATERIALIZED (
@@ -138,13 +144,7 @@ _KEYWORD_SQL = f"""
                coalesce(bool_or(optional), false) AS optional
         FROM words
     ), partial AS (
-        SELECT p.collection_id, p.chunk_id, sum({_TERM_SCORE}) AS score
-        FROM words k
-        JOIN collections_app_keywordposting p
-          ON p.collection_id = ANY(%(collections)s::uuid[]) AND p.lexeme = k.lexeme
-        CROSS JOIN stats
-        WHERE k.making
-        GROUP BY p.collection_id, p.chunk_id
+        {_scan("words", "k.making")}
     ), top AS MATERIALIZED (
         -- One more than the window can hold: its score bounds every partial score left out.
         SELECT *, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
