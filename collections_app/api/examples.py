@@ -172,3 +172,30 @@ COLLECTION_IMPORT: dict[str, Any] = {
 }
 # GET /api/manage/collections/{id}/import: done, the file's vectors used as they are (its model is served here).
 COLLECTION_IMPORT_DONE: dict[str, Any] = {**COLLECTION_IMPORT, "status": "done", "done": 11_742, "re_embedded": False}
+
+
+# A document's paragraphs as its editors see them (api/paragraphs.py), and one edit of its history.
+_PARAGRAPH = {
+    "id": "0d8e1c52-3b7a-4f0e-9a61-5c2f7e4b9d10",
+    "text": "Refunds are paid within 5 days to the card used for the purchase.",
+    "ordinal": 4,
+    "page": 2,
+    "section": ["Handbook", "Refunds"],
+    "language": "en",
+    "labels": [],
+    "hidden": False,
+    "edited": True,
+}
+PARAGRAPH_PAGE = {"count": 1, "limit": 100, "offset": 0, "results": [_PARAGRAPH]}
+# One edit: drf-spectacular shows a list answer's example as a list of it.
+PARAGRAPH_EDIT: dict[str, Any] = {
+    "id": "6a0f3d2e-8c41-4b7e-b5a9-1e2d3c4b5a69",
+    "operation": "edit",
+    "status": "applied",
+    "by": "key editor-bot",
+    "created_at": "2026-11-30T09:12:44Z",
+    "before": [{"text": "Refunds are paid within 5 dyas.", "section": ["Handbook", "Refunds"], "page": 2}],
+    "after": [{"text": _PARAGRAPH["text"], "section": ["Handbook", "Refunds"], "page": 2}],
+    "params": {},
+    "reverts": None,
+}

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from collections_app import selectors
+from collections_app.api.examples import PARAGRAPH_EDIT, PARAGRAPH_PAGE
 from collections_app.api.views import TenantScopedView
 from collections_app.models import Chunk, Document, ParagraphEdit
 from collections_app.selectors.paragraphs import document_paragraph_edits, document_paragraphs_for_editors
@@ -30,32 +31,6 @@ from doors.api.schema import refusals
 
 _CONFLICT = "the document is being read, a re-index is pending, or the edit clashes with a later one"
 _CONFLICT_EXAMPLE = "a later edit changed the paragraphs this edit left: revert that one first"
-
-
-_PARAGRAPH = {
-    "id": "0d8e1c52-3b7a-4f0e-9a61-5c2f7e4b9d10",
-    "text": "Refunds are paid within 5 days to the card used for the purchase.",
-    "ordinal": 4,
-    "page": 2,
-    "section": ["Handbook", "Refunds"],
-    "language": "en",
-    "labels": [],
-    "hidden": False,
-    "edited": True,
-}
-PARAGRAPH_PAGE = {"count": 1, "limit": 100, "offset": 0, "results": [_PARAGRAPH]}
-# One edit: drf-spectacular shows a list answer's example as a list of it.
-PARAGRAPH_EDIT: dict[str, Any] = {
-    "id": "6a0f3d2e-8c41-4b7e-b5a9-1e2d3c4b5a69",
-    "operation": "edit",
-    "status": "applied",
-    "by": "key editor-bot",
-    "created_at": "2026-11-30T09:12:44Z",
-    "before": [{"text": "Refunds are paid within 5 dyas.", "section": ["Handbook", "Refunds"], "page": 2}],
-    "after": [{"text": _PARAGRAPH["text"], "section": ["Handbook", "Refunds"], "page": 2}],
-    "params": {},
-    "reverts": None,
-}
 
 
 class PageInput(serializers.Serializer):
