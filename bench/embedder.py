@@ -135,14 +135,14 @@ def main() -> None:
     print(f"load average (1 min) at end: {os.getloadavg()[0]:.2f}")
     print()
     print(
-        f"{'runtime':<22} {'passages/s':>10} {'(runs)':>13} {'query p50':>10} {'p95 ms':>7} "
+        f"{'runtime':<30} {'passages/s':>10} {'(runs)':>13} {'query p50':>10} {'p95 ms':>7} "
         f"{'start s':>8} {'peak MB':>8}"
     )
     for figures in (base, fast):
         p50, p95 = np.percentile(figures["latencies"], [50, 95])
         runs = "/".join(f"{r:.1f}" for r in figures["rates"])
         print(
-            f"{figures['runtime']!s:<22} {float(figures['rate']):>10.1f} {runs:>13} {p50:>10.1f} {p95:>7.1f} "
+            f"{figures['runtime']!s:<30} {float(figures['rate']):>10.1f} {runs:>13} {p50:>10.1f} {p95:>7.1f} "
             f"{float(figures['startup']):>8.2f} {float(figures['peak_mb']):>8.0f}"
         )
     print()

