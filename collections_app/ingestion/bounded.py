@@ -30,11 +30,12 @@ import logging
 import os
 import pickle
 import resource
+import select
 import signal
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -122,19 +123,38 @@ def run_bounded(
 def _wait(
     pid: int, started: float, seconds: float, keep_going: Callable[[], bool] | None
 ) -> tuple[int, resource.struct_rusage]:
-    pause = 0.005  # small documents parse in milliseconds: look often at first, then every _POLL
-    while True:
-        waited, status, usage = os.wait4(pid, os.WNOHANG)
-        if waited:
-            return status, usage
-        if seconds and time.monotonic() - started > seconds:
-            _kill(pid)
-            raise OutOfTime(f"the parser ran longer than {seconds} s")
-        if keep_going is not None and not keep_going():
-            _kill(pid)
-            raise NoLongerWanted("the parser's result is no longer wanted")
-        time.sleep(pause)
-        pause = min(_POLL, pause * 2)
+    with _exit_notice(pid) as exited:
+        pause = 0.005  # without a pidfd: small documents parse in milliseconds, so look often at first
+        while True:
+            waited, status, usage = os.wait4(pid, os.WNOHANG)
+            if waited:
+                return status, usage
+            if seconds and time.monotonic() - started > seconds:
+                _kill(pid)
+                raise OutOfTime(f"the parser ran longer than {seconds} s")
+            if keep_going is not None and not keep_going():
+                _kill(pid)
+                raise NoLongerWanted("the parser's result is no longer wanted")
+            if exited is not None:
+                select.select([exited], [], [], _POLL)  # wakes the moment the child exits
+            else:
+                time.sleep(pause)
+                pause = min(_POLL, pause * 2)
+
+
+@contextlib.contextmanager
+def _exit_notice(pid: int) -> Iterator[int | None]:
+    """A file descriptor that becomes readable when the child exits (Linux 5.3+), or None where there is none.
+    Sleeping and looking again would reap a 50 ms parse at 75 ms, and a 320 ms one at 565 ms."""
+    try:
+        descriptor = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        yield None
+        return
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
 
 
 def _kill(pid: int) -> None:
