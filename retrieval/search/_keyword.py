@@ -100,7 +100,9 @@ _KEYWORD_SQL = f"""
                coalesce(sum(total_length)::float8 / nullif(sum(paragraphs), 0), 1) AS avgdl
         FROM collections_app_keywordstats WHERE collection_id = ANY(%(collections)s::uuid[])
     ), stats AS MATERIALIZED (
-        SELECT n, %(k1)s * (1 - %(b)s) AS k_fixed, %(k1)s * %(b)s / avgdl AS k_length FROM totals
+        -- float8: the parameters arrive as literals, which PostgreSQL reads as numeric, and a numeric k_fixed
+        -- made every posting's term weight numeric arithmetic (a slow question's scan took 40 % longer).
+        SELECT n, (%(k1)s * (1 - %(b)s))::float8 AS k_fixed, %(k1)s * %(b)s / avgdl AS k_length FROM totals
     ), idf AS MATERIALIZED (
         SELECT t.lexeme, t.df, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
                t.df <= greatest(s.n / 2, %(common)s) AS rare
