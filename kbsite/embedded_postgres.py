@@ -41,6 +41,7 @@ def embedded_database(var_dir: Path) -> dict[str, Any]:
     _exit_cleanly_on_sigterm()
     info = server.get_postmaster_info()
     _ensure_database(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
+    _size_shared_buffers(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": DATABASE_NAME,
@@ -99,3 +100,27 @@ def _ensure_database(psql: Path, admin_uri: str) -> None:
         # Two processes starting at once may both try; the loser finds it there.
         if created.returncode != 0 and "already exists" not in created.stderr:
             raise RuntimeError(f"could not create the {DATABASE_NAME} database: {created.stderr.strip()}")
+
+
+def shared_buffers_mb(memory_bytes: int) -> int:
+    """The embedded server's buffer pool: an eighth of the machine's memory, between PostgreSQL's default of
+    128 MB and 2 GB. The default holds a tenth of a 100,000-paragraph collection's keyword postings (1.3 GB
+    with their index), so every question read most of its postings' pages back from the OS (docs/DECISIONS.md)."""
+    return max(128, min(2048, memory_bytes // 8 // 2**20))
+
+
+def _size_shared_buffers(psql: Path, admin_uri: str) -> None:
+    """Size the buffer pool once (ALTER SYSTEM: it applies from the server's next start). Only the value initdb
+    wrote (128 MB in postgresql.conf) is replaced; one set by ALTER SYSTEM or another value in the file stays."""
+    query = (
+        "SELECT setting = '16384' AND sourcefile LIKE '%/postgresql.conf' AND NOT pending_restart"
+        " FROM pg_settings WHERE name = 'shared_buffers'"
+    )
+    initdbs = subprocess.run([str(psql), admin_uri, "-tAc", query], check=True, capture_output=True, text=True)
+    if initdbs.stdout.strip() != "t":
+        return
+    wanted = shared_buffers_mb(psutil.virtual_memory().total)
+    # The reload marks the change pending (pending_restart), so later starts leave it alone.
+    alter = f"ALTER SYSTEM SET shared_buffers = '{wanted}MB'"
+    subprocess.run([str(psql), admin_uri, "-c", alter, "-c", "SELECT pg_reload_conf()"], capture_output=True)
+    logger.info("embedded PostgreSQL: shared_buffers %s MB from its next start", wanted)

@@ -101,7 +101,7 @@ _KEYWORD_SQL = f"""
         FROM collections_app_keywordstats WHERE collection_id = ANY(%(collections)s::uuid[])
     ), stats AS MATERIALIZED (
         -- float8: the parameters arrive as literals, which PostgreSQL reads as numeric, and a numeric k_fixed
-        -- made every posting's term weight numeric arithmetic (a slow question's scan took 40 % longer).
+        -- made every posting's term weight numeric arithmetic (a slow question took 1.6 times as long).
         SELECT n, (%(k1)s * (1 - %(b)s))::float8 AS k_fixed, %(k1)s * %(b)s / avgdl AS k_length FROM totals
     ), idf AS MATERIALIZED (
         SELECT t.lexeme, t.df, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,

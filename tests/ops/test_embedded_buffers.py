@@ -1,0 +1,68 @@
+"""The embedded server sizes its buffer pool once, and leaves a value someone chose alone."""
+
+from __future__ import annotations
+
+import psutil
+import pytest
+
+from kbsite.embedded_postgres import _size_shared_buffers, shared_buffers_mb
+from tests.ops.pg_pair import POSTGRES_BIN_PATH, Server, primary_create
+
+
+def test_an_eighth_of_memory_between_postgresqls_default_and_2_gb():
+    gib = 2**30
+    assert shared_buffers_mb(1 * gib) == 128  # a small machine keeps PostgreSQL's default
+    assert shared_buffers_mb(8 * gib) == 1024
+    assert shared_buffers_mb(64 * gib) == 2048
+
+
+@pytest.fixture
+def configured(tmp_path):
+    """A cluster whose postgresql.conf sets shared_buffers itself (pg_pair's 32 MB)."""
+    primary = primary_create(tmp_path)
+    yield primary
+    primary.stop()
+
+
+@pytest.fixture
+def server(configured):
+    """The same cluster with only initdb's own postgresql.conf value (128 MB), as the embedded server has."""
+    conf = configured.data / "postgresql.conf"
+    kept = [line for line in conf.read_text().splitlines() if not line.startswith("shared_buffers = 32MB")]
+    conf.write_text("\n".join(kept) + "\n")
+    configured.stop()
+    configured.start()
+    return configured
+
+
+def _buffers(server: Server) -> str:
+    return server.sql("SHOW shared_buffers").strip()
+
+
+def _size_and_restart(server: Server) -> None:
+    _size_shared_buffers(POSTGRES_BIN_PATH / "psql", server.url)
+    server.stop()
+    server.start()
+
+
+def test_initdbs_128_mb_is_replaced_from_the_next_start(server):
+    assert _buffers(server) == "128MB"
+    wanted = shared_buffers_mb(psutil.virtual_memory().total)
+    shown = f"{wanted // 1024}GB" if wanted % 1024 == 0 else f"{wanted}MB"  # as SHOW prints it
+    _size_and_restart(server)
+    assert _buffers(server) == shown
+    _size_and_restart(server)  # a later start changes nothing
+    assert _buffers(server) == shown
+
+
+def test_a_value_set_by_alter_system_stays(server):
+    server.sql("ALTER SYSTEM SET shared_buffers = '200MB'")
+    server.stop()
+    server.start()
+    _size_and_restart(server)
+    assert _buffers(server) == "200MB"
+
+
+def test_another_value_in_postgresql_conf_stays(configured):
+    _size_and_restart(configured)
+    assert _buffers(configured) == "32MB"
