@@ -20,5 +20,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
-    re_path(r"^api/(?P<path>.*)$", views.api_not_found),  # last: only what nothing above answered
+    # Last: only what nothing above answered. [\s\S], not ".": an id holding a newline (%0A) is an address too.
+    re_path(r"^api/(?P<path>[\s\S]*)$", views.api_not_found),
 ]

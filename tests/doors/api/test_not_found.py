@@ -6,7 +6,16 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/manage/collections/not-a-uuid", "/api/manage/readers/%C2%A9", "/api/nothing-here", "/api/manage/"]
+    "path",
+    [
+        "/api/manage/collections/not-a-uuid",
+        "/api/manage/readers/%C2%A9",
+        "/api/nothing-here",
+        "/api/manage/",
+        # A newline in an id (what schemathesis sent): "." in the catch-all's pattern did not match it.
+        "/api/manage/collections/d2573bbc-d4bf-4214-8050-05ead6253f3d/golden/m%0A%C3%B3",
+        "/api/manage/collections/d2573bbc-d4bf-4214-8050-05ead6253f3d/measure/%C3%8C%0A%C3%87%0FB/apply",
+    ],
 )
 def test_an_unknown_api_address_is_a_json_404(cast, path) -> None:
     response = cast.viewer.get(path)
