@@ -137,34 +137,26 @@ def project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, packed: t
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
-def pack(encoder: Encoder) -> bool:
-    """Reorder every matmul weight into oneDNN's layout, once per process; False, with nothing changed, when this
-    torch has no oneDNN or cannot pack. The packed copy is 88 MB more per process: the fp32 weights stay mapped
-    from the cached file (the norms and biases share its mapping), so dropping them would free nothing."""
+def pack(encoder: Encoder) -> None:
+    """Reorder every matmul weight into oneDNN's layout, once per process; nothing changes when this torch has
+    no oneDNN or cannot pack. The packed copy is 88 MB more per process: the fp32 weights stay mapped from the
+    cached file (the norms and biases share its mapping), so dropping them would free nothing."""
     if not torch.backends.mkldnn.is_available():
-        return False
+        return
     matmuls = _matmuls(encoder)
     try:
-        packed = [torch.ops.mkldnn._reorder_linear_weight(weight, None) for _, weight in matmuls]
+        packed = [torch.ops.mkldnn._reorder_linear_weight(getattr(m, f"{name}weight"), None) for m, name in matmuls]
     except (RuntimeError, AttributeError):  # an op this build lacks
-        return False
-    for (module, _), weight in zip(matmuls, packed, strict=True):
-        if isinstance(module, Attention):
-            module.in_proj_packed = weight
-        else:
-            module.packed = weight
-    return True
+        return
+    for (module, name), weight in zip(matmuls, packed, strict=True):
+        setattr(module, f"{name}packed", weight)
 
 
-def _matmuls(encoder: Encoder) -> list[tuple[nn.Module, torch.Tensor]]:
-    out: list[tuple[nn.Module, torch.Tensor]] = []
+def _matmuls(encoder: Encoder) -> list[tuple[nn.Module, str]]:
+    """Each matmul's module and the prefix of its `weight` and `packed` attributes (Q/K/V's are `in_proj_`)."""
+    out: list[tuple[nn.Module, str]] = []
     for layer in cast(list[Layer], list(encoder.layers)):
-        out += [
-            (layer.self_attn, layer.self_attn.in_proj_weight),
-            (layer.self_attn.out_proj, layer.self_attn.out_proj.weight),
-            (layer.linear1, layer.linear1.weight),
-            (layer.linear2, layer.linear2.weight),
-        ]
+        out += [(layer.self_attn, "in_proj_"), (layer.self_attn.out_proj, ""), (layer.linear1, ""), (layer.linear2, "")]
     return out
 
 

@@ -40,8 +40,7 @@ def embedded_database(var_dir: Path) -> dict[str, Any]:
     atexit.register(_forget_dead_handles, server)
     _exit_cleanly_on_sigterm()
     info = server.get_postmaster_info()
-    _ensure_database(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
-    _size_shared_buffers(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
+    _prepare_server(POSTGRES_BIN_PATH / "psql", server.get_uri("postgres"))
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": DATABASE_NAME,
@@ -81,25 +80,29 @@ def _exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
-def _ensure_database(psql: Path, admin_uri: str) -> None:
-    exists = subprocess.run(
-        [
-            str(psql),
-            admin_uri,
-            "-tAc",
-            f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
+# One psql call per process start tells both: is the kbsite database there, and is shared_buffers still
+# the 128 MB initdb wrote into postgresql.conf (not ALTER SYSTEM's, not another value, not already pending)?
+_SERVER_STATE = f"""
+    SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'),
+           (SELECT setting = '16384' AND sourcefile LIKE '%/postgresql.conf' AND NOT pending_restart
+            FROM pg_settings WHERE name = 'shared_buffers')
+"""
+
+
+def _prepare_server(psql: Path, admin_uri: str) -> None:
+    state = subprocess.run(
+        [str(psql), admin_uri, "-tAc", _SERVER_STATE], check=True, capture_output=True, text=True
     ).stdout.strip()
-    if exists != "1":
+    database_exists, initdbs_buffers = (value == "t" for value in state.split("|"))
+    if not database_exists:
         created = subprocess.run(
             [str(psql), admin_uri, "-c", f"CREATE DATABASE {DATABASE_NAME}"], capture_output=True, text=True
         )
         # Two processes starting at once may both try; the loser finds it there.
         if created.returncode != 0 and "already exists" not in created.stderr:
             raise RuntimeError(f"could not create the {DATABASE_NAME} database: {created.stderr.strip()}")
+    if initdbs_buffers:
+        _size_shared_buffers(psql, admin_uri)
 
 
 def shared_buffers_mb(memory_bytes: int) -> int:
@@ -110,15 +113,7 @@ def shared_buffers_mb(memory_bytes: int) -> int:
 
 
 def _size_shared_buffers(psql: Path, admin_uri: str) -> None:
-    """Size the buffer pool once (ALTER SYSTEM: it applies from the server's next start). Only the value initdb
-    wrote (128 MB in postgresql.conf) is replaced; one set by ALTER SYSTEM or another value in the file stays."""
-    query = (
-        "SELECT setting = '16384' AND sourcefile LIKE '%/postgresql.conf' AND NOT pending_restart"
-        " FROM pg_settings WHERE name = 'shared_buffers'"
-    )
-    initdbs = subprocess.run([str(psql), admin_uri, "-tAc", query], check=True, capture_output=True, text=True)
-    if initdbs.stdout.strip() != "t":
-        return
+    """Replace initdb's 128 MB once (ALTER SYSTEM: it applies from the server's next start)."""
     wanted = shared_buffers_mb(psutil.virtual_memory().total)
     # The reload marks the change pending (pending_restart), so later starts leave it alone.
     alter = f"ALTER SYSTEM SET shared_buffers = '{wanted}MB'"

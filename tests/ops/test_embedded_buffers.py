@@ -5,7 +5,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from kbsite.embedded_postgres import _size_shared_buffers, shared_buffers_mb
+from kbsite.embedded_postgres import _prepare_server, shared_buffers_mb
 from tests.ops.pg_pair import POSTGRES_BIN_PATH, Server, primary_create
 
 
@@ -40,7 +40,7 @@ def _buffers(server: Server) -> str:
 
 
 def _size_and_restart(server: Server) -> None:
-    _size_shared_buffers(POSTGRES_BIN_PATH / "psql", server.url)
+    _prepare_server(POSTGRES_BIN_PATH / "psql", server.url)
     server.stop()
     server.start()
 
