@@ -5,6 +5,10 @@ import os
 
 os.environ.setdefault("KB_DEBUG", "1")
 os.environ.setdefault("KB_SECRET_KEY", "test-only")
+# One embedding thread per process: the suite runs two workers (and the platforms some tests start) on two cores,
+# whose OpenMP threads spun on each other's time at two threads each. Measured once each, 2,902 tests: 16:57 with
+# every core per build, 13:51 with one (docs/DECISIONS.md). The thread tests pass their own counts.
+os.environ.setdefault("KB_EMBED_THREADS", "1")
 
 from kbsite.settings import *  # noqa: F403
 from kbsite.settings import DATABASES, Q_CLUSTER, VAR_DIR

