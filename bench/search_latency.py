@@ -513,10 +513,9 @@ def main() -> int:
     setup_django()
 
     from django.conf import settings
-    from django.db import connection
 
     from collections_app.models import Chunk, Collection, Tenant
-    from collections_app.services.collections import collection_create
+    from collections_app.services.collections import collection_create, collection_delete
     from embedding import get_embedder, get_model
     from retrieval.search import SearchScope
 
@@ -632,9 +631,9 @@ def main() -> int:
             print(f"\ntenant {name} kept (--keep): a later run with --keep reuses it")
         else:
             started = time.perf_counter()
-            with connection.cursor() as cursor:
-                # One statement (one run of the keyword triggers) rather than the ORM's per-batch cascade.
-                cursor.execute("DELETE FROM collections_app_chunk WHERE tenant_id = %s", [tenant.pk])
+            # As the platform deletes a collection: its keyword index by its id, its paragraphs in one statement.
+            for collection in Collection.objects.filter(tenant=tenant):
+                collection_delete(collection=collection)
             tenant.delete()
             print(f"\ntemporary tenant {name} deleted ({time.perf_counter() - started:.1f}s)")
 

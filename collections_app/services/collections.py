@@ -3,11 +3,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettings, check_strategy, overlap_following
-from collections_app.models import Chunk, Collection, ParentReturn, Role, SizeUnit, Tenant
+from collections_app.models import (
+    Chunk,
+    Collection,
+    KeywordPosting,
+    KeywordStats,
+    KeywordTerm,
+    ParentReturn,
+    Role,
+    SizeUnit,
+    Tenant,
+)
 from collections_app.services.documents import collection_chunking, stored_files_of
 from collections_app.services.languages import language_codes
 from collections_app.services.reader_access import reader_access_check
@@ -216,5 +226,22 @@ def collection_delete(*, collection: Collection) -> None:
         # Locked first, as a publish does (services/documents/_publish.py): one under way finishes before this
         # deletes; one coming after finds the collection gone. Its documents' ingestions stop (_watch.py).
         Collection.objects.select_for_update().filter(pk=collection.pk).values_list("pk", flat=True).first()
+        _paragraphs_drop(collection)
         collection.delete()
         transaction.on_commit(remove_files)
+
+
+def _paragraphs_drop(collection: Collection) -> None:
+    """Every paragraph of `collection` and its keyword index, in a few statements, inside the caller's transaction.
+
+    The keyword index goes by collection id (a range of each table's key), then the paragraphs in one statement whose
+    delete trigger leaves this collection out (migration 0028). Subtracting them from an index about to go joined
+    every paragraph's words with their postings: for 300,000 paragraphs that join filled the disk with temporary
+    files and the deletion failed. One statement also spares the ORM's cascade, which loads every paragraph first."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('kb.dropped_collections', %s, true)", [f"{{{collection.pk}}}"])
+        for model in (KeywordPosting, KeywordTerm, KeywordStats):
+            cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE collection_id = %s", [collection.pk])
+        cursor.execute(f"DELETE FROM {Chunk._meta.db_table} WHERE collection_id = %s", [collection.pk])
+        # At once: nothing else the caller's transaction deletes is left out.
+        cursor.execute("SELECT set_config('kb.dropped_collections', '', true)")

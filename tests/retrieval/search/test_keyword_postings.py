@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 
 from collections_app.ingestion import text_search_config
-from collections_app.models import Chunk, Collection, Document, KeywordPosting, Tenant
+from collections_app.models import Chunk, Collection, Document, KeywordPosting, KeywordStats, KeywordTerm, Tenant
 from collections_app.services import reindex
-from collections_app.services.collections import collection_update
+from collections_app.services.collections import collection_delete, collection_update
 from collections_app.services.documents import document_delete
 from collections_app.sql import keyword_vector
 from retrieval.search import Visibility, _keyword, keyword_retrieve
@@ -177,6 +177,41 @@ def test_scores_are_plain_bm25_and_postings_follow_inserts_index_updates_and_del
     assert gone and not gone & {p[0] for p in postings(collection)}
     for question in QUESTIONS:
         assert_same_ranking(stage(collection, question), reference(collection, question))
+
+
+def keyword_rows(collection: Collection) -> tuple[object, ...]:
+    """Everything the keyword stage reads of one collection: its postings, word counts and totals."""
+    terms = set(KeywordTerm.objects.filter(collection=collection).values_list("lexeme", "paragraphs"))
+    totals = list(KeywordStats.objects.filter(collection=collection).values_list("paragraphs", "total_length"))
+    return postings(collection), terms, totals
+
+
+def test_a_deleted_collection_takes_its_keyword_index_and_leaves_its_neighbours(collection) -> None:
+    """collection_delete drops the collection's index by its id and tells the delete trigger to leave it out; the
+    neighbour sharing its words keeps exactly its own index, and a delete after it is counted again."""
+    neighbour = Collection.objects.create(tenant=collection.tenant, name="neighbour")
+    index(collection, ROOMS, name="gone")
+    kept = index(neighbour, ROOMS[:6], name="kept")
+    index(neighbour, ROOMS[6:], name="later")
+    before = keyword_rows(neighbour)
+    assert KeywordPosting.objects.filter(collection_id=collection.pk).exists()
+
+    collection_delete(collection=collection)
+
+    assert not KeywordPosting.objects.filter(collection_id=collection.pk).exists()
+    assert not KeywordTerm.objects.filter(collection_id=collection.pk).exists()
+    assert not KeywordStats.objects.filter(collection_id=collection.pk).exists()
+    assert keyword_rows(neighbour) == before
+    assert postings(neighbour) == expected_postings(neighbour)
+    for question in QUESTIONS:
+        assert_same_ranking(stage(neighbour, question), reference(neighbour, question))
+
+    # Still inside the test's one transaction: the trigger leaves out the dropped collection's rows only.
+    kept.delete()
+    assert postings(neighbour) == expected_postings(neighbour)
+    assert KeywordStats.objects.get(collection=neighbour).paragraphs == len(ROOMS) - 6
+    for question in QUESTIONS:
+        assert_same_ranking(stage(neighbour, question), reference(neighbour, question))
 
 
 def test_the_window_widens_until_the_ranking_equals_scoring_every_candidate(collection, monkeypatch) -> None:
