@@ -94,8 +94,12 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
-def worker_holding_a_lease(cluster: Cluster, timeout: float = 60) -> int:
-    """The pid of the cluster worker that holds an ingestion lease (it names itself in pg_stat_activity)."""
+def worker_holding_a_lease(cluster: Cluster, document: Document | None = None, timeout: float = 60) -> int:
+    """The pid of the cluster worker that holds an ingestion lease (it names itself in pg_stat_activity).
+
+    Given a document, also waits until it reads `parsing`: a worker takes the lease first and marks the
+    document a moment later, and a kill in between leaves it `queued` (recovered all the same).
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with connection.cursor() as cursor:
@@ -104,10 +108,12 @@ def worker_holding_a_lease(cluster: Cluster, timeout: float = 60) -> int:
                 " WHERE datname = current_database() AND application_name LIKE 'kbsite-ingest pid=%%'"
             )
             names = [row[0] for row in cursor.fetchall()]
-        if names:
+        if document is not None:
+            document.refresh_from_db()
+        if names and (document is None or document.status == DocumentStatus.PARSING):
             return int(names[0].split("=", 1)[1])
         assert cluster.process is not None and cluster.process.poll() is None, cluster.log.read_text()[-3000:]
-        time.sleep(0.1)
+        time.sleep(0.05)
     raise AssertionError(f"no worker took the ingestion in {timeout}s:\n{cluster.log.read_text()[-3000:]}")
 
 
@@ -135,7 +141,7 @@ def cluster(tmp_path, monkeypatch):
 def test_a_worker_killed_mid_ingest_is_recovered_by_the_live_cluster_and_after_a_restart(cluster, collection, capsys):
     # 1. The worker dies; the cluster lives on (django-q2 starts a new worker) and requeues the document.
     first = document_create(collection=collection, filename="shelves.md", content=io.BytesIO(paragraphs("shelves")))
-    worker = worker_holding_a_lease(cluster)
+    worker = worker_holding_a_lease(cluster, first.document)
     # Ingestion is batch work: the worker yields the CPU to searches (KB_CLUSTER_NICE, 10 by default).
     assert psutil.Process(worker).nice() == min(19, os.nice(0) + settings.KB_CLUSTER_NICE)
     os.kill(worker, signal.SIGKILL)
@@ -146,7 +152,7 @@ def test_a_worker_killed_mid_ingest_is_recovered_by_the_live_cluster_and_after_a
     # 2. The worker dies with the whole cluster (SIGKILL to its process group); the next cluster, at its
     # start, requeues the document the dead one had taken.
     second = document_create(collection=collection, filename="ledgers.md", content=io.BytesIO(paragraphs("ledgers")))
-    worker_holding_a_lease(cluster)
+    worker_holding_a_lease(cluster, second.document)
     cluster.kill()
     second.document.refresh_from_db()
     assert second.document.status == DocumentStatus.PARSING
