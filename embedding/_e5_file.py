@@ -121,6 +121,13 @@ class E5File:
         blocks = np.frombuffer(self._raw, _Q4_BLOCK, count // QK, start)
         return dequantize(blocks).reshape(-1)
 
+    def blocks(self, name: str) -> np.ndarray:
+        """A Q4_0 weight matrix as its blocks, left 4-bit: [out, in / 32] (for a runtime with 4-bit kernels)."""
+        dtype, count, start = self._tensors[name]
+        if dtype != _Q4:
+            raise ModelFileError(f"tensor {name} is not in 4 bits")
+        return np.frombuffer(self._raw, _Q4_BLOCK, count // QK, start)
+
     @cached_property
     def word_blocks(self) -> np.ndarray:
         """The word embeddings as Q4_0 blocks [rows, hidden / 32], left 4-bit (rows are dequantized per use)."""

