@@ -25,9 +25,10 @@ shipped e5.c, on a multilingual set.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import sentencepiece
-from sentencepiece import sentencepiece_model_pb2 as spm_model
+from sentencepiece import sentencepiece_model_pb2
 
 from ._e5_file import Vocabulary
 
@@ -35,6 +36,8 @@ METASPACE = "\u2581"
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
 _SPACES = re.compile(" {2,}")
+# protoc-generated: its classes are made at import, so no type checker sees them.
+spm_model: Any = sentencepiece_model_pb2
 
 
 def _model_proto(vocabulary: Vocabulary) -> bytes:
