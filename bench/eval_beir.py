@@ -159,6 +159,24 @@ def ingest(corpus: dict[str, dict], order: list[str], collection) -> None:  # ty
         print(f"ingest: {errors} documents in error", flush=True)
 
 
+def build_recipes(collection) -> Counter[str]:  # type: ignore[no-untyped-def]
+    """How each document's paragraphs were embedded, from its latest build record (model, runtime, chunking,
+    where the breadcrumb's title came from: the title itself differs per document and is left out)."""
+    from collections_app.models import Build
+
+    latest: dict[str, tuple[str, dict]] = {}
+    for document_id, model, method in (
+        Build.objects.filter(collection=collection, document__isnull=False)
+        .order_by("built_at")
+        .values_list("document_id", "model", "method")
+    ):
+        latest[str(document_id)] = (model, method)
+    return Counter(
+        json.dumps({"model": model, **{k: v for k, v in method.items() if k != "title"}}, sort_keys=True)
+        for model, method in latest.values()
+    )
+
+
 # --- metrics ---------------------------------------------------------------------------------------------
 
 
@@ -382,6 +400,14 @@ def evaluate(args: argparse.Namespace, corpus: dict, test_qrels: dict, train_qre
     else:
         print(f"questions   : {len(test)} test, {len(train)} train")
     print(f"machine     : {os.cpu_count()} cpus, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    recipes = build_recipes(collection)
+    for recipe, count in recipes.most_common():
+        print(f"built by    : {count} documents, {recipe}")
+    if len(recipes) > 1:
+        print(
+            "MIXED       : the documents were embedded by more than one recipe (a resumed ingestion crossed a "
+            "change): the figures measure the mix, not one pipeline (issue 7's 0.7499, bench/scifact_title_mix.py)"
+        )
 
     collection_update(collection=collection, min_score=0.0, rerank_top_k=args.depth)
     get_embedder(collection.embedding_alias).embed_query("warm-up: the model loads once per process")
