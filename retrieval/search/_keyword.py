@@ -3,20 +3,25 @@
 The split of the question's words (MaxScore, Turtle & Flood 1995): every word has an upper bound on what it
 can add to a paragraph's score, idf * (k1 + 1) (the BM25 term weight as tf grows without end). The words
 whose bounds together stay well below the score the limit-th hit will have cannot put a paragraph into
-the result on their own; their postings are never scanned: they are looked up by primary key only for the
-paragraphs the other words (the candidate-making ones) ranked near the top. The limit-th score is estimated
+the result on their own; their postings are never scanned. Their share is read only for the paragraphs the
+other words (the candidate-making ones) ranked near the top, from each paragraph's own keyword index: its
+tsvector filtered to those words, one row per paragraph however many words were left out (a primary-key
+probe per word and paragraph cost 2.8 µs, as much as reading ten postings). The limit-th score is estimated
 beforehand, inside the same statement: the rarest words' postings (a few thousand) pick their best
 paragraphs, which are scored in full; the limit-th of those full scores is the estimate.
 
-The candidate-making words' partial scores rank the candidates; the best KEYWORD_WINDOW_MIN are scored in
-full, and the limit-th of those full scores says how far down a partial score could still rank (at least
-that score less the non-making words' bounds): those are scored in full too, and no others.
+The candidate-making words' partial scores rank the candidates. Those below the floor, the estimate less
+the non-making words' bounds, cannot reach the estimate and are dropped before the ranking (sorting tens of
+thousands of one-word candidates took a quarter of a long question's time). The best KEYWORD_WINDOW_MIN are
+scored in full, and the limit-th of those full scores says how far down a partial score could still rank
+(at least that score less the non-making words' bounds): those are scored in full too, and no others.
 
 Whatever the split, the answer is checked, not trusted: a paragraph outside the scored window scores at most
-its partial score (no higher than the best partial score left out) plus the non-making words' bounds, so
-when the last hit kept reaches that, nothing outside could have ranked. When it does not (a filter or the
-reader's labels hid the best paragraphs, a question whose words are all alike), the stage asks again with
-every rare word candidate-making and a widening window: the ranking the stage had before the split.
+its partial score (no higher than the best partial score left out, nor than the floor if it was dropped)
+plus the non-making words' bounds, so when the last hit kept reaches that, nothing outside could have
+ranked. When it does not (a filter or the reader's labels hid the best paragraphs, a question whose words
+are all alike), the stage asks again with every rare word candidate-making and a widening window: the
+ranking the stage had before the split.
 """
 
 from __future__ import annotations
@@ -56,26 +61,34 @@ _TERM_SCORE = "k.bound * p.tf / (p.tf + stats.k_fixed + stats.k_length * p.lengt
 
 
 def _rest(row: str, which: str, words: str = "words") -> str:
-    """The share of `which` words in the score of `row` (collection_id, chunk_id): one primary-key lookup per
-    word, so a frequent word costs a probe per paragraph scored, not a scan of its postings."""
+    """The share of `which` words in the score of `row` (chunk_id, length), from the paragraph's own keyword
+    index: its tsvector with those words marked (setweight) and the rest dropped (ts_filter), so a frequent
+    word costs no scan of its postings and no probe of its own. The postings are made from the same tsvector
+    in the same transaction (migration 0013: tf = its positions), so the two give the same term weights; every
+    keyword index is to_tsvector's, which always keeps positions (ts_filter drops a lexeme without any)."""
     return f"""coalesce((
-            SELECT sum({_TERM_SCORE})
-            FROM {words} k JOIN collections_app_keywordposting p
-              ON p.collection_id = {row}.collection_id AND p.lexeme = k.lexeme AND p.chunk_id = {row}.chunk_id
-            WHERE {which}
+            SELECT sum(k.bound * u.tf / (u.tf + stats.k_fixed + stats.k_length * {row}.length))
+            FROM collections_app_chunk c
+            CROSS JOIN LATERAL (
+                SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1) AS tf
+                FROM unnest(ts_filter(setweight(setweight(c.search_vector, 'D'), 'A',
+                     ARRAY(SELECT k.lexeme FROM {words} k WHERE {which})), '{{a}}')) v
+            ) u
+            JOIN {words} k ON k.lexeme = u.lexeme
+            WHERE c.id = {row}.chunk_id
         ), 0)"""
 
 
 def _scan(words: str, which: str) -> str:
     """Every paragraph holding one of the `which` words of `words`, with the share of those words in its score:
     the postings of those words read whole (a scan of each word's postings, the cost the split keeps small)."""
-    return f"""SELECT p.collection_id, p.chunk_id, sum({_TERM_SCORE}) AS score
+    return f"""SELECT p.chunk_id, sum({_TERM_SCORE}) AS score, any_value(p.length) AS length
         FROM {words} k
         JOIN collections_app_keywordposting p
           ON p.collection_id = ANY(%(collections)s::uuid[]) AND p.lexeme = k.lexeme
         CROSS JOIN stats
         WHERE {which}
-        GROUP BY p.collection_id, p.chunk_id"""
+        GROUP BY p.chunk_id"""
 
 
 _KEYWORD_SQL = f"""
@@ -147,10 +160,17 @@ _KEYWORD_SQL = f"""
         FROM words
     ), partial AS (
         {_scan("words", "k.making")}
+    ), cut AS MATERIALIZED (
+        -- No paragraph whose partial score is below the estimate less the non-making bounds can reach the
+        -- estimate, so it is dropped before the ranking (a little lower: the estimate is a sum in another order).
+        SELECT e.theta - b.nonmaking - 1e-9 * (1 + e.theta) AS floor FROM estimate e, bounds b
     ), top AS MATERIALIZED (
         -- One more than the window can hold: its score bounds every partial score left out.
         SELECT *, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
-        FROM (SELECT * FROM partial ORDER BY score DESC, chunk_id LIMIT %(window_max)s::bigint + 1) best
+        FROM (
+            SELECT * FROM partial WHERE score >= (SELECT floor FROM cut)
+            ORDER BY score DESC, chunk_id LIMIT %(window_max)s::bigint + 1
+        ) best
     ), first AS MATERIALIZED (
         -- The smallest window, scored in full.
         SELECT t.rank, t.chunk_id, t.score + {_rest("t", "NOT k.making")} AS score
@@ -172,9 +192,13 @@ _KEYWORD_SQL = f"""
     ), window_ AS MATERIALIZED (
         SELECT (SELECT count(*) FROM first) + (SELECT count(*) FROM more) AS size
     ), outside AS MATERIALIZED (
-        -- The best partial score outside the window (0: every paragraph a making word holds is inside); a
-        -- paragraph that only non-making words hold has a partial score of 0 too.
-        SELECT coalesce(max(top.score), 0) AS score FROM top, window_ WHERE top.rank > window_.size
+        -- The best partial score outside the window (0: every paragraph a making word holds is inside; at
+        -- least the floor, which every dropped paragraph is under); a paragraph that only non-making words
+        -- hold has a partial score of 0 too.
+        SELECT greatest(
+            coalesce((SELECT max(top.score) FROM top, window_ WHERE top.rank > window_.size), 0),
+            (SELECT floor FROM cut)
+        ) AS score
     ), kept AS (
         -- In score order, so the visibility check stops at the limit-th readable paragraph.
         SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
