@@ -281,6 +281,27 @@ def load_average() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+# A server younger than this started with the bench (or just before it): its buffer pool is empty.
+COLD_SERVER_SECONDS = 120
+
+
+def server_line() -> str:
+    """How long the database server has been up. The embedded server stops with the last process that uses it,
+    so a bench run with nothing else holding it starts a new server whose buffer pool holds nothing yet: its
+    figures are a cold server's, not those of a platform that has been answering questions."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8")
+        (uptime,) = cursor.fetchone()
+    if uptime < COLD_SERVER_SECONDS:
+        return (
+            f"up {uptime:.0f} s: started for this run, so its buffer pool starts empty (keep the platform or "
+            "another process on the server for a running server's figures)"
+        )
+    return f"up {uptime / 60:.0f} min"
+
+
 def p50_p95(values: list[float]) -> str:
     return f"p50 {percentile(values, 50):7.1f} ms   p95 {percentile(values, 95):7.1f} ms"
 
@@ -537,6 +558,7 @@ def main() -> int:
     print(
         f"  machine   : {os.cpu_count()} cpus, load average {load_average()} (other work on the machine skews latency)"
     )
+    print(f"  server    : {server_line()}")
     origin = "ingested" if base else ("random" if args.vectors == "random" else "embedded")
     kept = f"bench-search-keep-{args.target}-{origin}-{args.grow}"
     if args.keep and Chunk.objects.filter(tenant__name=kept).count() < args.target:
