@@ -1,6 +1,9 @@
-"""The embedded server sizes its buffer pool once, and leaves a value someone chose alone."""
+"""The embedded server sizes its buffer pool once, brings its pages back after a restart, and leaves a value
+someone chose alone."""
 
 from __future__ import annotations
+
+import time
 
 import psutil
 import pytest
@@ -66,3 +69,42 @@ def test_a_value_set_by_alter_system_stays(server):
 def test_another_value_in_postgresql_conf_stays(configured):
     _size_and_restart(configured)
     assert _buffers(configured) == "32MB"
+
+
+def _pages_in_pool(server: Server, table: str) -> int:
+    """Without reading the table (a read would bring its pages in itself)."""
+    return int(
+        server.sql(
+            "SELECT count(*) FROM pg_buffercache b JOIN pg_class c ON b.relfilenode = pg_relation_filenode(c.oid) "
+            f"AND b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            f"WHERE c.relname = '{table}'"
+        )
+    )
+
+
+def test_the_buffer_pool_comes_back_after_a_restart(server):
+    assert server.sql("SHOW shared_preload_libraries") == ""
+    _size_and_restart(server)
+    assert server.sql("SHOW shared_preload_libraries") == "pg_prewarm"
+    server.sql("CREATE EXTENSION pg_buffercache")
+    server.sql("CREATE TABLE postings AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 20000) g")
+    server.sql("SELECT count(*) FROM postings")
+    held = _pages_in_pool(server, "postings")
+    assert held > 500  # 20,000 rows of ~230 bytes: ~600 pages
+
+    server.stop()  # the pool's pages are written down at shutdown
+    server.start()
+    deadline = time.monotonic() + 30
+    while (back := _pages_in_pool(server, "postings")) < held and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert back >= held  # in the pool again before any question read them
+    _size_and_restart(server)  # a later start changes nothing
+    assert server.sql("SHOW shared_preload_libraries") == "pg_prewarm"
+
+
+def test_libraries_someone_chose_stay(server):
+    server.sql("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    server.stop()
+    server.start()
+    _size_and_restart(server)
+    assert server.sql("SHOW shared_preload_libraries") == "pg_stat_statements"
