@@ -281,25 +281,33 @@ def load_average() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-# A server younger than this started with the bench (or just before it): its buffer pool is empty.
+# A server younger than this started with the bench (or just before it).
 COLD_SERVER_SECONDS = 120
 
 
 def server_line() -> str:
-    """How long the database server has been up. The embedded server stops with the last process that uses it,
-    so a bench run with nothing else holding it starts a new server whose buffer pool holds nothing yet: its
-    figures are a cold server's, not those of a platform that has been answering questions."""
+    """How long the database server has been up, and whether its buffer pool came back with it. The embedded
+    server stops with the last process that uses it, so a bench run with nothing else holding it starts a new
+    server: without pg_prewarm's autoprewarm (which the embedded server preloads, kbsite/embedded_postgres.py)
+    its pool holds nothing yet, and its figures are a cold server's, not those of a platform that has been
+    answering questions."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8")
-        (uptime,) = cursor.fetchone()
-    if uptime < COLD_SERVER_SECONDS:
-        return (
-            f"up {uptime:.0f} s: started for this run, so its buffer pool starts empty (keep the platform or "
-            "another process on the server for a running server's figures)"
+        cursor.execute(
+            "SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8, "
+            "current_setting('shared_preload_libraries') LIKE '%pg_prewarm%' "
+            "AND coalesce(current_setting('pg_prewarm.autoprewarm', true), 'on') = 'on'"
         )
-    return f"up {uptime / 60:.0f} min"
+        uptime, reloaded = cursor.fetchone()
+    if uptime >= COLD_SERVER_SECONDS:
+        return f"up {uptime / 60:.0f} min"
+    if reloaded:
+        return f"up {uptime:.0f} s: started for this run, its buffer pool reloaded by autoprewarm"
+    return (
+        f"up {uptime:.0f} s: started for this run, so its buffer pool starts empty (keep the platform or "
+        "another process on the server for a running server's figures)"
+    )
 
 
 def p50_p95(values: list[float]) -> str:
