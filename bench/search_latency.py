@@ -325,7 +325,7 @@ INSERT_BATCH = 20_000  # staged rows per INSERT ... SELECT (one statement-trigge
 def variant_documents(args, tenant, collection, documents, chunks, vectors, dims):  # type: ignore[no-untyped-def]
     """Each document of the originals (copy 0), then of each further copy's variants, with its paragraph rows
     for COPY and the cosines of its variants' vectors to their originals: (document, rows, cosines), endlessly."""
-    from collections_app.models import Document, DocumentStatus, paragraph_id
+    from collections_app.models import Document, DocumentStatus
 
     rng = random.Random(args.seed)
     np_rng = np.random.default_rng(args.seed)
@@ -366,7 +366,7 @@ def variant_documents(args, tenant, collection, documents, chunks, vectors, dims
                     )
                 rows.append(
                     (
-                        paragraph_id(),  # as ingestion writes them: ascending in the order the rows go in
+                        uuid.uuid4(),
                         tenant.pk,
                         collection.pk,
                         document.pk,

@@ -17,7 +17,6 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
-from uuid6 import uuid7
 
 from collections_app.ingestion.chunking import CHUNK_STRATEGIES, CHUNKING_DEFAULTS, built_strategies
 
@@ -475,20 +474,7 @@ class ChunkQuerySet(TenantQuerySet):
         return self.filter(readable)
 
 
-def paragraph_id() -> uuid.UUID:
-    """A new paragraph's id: time-ordered (UUIDv7), so ids ascend in the order paragraphs are written.
-
-    The keyword postings are read in (word, paragraph id) order from their primary key, and every index-only
-    read checks the posting's heap page in the visibility map. Rows are appended in the order paragraphs are
-    written, so with random ids one word's postings jumped between the map's pages and a long question read
-    one map page per two postings (193,873 buffer reads for 305,863 postings at 100,000 paragraphs, against
-    2,687 in id order); ascending ids also let each word's index pages fill instead of splitting in half
-    (docs/DECISIONS.md, issue 22)."""
-    return uuid.UUID(int=uuid7().int)
-
-
 class Chunk(TenantOwned):
-    id = models.UUIDField(primary_key=True, default=paragraph_id, editable=False)
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField()

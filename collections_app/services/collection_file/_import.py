@@ -49,7 +49,6 @@ from collections_app.models import (
     Document,
     DocumentStatus,
     Tenant,
-    paragraph_id,
 )
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.builds import build_record
@@ -542,7 +541,7 @@ def _write_paragraphs(
             vector = row["vector"] if vectors is None else np.frombuffer(vectors.read(dims * 4), dtype="<f4")
             copy.write_row(
                 (
-                    paragraph_id(), collection.tenant_id, collection.pk, ids[key], row["ordinal"], row["text"],
+                    uuid.uuid4(), collection.tenant_id, collection.pk, ids[key], row["ordinal"], row["text"],
                     row["section"], row["page"], row["language"], row["labels"], Jsonb(row["metadata"]),
                     "[" + ",".join(map(repr, vector.tolist())) + "]", dims, "paragraph", collection.active_generation,
                     row["language"] or None, None if row["continues"] is None else bool(row["continues"]),

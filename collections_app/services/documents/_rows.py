@@ -7,10 +7,12 @@ save() or signals, and bulk_create sends none either.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import connection
 from psycopg.types.json import Jsonb
 
-from collections_app.models import Chunk, Document, paragraph_id
+from collections_app.models import Chunk, Document
 from collections_app.services.documents._staging import Staging
 
 # Document-level metadata copied onto each of its paragraphs (see ingestion/email.py for the email keys).
@@ -43,8 +45,8 @@ def document_rows_write(
     given = document.ingest_options.get("metadata") or {}
     document_metadata = {**platform_metadata, **given}
     # Ids decided up front: a child names its parent, which is written after it (the foreign key is checked
-    # at commit). Ascending, in the order the rows are written (paragraph_id).
-    ids = [paragraph_id() for _ in range(staging.count)]
+    # at commit).
+    ids = [uuid.uuid4() for _ in range(staging.count)]
     vectors = staging.vectors()
     published = 0
     copy_rows = f"COPY {Chunk._meta.db_table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"

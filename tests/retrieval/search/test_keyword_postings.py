@@ -336,33 +336,3 @@ def test_a_relabel_keeps_postings_and_the_stage_follows_the_labels(cast, collect
     with_hr = stage(per_reader, "payroll money goes back", labels=["hr"])
     assert hidden & {chunk_id for chunk_id, _ in with_hr}
     assert_same_ranking(with_hr, reference(per_reader, "payroll money goes back"))
-
-
-def test_paragraph_ids_ascend_in_the_order_ingestion_writes_them(
-    cast, collection_api, handbook, django_capture_on_commit_callbacks
-) -> None:
-    """A word's postings are read in paragraph-id order; ids that ascend as rows are written keep that order
-    the order of the rows on disk, so the read checks one visibility-map page after another instead of
-    jumping between them (paragraph_id)."""
-
-    def written(document: Document) -> list:
-        return list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("pk", flat=True))
-
-    first = written(handbook)
-    assert len(first) > 3 and first == sorted(first)
-    change_chunking(collection_api, chunk_strategy="fixed", chunk_size=300)
-    with django_capture_on_commit_callbacks(execute=True):
-        reindex.document_rechunk(document=handbook)
-    second = written(handbook)
-    assert second == sorted(second) and min(second) > max(first)  # the next build's rows come after
-
-    with connection.cursor() as cursor:  # each word's postings: in id order, in the order they lie on disk
-        cursor.execute(
-            """
-            SELECT lexeme, array_agg(chunk_id ORDER BY ctid) = array_agg(chunk_id ORDER BY chunk_id)
-            FROM collections_app_keywordposting WHERE collection_id = %s GROUP BY lexeme HAVING count(*) > 2
-            """,
-            [collection_api.pk],
-        )
-        words = dict(cursor.fetchall())
-    assert words and all(words.values()), [w for w, in_order in words.items() if not in_order]
