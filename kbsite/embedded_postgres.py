@@ -104,10 +104,15 @@ def _prepare_server(psql: Path, admin_uri: str) -> None:
         # Two processes starting at once may both try; the loser finds it there.
         if created.returncode != 0 and "already exists" not in created.stderr:
             raise RuntimeError(f"could not create the {DATABASE_NAME} database: {created.stderr.strip()}")
+    # Both apply from the server's next start; one psql call and one reload for whatever is due. The reload
+    # marks each change pending (pending_restart), so later starts leave it alone.
+    changes = []
     if initdbs_buffers:
-        _size_shared_buffers(psql, admin_uri)
+        changes += ["-c", _sized_shared_buffers()]
     if preloads_nothing:
-        _prewarm_at_start(psql, admin_uri)
+        changes += ["-c", _prewarm()]
+    if changes:
+        subprocess.run([str(psql), admin_uri, *changes, "-c", "SELECT pg_reload_conf()"], capture_output=True)
 
 
 def shared_buffers_mb(memory_bytes: int) -> int:
@@ -117,22 +122,18 @@ def shared_buffers_mb(memory_bytes: int) -> int:
     return max(128, min(2048, memory_bytes // 8 // 2**20))
 
 
-def _size_shared_buffers(psql: Path, admin_uri: str) -> None:
-    """Replace initdb's 128 MB once (ALTER SYSTEM: it applies from the server's next start)."""
+def _sized_shared_buffers() -> str:
+    """Replace initdb's 128 MB once."""
     wanted = shared_buffers_mb(psutil.virtual_memory().total)
-    # The reload marks the change pending (pending_restart), so later starts leave it alone.
-    alter = f"ALTER SYSTEM SET shared_buffers = '{wanted}MB'"
-    subprocess.run([str(psql), admin_uri, "-c", alter, "-c", "SELECT pg_reload_conf()"], capture_output=True)
     logger.info("embedded PostgreSQL: shared_buffers %s MB from its next start", wanted)
+    return f"ALTER SYSTEM SET shared_buffers = '{wanted}MB'"
 
 
-def _prewarm_at_start(psql: Path, admin_uri: str) -> None:
-    """Load pg_prewarm at start (ALTER SYSTEM: from the server's next start): its autoprewarm worker writes down
-    which pages the buffer pool holds (every 5 minutes and at shutdown) and reads them back in when the server
-    starts again. The embedded server stops with the last process using it, so without it every start began
-    with an empty pool: the first questions after a restart read their words' postings from the OS (keyword
-    p95 49.4 ms over 200 questions at 100,001 paragraphs, against 31.9-34.1 with the pool reloaded;
-    docs/DECISIONS.md)."""
-    alter = "ALTER SYSTEM SET shared_preload_libraries = 'pg_prewarm'"
-    subprocess.run([str(psql), admin_uri, "-c", alter, "-c", "SELECT pg_reload_conf()"], capture_output=True)
+def _prewarm() -> str:
+    """Load pg_prewarm at start: its autoprewarm worker writes down which pages the buffer pool holds (every 5
+    minutes and at shutdown) and reads them back in when the server starts again. The embedded server stops
+    with the last process using it, so without it every start began with an empty pool: the first questions
+    after a restart read their words' postings from the OS (keyword p95 49.4 ms over 200 questions at 100,001
+    paragraphs, against 31.9-34.1 with the pool reloaded; docs/DECISIONS.md)."""
     logger.info("embedded PostgreSQL: the buffer pool is saved and reloaded across restarts from its next start")
+    return "ALTER SYSTEM SET shared_preload_libraries = 'pg_prewarm'"

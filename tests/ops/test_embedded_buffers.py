@@ -76,7 +76,7 @@ def _pages_in_pool(server: Server, table: str) -> int:
     return int(
         server.sql(
             "SELECT count(*) FROM pg_buffercache b JOIN pg_class c ON b.relfilenode = pg_relation_filenode(c.oid) "
-            f"AND b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) "
             f"WHERE c.relname = '{table}'"
         )
     )
