@@ -18,9 +18,10 @@ deleted while the backup runs (its files go once that commits); the backup then 
 than write an archive whose restore would miss them.
 
 The tools are the embedded server's own (beside its `postgres`), or with DATABASE_URL set the `pg_dump` and
-`pg_restore` on PATH. A restore goes into an empty installation (no tenant, collection or document) unless told to
-replace what is there, in one transaction (`pg_restore --single-transaction`), then verifies every count and
-checksum against the manifest. This is an operator's command: its messages never reach a tenant.
+`pg_restore` on PATH (of the server's major version, or newer). Every connection, ours and the tools', is built from
+Django's own settings (services/backup.py: `database_conninfo`): host or socket directory, port, sslmode, passfile,
+options — whatever DATABASES['default'] and its OPTIONS say, as Django itself would connect. Restoring is
+services/restore.py. This is an operator's command: its messages never reach a tenant.
 """
 
 from __future__ import annotations
@@ -30,20 +31,18 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import psycopg
 from django.apps import apps
 from django.conf import settings
-from django.db import connections
 from psycopg.conninfo import make_conninfo
 
 FORMAT = "kbsite-backup"
@@ -65,26 +64,47 @@ class BackupSummary:
     bytes: int
 
 
-@dataclass
-class RestoreSummary:
-    counts: dict[str, int]
-    files: int
-    problems: list[str] = field(default_factory=list)
+def _libpq_keywords() -> frozenset[str]:
+    return frozenset(option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults())
 
 
-def _database(database: dict[str, Any] | None) -> dict[str, Any]:
-    return database or settings.DATABASES["default"]
+def database_parameters(database: dict[str, Any], *, dbname: str | None = None) -> dict[str, str]:
+    """The libpq parameters Django itself connects with for `database` (a DATABASES entry): NAME, USER, HOST
+    (a host or a socket directory), PORT and every libpq keyword of its OPTIONS (sslmode, sslrootcert, passfile,
+    options, service, ...). Django's own code builds them; its Python-only ones (cursor_factory, ...) are left out."""
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    entry = {"NAME": "", "USER": "", "PASSWORD": "", "HOST": "", "PORT": "", "TIME_ZONE": None, **database}
+    entry["OPTIONS"] = dict(database.get("OPTIONS") or {})
+    params = DatabaseWrapper(entry).get_connection_params()
+    if dbname is not None:
+        params["dbname"] = dbname
+    keywords = _libpq_keywords()
+    return {key: str(value) for key, value in params.items() if key in keywords and value not in (None, "")}
 
 
-def _conninfo(database: dict[str, Any]) -> str:
-    params = {
-        "dbname": database.get("NAME"),
-        "user": database.get("USER"),
-        "password": database.get("PASSWORD"),
-        "host": database.get("HOST"),
-        "port": database.get("PORT"),
-    }
-    return make_conninfo(**{k: str(v) for k, v in params.items() if v})
+def database_conninfo(database: dict[str, Any], *, dbname: str | None = None) -> str:
+    """A conninfo string for the tools' --dbname, without the password (argv is visible to every local user):
+    `_run` hands that over in PGPASSWORD."""
+    params = database_parameters(database, dbname=dbname)
+    params.pop("password", None)
+    return make_conninfo(**params)
+
+
+def database_connect(database: dict[str, Any], *, dbname: str | None = None) -> psycopg.Connection:
+    """An autocommit session as Django's settings say, or a one-line BackupFailed with libpq's reason."""
+    try:
+        return psycopg.connect(make_conninfo(**database_parameters(database, dbname=dbname)), autocommit=True)
+    except psycopg.OperationalError as exc:
+        raise BackupFailed(f"cannot connect to the database: {_reason(str(exc))}") from exc
+
+
+def _reason(message: str) -> str:
+    """libpq's message on one line, without the socket's path or a server address: an operator knows them."""
+    line = (message.strip().splitlines() or ["no message"])[0]
+    line = re.sub(r'connection to server (on socket|at) "[^"]*"(, port \d+)?', "connection to the server", line)
+    line = re.sub(r'"/[^"]*"', "(a path)", line)
+    return line.removeprefix("connection failed: ").removeprefix("connection is bad: ")
 
 
 def _tool(name: str) -> str:
@@ -101,12 +121,13 @@ def _tool(name: str) -> str:
 
 def _run(args: list[str], database: dict[str, Any]) -> str:
     env = {**os.environ}
-    if database.get("PASSWORD"):
-        env["PGPASSWORD"] = str(database["PASSWORD"])
+    password = database_parameters(database).get("password")
+    if password:
+        env["PGPASSWORD"] = password
     done = subprocess.run(args, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise BackupFailed(f"{PurePosixPath(args[0]).name} failed: {last}")
+        raise BackupFailed(f"{PurePosixPath(args[0]).name} failed: {_reason(last.split(': ', 1)[-1])}")
     return done.stdout
 
 
@@ -151,12 +172,13 @@ def _migrations(cursor: psycopg.Cursor) -> dict[str, str]:
 
 def installation_backup(*, path: Path, database: dict[str, Any] | None = None) -> BackupSummary:
     """Write the archive at `path` from one snapshot of the database, with the originals it names."""
-    database = _database(database)
+    database = database or settings.DATABASES["default"]
     root = Path(settings.MEDIA_ROOT)
     tables = _tables()
     with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
         dump = Path(directory) / DUMP
-        with psycopg.connect(_conninfo(database), autocommit=False) as snapshot:
+        with database_connect(database) as snapshot:
+            snapshot.autocommit = False
             snapshot.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             snapshot.read_only = True
             with snapshot.cursor() as cursor:
@@ -168,7 +190,7 @@ def installation_backup(*, path: Path, database: dict[str, Any] | None = None) -
                 # pg_dump reads the very snapshot the counts were read in, while this transaction holds it.
                 _run(
                     [_tool("pg_dump"), "--format=custom", f"--snapshot={snapshot_id}", "--no-owner",
-                     "--no-privileges", "--file", str(dump), "--dbname", _conninfo(database)],
+                     "--no-privileges", "--file", str(dump), "--dbname", database_conninfo(database)],
                     database,
                 )  # fmt: skip
             snapshot.rollback()
@@ -226,96 +248,3 @@ def _manifest(archive: tarfile.TarFile) -> dict[str, Any]:
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise BackupFailed("the archive is not a kbsite backup of a format this version restores")
     return manifest
-
-
-@contextmanager
-def _target(database: dict[str, Any]) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(_conninfo(database), autocommit=True) as connection:
-        yield connection
-
-
-def _holds_content(connection: psycopg.Connection) -> dict[str, int]:
-    found = {}
-    for model in ("Tenant", "Collection", "Document"):
-        table = apps.get_model("collections_app", model)._meta.db_table
-        exists = connection.execute("SELECT to_regclass(%s)", [table]).fetchone()
-        if exists and exists[0] is not None:
-            count = connection.execute(f'SELECT count(*) FROM "{table}"').fetchone()
-            if count and count[0]:
-                found[table] = int(count[0])
-    return found
-
-
-def installation_restore(*, path: Path, force: bool = False, database: dict[str, Any] | None = None) -> RestoreSummary:
-    """Restore the archive into this installation (empty, unless `force`), then verify counts and checksums."""
-    database = _database(database)
-    root = Path(settings.MEDIA_ROOT)
-    with tarfile.open(path, "r") as archive:
-        manifest = _manifest(archive)
-        with _target(database) as target:
-            held = _holds_content(target)
-        if held and not force:
-            what = ", ".join(f"{n} rows in {t}" for t, n in sorted(held.items()))
-            raise BackupFailed(f"this installation is not empty ({what}): restore into an empty one, or --force")
-        members = _checked_members(archive, manifest)
-        with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
-            dump = Path(directory) / DUMP
-            _extract(archive, members[DUMP], dump)
-            if _sha256(dump) != manifest["database"]["sha256"]:
-                raise BackupFailed("the database dump does not match its checksum: the archive is damaged")
-            # Django's own connections to it are closed: pg_restore drops and creates its tables.
-            connections.close_all()
-            _run(
-                [_tool("pg_restore"), "--clean", "--if-exists", "--no-owner", "--no-privileges",
-                 "--single-transaction", "--exit-on-error", "--dbname", _conninfo(database), str(dump)],
-                database,
-            )  # fmt: skip
-        for name in manifest["files"]:
-            destination = root / name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            _extract(archive, members[STORAGE + name], destination)
-    return installation_verify(manifest=manifest, database=database)
-
-
-def _checked_members(archive: tarfile.TarFile, manifest: dict[str, Any]) -> dict[str, tarfile.TarInfo]:
-    """The archive's members by name: regular files only, each inside the storage root, each one in the manifest."""
-    members = {}
-    for member in archive.getmembers():
-        name = PurePosixPath(member.name)
-        if not member.isfile() or name.is_absolute() or ".." in name.parts:
-            raise BackupFailed("the archive holds a member that is not a plain file inside it: refused")
-        members[member.name] = member
-    if DUMP not in members:
-        raise BackupFailed("the archive holds no database.dump")
-    for name in manifest["files"]:
-        if STORAGE + name not in members:
-            raise BackupFailed(f"the archive lacks {len(manifest['files'])} original(s) its manifest lists")
-    return members
-
-
-def _extract(archive: tarfile.TarFile, member: tarfile.TarInfo, destination: Path) -> None:
-    source = archive.extractfile(member)
-    if source is None:
-        raise BackupFailed("the archive holds a member that cannot be read")
-    with source, destination.open("wb") as out:
-        shutil.copyfileobj(source, out, 1024 * 1024)
-
-
-def installation_verify(*, manifest: dict[str, Any], database: dict[str, Any] | None = None) -> RestoreSummary:
-    """Every table's count and every original's checksum, as the manifest says."""
-    database = _database(database)
-    root = Path(settings.MEDIA_ROOT)
-    with _target(database) as target, target.cursor() as cursor:
-        counts = _counts(cursor, sorted(manifest["counts"]))
-    problems = [
-        f"{table}: {counts[table]} rows, the backup held {expected}"
-        for table, expected in sorted(manifest["counts"].items())
-        if counts[table] != expected
-    ]
-    for name, expected in sorted(manifest["files"].items()):
-        stored = root / name
-        if not stored.is_file() or _sha256(stored) != expected["sha256"]:
-            problems.append(f"an original does not match its checksum ({expected['sha256'][:12]}…)")
-    if problems:
-        raise BackupFailed("the restore does not match the backup: " + "; ".join(problems[:10]))
-    return RestoreSummary(counts=counts, files=len(manifest["files"]))

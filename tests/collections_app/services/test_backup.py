@@ -17,14 +17,9 @@ from django.conf import settings as django_settings
 from django.db import connection, connections
 
 from collections_app.models import Collection, Document
-from collections_app.services.backup import (
-    BackupFailed,
-    _conninfo,
-    backup_manifest,
-    installation_backup,
-    installation_restore,
-)
+from collections_app.services.backup import BackupFailed, backup_manifest, database_conninfo, installation_backup
 from collections_app.services.collections import collection_create
+from collections_app.services.restore import installation_restore
 from retrieval.models import GoldenQuestion
 from retrieval.search import collection_scope, search
 from tests.collections_app.services.collection_file.corpus import QUESTIONS, corpus_upload
@@ -45,12 +40,13 @@ def scratch_database():
     default = connections["default"].settings_dict
     name = f"{default['NAME']}_restore"
     admin = {**default, "NAME": "postgres"}
-    with psycopg.connect(_conninfo(admin), autocommit=True) as server:
+    with psycopg.connect(database_conninfo(admin), autocommit=True) as server:
         server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         server.execute(f'CREATE DATABASE "{name}"')
     yield {**default, "NAME": name}
-    with psycopg.connect(_conninfo(admin), autocommit=True) as server:
-        server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with psycopg.connect(database_conninfo(admin), autocommit=True) as server:
+        for leftover in (name, f"{name}_restoring", f"{name}_before_restore"):  # what a restore leaves beside it
+            server.execute(f'DROP DATABASE IF EXISTS "{leftover}" WITH (FORCE)')
 
 
 def _searching(collection: Collection, stop: threading.Event, done: list[int], failures: list[str]) -> None:
@@ -116,7 +112,7 @@ def test_a_backup_taken_while_clients_search_and_a_document_ingests_restores_eve
     restored = installation_restore(path=archive, database=scratch_database)
 
     assert restored.counts == manifest["counts"] and restored.files == 4
-    with psycopg.connect(_conninfo(scratch_database)) as fresh:
+    with psycopg.connect(database_conninfo(scratch_database)) as fresh:
         rows = fresh.execute(
             "SELECT d.filename, d.status, d.chunk_count, (SELECT count(*) FROM collections_app_chunk c "
             "WHERE c.document_id = d.id) FROM collections_app_document d ORDER BY d.filename"
@@ -170,6 +166,6 @@ def test_a_damaged_archive_is_refused_before_anything_is_restored(
 
     with pytest.raises(BackupFailed, match="checksum"):
         installation_restore(path=damaged, database=scratch_database)
-    with psycopg.connect(_conninfo(scratch_database)) as fresh:
+    with psycopg.connect(database_conninfo(scratch_database)) as fresh:
         assert fresh.execute("SELECT to_regclass('collections_app_collection')").fetchone() == (None,)
     assert not [p for p in Path(django_settings.MEDIA_ROOT).rglob("*") if p.is_file()]  # no original extracted

