@@ -96,7 +96,7 @@ def _unreadable(exc: BaseException) -> str:
         return "the archive cannot be read (permission denied): run as a user who may read it"
     return (
         "the archive is not a readable kbsite backup (not a tar file, empty, truncated or damaged): use the file "
-        "`manage.py backup` wrote, copied whole"
+        "`manage.py backup` wrote, copied whole (uncompressed, if it was compressed since)"
     )
 
 

@@ -78,7 +78,9 @@ def installation_restore(
     database = database or settings.DATABASES["default"]
     checked = archive_check(path=path)
     say(f"archive checked: {len(checked.manifest.files)} originals, {checked.bytes} bytes, every checksum matches")
-    name = str(database["NAME"])
+    name = str(database.get("NAME") or "")
+    if not name:
+        raise BackupFailed("DATABASES['default'] names no database (NAME): a restore needs the name it replaces")
     loading, replaced = name + LOADING_SUFFIX, name + REPLACED_SUFFIX
     if len(replaced.encode()) > 63:
         raise BackupFailed("the database's name is too long to restore beside it (PostgreSQL allows 63 bytes)")

@@ -267,3 +267,31 @@ def test_a_database_url_sslmode_is_honoured_not_dropped(cast, installation: Path
     assert "secret" not in message
     connections.close_all()
     assert Document.objects.count() == 2
+
+
+@pytest.fixture
+def plain_role():
+    """A login role that may neither create databases nor owns the installation's (a managed server's app user,
+    at its most restricted)."""
+    default = connections["default"].settings_dict
+    admin = f"host={default['HOST']} port={default['PORT']} user={default['USER']} dbname=postgres"
+    with psycopg.connect(admin, autocommit=True) as server:
+        server.execute("DROP ROLE IF EXISTS kb_plain_restorer")
+        server.execute("CREATE ROLE kb_plain_restorer LOGIN NOCREATEDB")
+    yield "kb_plain_restorer"
+    with psycopg.connect(admin, autocommit=True) as server:
+        server.execute("DROP ROLE IF EXISTS kb_plain_restorer")
+
+
+def test_a_user_without_the_rights_to_switch_is_refused_before_anything_is_loaded(
+    cast, installation: Path, plain_role: str
+) -> None:
+    database = {**connections["default"].settings_dict, "USER": plain_role}
+
+    with pytest.raises(BackupFailed) as caught:
+        installation_restore(path=installation, force=True, database=database)
+
+    message = str(caught.value)
+    assert "CREATEDB" in message and "ownership of the database" in message and "Nothing was changed" in message
+    connections.close_all()
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
