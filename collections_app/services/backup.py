@@ -1,7 +1,7 @@
 """Backup and restore of a whole installation: one archive holding a PostgreSQL dump and the stored originals.
 
     installation_backup(path=...)            # manage.py backup PATH
-    installation_restore(path=..., force=False)  # manage.py restore PATH
+    (restoring: services/restore.py, which checks an archive whole with services/backup_archive.py first)
 
 The archive is a tar file:
 
@@ -19,9 +19,9 @@ than write an archive whose restore would miss them.
 
 The tools are the embedded server's own (beside its `postgres`), or with DATABASE_URL set the `pg_dump` and
 `pg_restore` on PATH (of the server's major version, or newer). Every connection, ours and the tools', is built from
-Django's own settings (services/backup.py: `database_conninfo`): host or socket directory, port, sslmode, passfile,
-options — whatever DATABASES['default'] and its OPTIONS say, as Django itself would connect. Restoring is
-services/restore.py. This is an operator's command: its messages never reach a tenant.
+Django's own settings (`database_parameters`): host or socket directory, port, sslmode, passfile, options —
+whatever DATABASES['default'] and its OPTIONS say, as Django itself would connect. This is an operator's command:
+its messages never reach a tenant.
 """
 
 from __future__ import annotations
