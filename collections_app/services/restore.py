@@ -37,6 +37,7 @@ import psycopg
 from django.apps import apps
 from django.conf import settings
 from django.db import connections
+from django.db.migrations.loader import MigrationLoader
 from psycopg import sql
 
 from collections_app.services.backup import (
@@ -65,6 +66,7 @@ class RestoreSummary:
     counts: dict[str, int]
     files: int
     replaced: str | None  # the installation's former database, kept under this name (None: there was none)
+    migrate: bool = False  # made by an older kbsite: `manage.py migrate` brings it forward
 
 
 Progress = Callable[[str], None]
@@ -77,6 +79,7 @@ def installation_restore(
     say = progress or (lambda line: None)
     database = database or settings.DATABASES["default"]
     checked = archive_check(path=path)
+    _refuse_a_newer_schema(checked)
     say(f"archive checked: {len(checked.manifest.files)} originals, {checked.bytes} bytes, every checksum matches")
     name = str(database.get("NAME") or "")
     if not name:
@@ -107,7 +110,34 @@ def installation_restore(
             with suppress(psycopg.Error):
                 server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
             raise
-    return RestoreSummary(counts=counts, files=len(checked.manifest.files), replaced=replaced if exists else None)
+    return RestoreSummary(
+        counts=counts,
+        files=len(checked.manifest.files),
+        replaced=replaced if exists else None,
+        migrate=_behind(checked),
+    )
+
+
+def _migrations() -> MigrationLoader:
+    return MigrationLoader(None, ignore_no_migrations=True)
+
+
+def _behind(checked: CheckedArchive) -> bool:
+    """Whether this code has migrations the archive's database has not had."""
+    latest = dict(checked.manifest.migrations)
+    return any(latest.get(app) != name for app, name in _migrations().graph.leaf_nodes())
+
+
+def _refuse_a_newer_schema(checked: CheckedArchive) -> None:
+    """An archive made by a newer kbsite holds tables this code does not know how to read: restoring it would
+    switch in an installation that cannot serve. An older one is fine (`manage.py migrate` brings it forward)."""
+    known = _migrations().disk_migrations
+    unknown = sorted(app for app, latest in checked.manifest.migrations.items() if (app, latest) not in known)
+    if unknown:
+        raise BackupFailed(
+            f"the archive was made by a newer kbsite (migrations this version lacks: {', '.join(unknown)[:200]}): "
+            "upgrade this installation first, then restore. Nothing was changed"
+        )
 
 
 @contextmanager

@@ -39,3 +39,5 @@ class Command(BaseCommand):
                 f"the database it replaced is kept as {summary.replaced}: drop it once satisfied (DROP DATABASE), "
                 "then `manage.py storage_cleanup` removes the originals only it named"
             )
+        if summary.migrate:
+            self.stdout.write("the archive was made by an older kbsite: run `manage.py migrate` before serving")

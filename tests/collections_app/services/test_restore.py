@@ -158,6 +158,9 @@ MALFORMED = {
     "a table name built to be SQL": lambda archive, out: rewritten(
         archive, out, manifest=lambda m: {**m, "counts": {**m["counts"], 'x"; DROP TABLE "collections_app_chunk': 0}}
     ),
+    "an archive of a newer kbsite": lambda archive, out: rewritten(
+        archive, out, manifest=lambda m: {**m, "migrations": {**m["migrations"], "collections_app": "9999_later"}}
+    ),
     "a member the manifest does not list": lambda archive, out: rewritten(
         archive, out, extra=[(file_member("storage/stowaway.txt"), b"not listed\n")]
     ),
