@@ -43,9 +43,7 @@ def exported(cast, collection, upload, tmp_path: Path) -> Callable[..., Path]:
 def post(client, path: Path, name: str = "imported", **extra):
     file = io.BytesIO(path.read_bytes())
     file.name = "collection.db"
-    return client.post(
-        "/api/manage/collections/import", {"file": file, "name": name, **extra}, format="multipart"
-    )
+    return client.post("/api/manage/collections/import", {"file": file, "name": name, **extra}, format="multipart")
 
 
 def refused(response, *words: str) -> str:
