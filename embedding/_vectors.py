@@ -11,9 +11,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from collections_app.exceptions import DomainError
 
-class UnsearchableVector(ValueError):
-    """A vector no question can be compared with; the message says why."""
+
+class UnsearchableVector(DomainError, ValueError):
+    """The embedding model answered a vector no question can be compared with; the message says why.
+
+    The model's fault, not the caller's: the API answers 503 and nothing is written (an edit leaves the
+    paragraph as it was, a document goes to `error` with this message, an import stops with it)."""
+
+    meaning = "unavailable"
 
 
 def vector_problem(vector: Sequence[float] | np.ndarray, dims: int | None = None) -> str | None:
@@ -37,5 +44,8 @@ def searchable_vectors(vectors: list[list[float]], dims: int | None = None) -> l
     for position, vector in enumerate(vectors, start=1):
         problem = vector_problem(vector, dims)
         if problem:
-            raise UnsearchableVector(f"the embedding model answered a vector that {problem} (passage {position})")
+            raise UnsearchableVector(
+                f"the embedding model answered a vector that {problem} (passage {position} of {len(vectors)}); "
+                "nothing was stored: try again, or check the embedding endpoint"
+            )
     return vectors

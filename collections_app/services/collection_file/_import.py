@@ -74,7 +74,7 @@ from collections_app.services.collection_file._schema import (
 from collections_app.services.collections import CollectionNameTaken, collection_create, collection_settings_check
 from collections_app.services.documents import upload_filename
 from collections_app.sql import keyword_vector
-from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model
+from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model, searchable_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -490,7 +490,7 @@ def _embed_again(record: CollectionFile, path: Path, summary: FileSummary, embed
         nonlocal dims, done
         if not batch:
             return
-        matrix = np.asarray(embedder.embed_passages(batch), dtype="<f4")
+        matrix = np.asarray(searchable_vectors(embedder.embed_passages(batch)), dtype="<f4")
         dims = matrix.shape[1]
         out.write(matrix.tobytes())
         done += len(batch)
