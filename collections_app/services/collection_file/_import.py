@@ -250,8 +250,9 @@ def _documents(store: sqlite3.Connection, name: str) -> dict[Any, FileDocument]:
 
 
 def _document_name(value: object, what: str) -> str:
-    """A document's name as an upload would show it: its last path part ("../../etc/passwd" is "passwd")."""
-    name = upload_filename(check_name(value, what, max_chars=MAX_NAME_CHARS["document"]))
+    """A document's name as an upload would show it: its last path part ("../../etc/passwd" is "passwd"), its
+    unprintable characters taken out as Django takes them out of an uploaded file's name."""
+    name = upload_filename(check_name(value, what, max_chars=MAX_NAME_CHARS["document"], control=False))
     if not name.strip(" ."):
         raise BadCollectionFile(f"{what} is no file name once its folders are taken off")
     return name
