@@ -156,7 +156,7 @@ def collection_file_check(*, path: Path, source: str | None = None) -> FileSumma
 def _which(store: sqlite3.Connection, source: str | None) -> tuple[str, str | None]:
     # Every name is read (each is checked, and counted: a file of 60 collections holds 60), but only the first
     # few are kept for the message; `source` is looked up by binding it, however many there are.
-    count, names = 0, []
+    count, names = 0, list[str]()
     for (found,) in store.execute("SELECT DISTINCT collection FROM agents_chunks ORDER BY 1"):
         check_name(found, "a collection name in the file", max_chars=MAX_NAME_CHARS["collection"])
         count += 1
