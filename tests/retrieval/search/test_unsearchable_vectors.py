@@ -13,6 +13,7 @@ from django.db import connection
 
 from collections_app.models import Chunk
 from tests.retrieval.golden.corpus import corpus_upload, paragraph
+from tests.standins import Request, serve
 
 QUESTION = {"query": "where do I lock my bicycle", "top_n": 5}
 PARKING = {"query": "where do I park my car", "top_n": 5}
@@ -73,3 +74,25 @@ def test_the_mcp_search_tool_answers_the_same_with_the_dropped_count(cast, zeroe
     answer = json.loads(result["content"][0]["text"])
     assert dropped(answer) >= 1
     assert answer["results"] and "underground garage" in answer["results"][0]["text"]
+
+
+def test_a_reranker_answering_nan_for_one_paragraph_leaves_it_out_and_says_so(
+    cast, collection, upload, settings
+) -> None:
+    collection.min_score = 0  # the floor off: every paragraph the reranker scored may come back
+    collection.save()
+    corpus_upload(cast, collection, upload)
+
+    def scores(request: Request) -> list[float]:
+        # NaN for whichever text is about bicycles, a plain score for the rest (json writes NaN as NaN).
+        return [float("nan") if "bikes" in text else 0.9 - i / 100 for i, text in enumerate(request.body["texts"])]
+
+    with serve(rerank=scores) as server:
+        settings.KB_RERANK_URL = server.url + "/rerank"
+        response = cast.viewer.post("/api/search", {**QUESTION, "around": 0}, format="json")
+
+    assert response.status_code == 200, response.content[:300]
+    answer = response.json()
+    rerank = next(s for s in answer["trace"] if s["stage"] == "rerank")
+    assert rerank["status"] == "ran" and rerank["counts"]["not_finite_dropped"] == 1, rerank
+    assert answer["results"] and all("lock their bikes" not in r["text"] for r in answer["results"])
