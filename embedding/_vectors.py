@@ -1,8 +1,9 @@
 """Whether a vector can be searched: the one check every vector passes before it is stored.
 
-pgvector computes a cosine in float32 as dot(a, b) / sqrt(|a|² |b|²): a vector whose squared length is 0
-(all zeros, or values so small their squares underflow) or infinite (values past ~1.8e19) gives NaN against
-every question, and one such row used to turn a whole tenant's search into a 500.
+pgvector computes a cosine as dot(a, b) / sqrt(|a|² |b|²) with the squares summed in float32. All zeros give
+NaN against every question (one such row used to turn a whole tenant's search into a 500); values so small their
+squares underflow give a clamped cosine of 1, a perfect match for every question, and values past ~1.8e19 a
+cosine of 0 (both measured in tests/collections_app/services/collection_file/test_what_enters.py).
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from collections_app.models import Collection, CollectionFile, Document
 from collections_app.services.collections import collection_create
@@ -64,6 +66,20 @@ def test_a_row_whose_vector_is_384_zeros_is_refused_naming_the_row(cast, exporte
     path = exported("UPDATE agents_chunks SET vector = ? WHERE id = 3", params=(zeros,))
 
     refused(post(cast.editor, path), "paragraph 3", "length")
+
+
+@pytest.mark.parametrize("value", [1e-30, 1e20], ids=["too small to square", "too large to square"])
+def test_a_vector_pgvector_cannot_take_a_cosine_of_is_refused_too(cast, exported, value) -> None:
+    # Finite and not zero, yet pgvector sums squares in float32 and clamps what it gets: a cosine of 1 (a perfect
+    # match for every question) when the squares underflow, 0 when they overflow, where the true one is 1/√384.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 - (%s::vector <=> %s::vector)", [str([value] * 384), str([1.0] + [0.0] * 383)])
+        similarity = cursor.fetchone()[0]
+    assert not math.isclose(similarity, 1 / math.sqrt(384), abs_tol=0.01), similarity
+    vector = np.full(384, value, dtype="<f4").tobytes()
+    path = exported("UPDATE agents_chunks SET vector = ? WHERE id = 2", params=(vector,))
+
+    refused(post(cast.editor, path), "paragraph 2", "length")
 
 
 # --- 6. one validator: depth, NaN and infinities --------------------------------------------------------------
