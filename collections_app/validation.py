@@ -12,6 +12,8 @@ serializer fields at the bottom raise DRF's ValidationError, which names the fie
 from __future__ import annotations
 
 import json
+import math
+import unicodedata
 from typing import Any
 
 from rest_framework import serializers
@@ -35,13 +37,25 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def name_problem(value: str, *, max_chars: int) -> str | None:
-    """A name must be text, non-blank, and fit its column in characters and in UTF-8 bytes alike.
+def control_problem(value: str) -> str | None:
+    """Why this string cannot be a name: a control character (a line break, a tab, a terminal escape)."""
+    for char in value:
+        if unicodedata.category(char) == "Cc":
+            # Named by its code, never echoed: an escape sequence would act on whatever shows the message.
+            return f"must not contain a control character (U+{ord(char):04X})"
+    return None
 
+
+def name_problem(value: str, *, max_chars: int) -> str | None:
+    """A name must be text, non-blank, without control characters, and fit its column in characters and in
+    UTF-8 bytes alike.
+
+    A name is free text otherwise: it is bound as a parameter wherever it is used, never pasted into SQL, so
+    "Trade Union Select Committee" is a name like any other.
     Bytes matter too: names end up in file paths and in headers, where the limit is in bytes
     (200 times 'é' is 200 characters but 400 bytes).
     """
-    problem = text_problem(value)
+    problem = text_problem(value) or control_problem(value)
     if problem:
         return problem
     if not value.strip():
@@ -52,7 +66,8 @@ def name_problem(value: str, *, max_chars: int) -> str | None:
 
 
 def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, str] | None:
-    """The first (path, problem) in a parsed JSON value: nesting too deep, or a string that cannot be stored.
+    """The first (path, problem) in a parsed JSON value: nesting too deep, a string that cannot be stored, or a
+    number that is not finite (PostgreSQL's JSONB has no NaN or infinity: such a value fails deep in a write).
 
     The path names where it is: "" for the value itself, "status", "roles.0", "a.b".
     """
@@ -65,6 +80,8 @@ def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, s
             problem = text_problem(item)
             if problem:
                 return path, problem
+        elif isinstance(item, float) and not math.isfinite(item):
+            return path, "is not a finite number (NaN and infinities cannot be stored)"
         elif isinstance(item, dict):
             for key, child in item.items():
                 child_path = f"{path}.{key}" if path else str(key)
@@ -93,13 +110,20 @@ def source_uri_problem(value: str) -> str | None:
 
 
 def loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads that refuses NaN/Infinity and turns runaway nesting into ValueError, not RecursionError."""
+    """json.loads that refuses NaN, Infinity and numbers past a float's range (1e400), and turns runaway nesting
+    into ValueError, not RecursionError. The value's own depth is json_problem's to check."""
 
     def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
+        raise ValueError(f"{name} is not a finite number (NaN and infinities cannot be stored)")
+
+    def finite(number: str) -> float:
+        value = float(number)
+        if not math.isfinite(value):
+            raise ValueError(f"{number[:40]} is not a finite number (NaN and infinities cannot be stored)")
+        return value
 
     try:
-        return json.loads(text, parse_constant=no_constants)
+        return json.loads(text, parse_constant=no_constants, parse_float=finite)
     except RecursionError:
         raise ValueError(f"JSON nested too deeply (at most {max_depth} levels)") from None
 

@@ -16,12 +16,16 @@ from ._registry import (
     get_embedder,
     get_model,
 )
+from ._vectors import UnsearchableVector, searchable_vectors, vector_problem
 
 __all__ = [
     "EmbeddingModel",
     "EmbeddingUnavailable",
+    "UnsearchableVector",
     "available_models",
     "embedding_runtime_prepare",
     "get_embedder",
     "get_model",
+    "searchable_vectors",
+    "vector_problem",
 ]

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import requests
 
+from ._vectors import searchable_vectors
+
 if TYPE_CHECKING:
     from ._model import EmbeddingModel
 
@@ -144,7 +146,8 @@ class OpenAIEmbeddingProvider:
                 raise ValueError(
                     f"embedding endpoint returned {len(vector)} dimensions, {self.model.dims} expected (KB_EMBED_DIMS)"
                 )
-        return vectors
+        # A server may answer zeros (an empty input, a failed batch): refused before anything stores them.
+        return searchable_vectors(vectors, self.model.dims)
 
     def embed_passages(self, texts: list[str]) -> list[list[float]]:
         return self._embed(list(texts)) if texts else []

@@ -16,6 +16,7 @@ use them without a database.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -159,6 +160,23 @@ def reciprocal_rank_fusion(
     for key, score in rrf_combine(keys, weights, k, own).items():
         merged[key].fused = score
     return sorted(merged.values(), key=lambda h: (-h.fused, h.chunk_id))
+
+
+def without_unscorable(hits: Sequence[Hit]) -> tuple[list[Hit], set[str]]:
+    """The hits whose every score is a number, and the ids of those that were not.
+
+    A paragraph whose vector has no length (one a bad import or an old bug left behind) scores NaN against
+    every question; one NaN turns every z-score of its list into NaN and used to make the search a 500.
+    Such a paragraph cannot be ranked: it is left out of this search, and the trace counts it."""
+    kept: list[Hit] = []
+    dropped: set[str] = set()
+    for hit in hits:
+        scores = (hit.semantic, hit.keyword, hit.rerank)
+        if all(score is None or math.isfinite(score) for score in scores):
+            kept.append(hit)
+        else:
+            dropped.add(hit.chunk_id)
+    return kept, dropped
 
 
 def cross_language_weights(weights: Mapping[str, float], vector_share: float) -> dict[str, float]:

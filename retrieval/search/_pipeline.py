@@ -18,7 +18,14 @@ from kbsite.db_routing import read_alias, served_now
 
 from ._costs import CallRecord, embedding_calls, rerank_call
 from ._filters import Filters, compile_filters, count_matching
-from ._fusion import CROSS_LANGUAGE_VECTOR_WEIGHT, cross_language_weights, fuse, fusion_counts, switched_off
+from ._fusion import (
+    CROSS_LANGUAGE_VECTOR_WEIGHT,
+    cross_language_weights,
+    fuse,
+    fusion_counts,
+    switched_off,
+    without_unscorable,
+)
 from ._judge import judge_stage
 from ._keyword import keyword_retrieve
 from ._parents import sections
@@ -370,14 +377,18 @@ def _fusion_stage(
     query_vectors: dict[str, list[float]],
 ) -> list[Hit]:
     with trace.timed("fusion") as counts:
+        keyword_hits, dropped = without_unscorable(keyword_hits)
+        vector_hits, dropped_vector = without_unscorable(vector_hits)
         lists = {"keyword": keyword_hits, "vector": vector_hits}
         language = plan.translations.question_language
         fused = fuse(settings.KB_FUSION, lists, plan.weights, plan.cross_weights, language)
         _fill_semantic(fused, plan.collections, query_vectors)
+        fused, dropped_filled = without_unscorable(fused)  # a keyword hit whose vector scores NaN
         counts.update(
             **fusion_counts(settings.KB_FUSION, plan.weights, plan.cross_weights), candidates=len(fused),
             per_list={name: len(hits) for name, hits in lists.items()},
             cross_language_candidates=sum(cross_language(language, h.language) for h in fused),
+            not_finite_dropped=len(dropped | dropped_vector | dropped_filled),
         )  # fmt: skip
     return fused
 
@@ -406,10 +417,11 @@ def _rerank_stage(trace: Trace, plan: SearchPlan, query: str, fused: list[Hit]) 
             plan.calls.append(rerank_call(collection_ids, started))
             for index, hit in enumerate(candidates):
                 hit.rerank = scores.get(index)
-            ranked = sorted(
-                (h for h in candidates if h.rerank is not None), key=lambda h: (-(h.rerank or 0), h.chunk_id)
-            )
+            scored, unscorable = without_unscorable([h for h in candidates if h.rerank is not None])
+            ranked = sorted(scored, key=lambda h: (-(h.rerank or 0), h.chunk_id))
             counts.update(candidates=len(candidates), returned=min(len(ranked), plan.top_n))
+            if unscorable:  # a reranker that answered NaN or an infinity for some: those are left out
+                counts.update(not_finite_dropped=len(unscorable))
     except StageFailed:
         return fused, False
     return ranked[: plan.top_n], True
@@ -582,7 +594,7 @@ def _fill_semantic(hits: list[Hit], collections: list[Collection], vectors: dict
         if hit.semantic is None:
             missing[alias_of[hit.collection_id]].append(hit.chunk_id)
     for alias, chunk_ids in missing.items():
-        scores = semantic_scores(chunk_ids=chunk_ids, vector=vectors[alias])
+        scores = semantic_scores(chunk_ids=chunk_ids, vector=vectors[alias], finite_only=False)
         for hit in hits:
             if hit.chunk_id in scores:
                 hit.semantic = scores[hit.chunk_id]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -115,8 +116,11 @@ def check_embedding_width(*, collections: list[Collection], dims: int) -> None:
         )
 
 
-def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, float]:
-    """Cosine similarity for hits that only the keyword side found, so the floor can judge them too."""
+def semantic_scores(*, chunk_ids: list[str], vector: list[float], finite_only: bool = True) -> dict[str, float]:
+    """Cosine similarity for hits that only the keyword side found, so the floor can judge them too.
+
+    A row whose vector has no length scores NaN against every question: left out (unscored) unless
+    `finite_only` is False, for fusion, which drops such a paragraph and counts it in the trace."""
     if not chunk_ids:
         return {}
     dims = len(vector)
@@ -128,7 +132,8 @@ def semantic_scores(*, chunk_ids: list[str], vector: list[float]) -> dict[str, f
             """,
             [str(vector), chunk_ids],
         )
-        return {str(r[0]): float(r[1]) for r in cursor.fetchall()}
+        scores = {str(r[0]): float(r[1]) for r in cursor.fetchall()}
+    return scores if not finite_only else {key: score for key, score in scores.items() if math.isfinite(score)}
 
 
 def chunk_texts(chunk_ids: list[str]) -> dict[str, str]:

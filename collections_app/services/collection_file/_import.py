@@ -72,8 +72,9 @@ from collections_app.services.collection_file._schema import (
     store_shape,
 )
 from collections_app.services.collections import CollectionNameTaken, collection_create, collection_settings_check
+from collections_app.services.documents import upload_filename
 from collections_app.sql import keyword_vector
-from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model
+from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model, searchable_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ def collection_file_check(*, path: Path, source: str | None = None) -> FileSumma
                 if keyed:
                     raise BadCollectionFile(f"{where} names document {key!r}, which kb_documents does not hold")
                 document = summary.documents[key] = FileDocument(
-                    check_name(row["document"], f"{where}: the document name", max_chars=MAX_NAME_CHARS["document"])
+                    _document_name(row["document"], f"{where}: the document name")
                 )
             _check_row(row, where, summary)
             seen = ordinals.setdefault(key, set())
@@ -153,20 +154,27 @@ def collection_file_check(*, path: Path, source: str | None = None) -> FileSumma
 
 
 def _which(store: sqlite3.Connection, source: str | None) -> tuple[str, str | None]:
-    names = [r[0] for r in store.execute("SELECT DISTINCT collection FROM agents_chunks ORDER BY 1 LIMIT 51")]
-    for found in names:
+    # Every name is read (each is checked, and counted: a file of 60 collections holds 60), but only the first
+    # few are kept for the message; `source` is looked up by binding it, however many there are.
+    count, names = 0, list[str]()
+    for (found,) in store.execute("SELECT DISTINCT collection FROM agents_chunks ORDER BY 1"):
         check_name(found, "a collection name in the file", max_chars=MAX_NAME_CHARS["collection"])
+        count += 1
+        if len(names) < 10:
+            names.append(found)
     if source is not None:
-        if source not in names:
+        if store.execute("SELECT 1 FROM agents_chunks WHERE collection = ? LIMIT 1", (source,)).fetchone() is None:
             raise BadCollectionFile(f"the file holds no collection named {source!r}")
         name = source
-    elif len(names) == 1:
+    elif count == 1:
         name = names[0]
-    elif not names:
+    elif not count:
         raise BadCollectionFile("the file holds no paragraph (agents_chunks is empty)")
     else:
         raise BadCollectionFile(
-            f"the file holds {len(names)} collections; name the one to import in `source`: " + ", ".join(names[:10])
+            f"the file holds {count} collections; name the one to import in `source`: "
+            + ", ".join(names)
+            + (", ..." if count > len(names) else "")
         )
     first = store.execute("SELECT agent_id FROM agents_chunks WHERE collection = ? ORDER BY id LIMIT 1", (name,))
     agent = first.fetchone()[0]
@@ -196,7 +204,7 @@ def _built(store: sqlite3.Connection, columns: set[str], name: str, agent: str |
     if refused_json is not None:
         refused_names = check_json(refused_json, "collection_built.refused", kind=list)
         for item in refused_names:
-            check_name(item, "a name in collection_built.refused", max_chars=500)
+            check_name(item, "a name in collection_built.refused", max_chars=500, control=False)
     try:
         at = dt.datetime.fromisoformat(built_at) if isinstance(built_at, str) else None
     except ValueError:
@@ -230,7 +238,7 @@ def _documents(store: sqlite3.Connection, name: str) -> dict[Any, FileDocument]:
     ):
         where = f"document {seq}"
         found[seq] = FileDocument(
-            name=check_name(filename, f"{where}: its name", max_chars=MAX_NAME_CHARS["document"]),
+            name=_document_name(filename, f"{where}: its name"),
             language=check_name(language, f"{where}: its language", max_chars=MAX_NAME_CHARS["language"], blank=True),
             labels=[
                 check_name(label, f"{where}: a label", max_chars=MAX_NAME_CHARS["label"])
@@ -239,6 +247,15 @@ def _documents(store: sqlite3.Connection, name: str) -> dict[Any, FileDocument]:
             metadata=check_json(metadata, f"{where}: its metadata", kind=dict),
         )
     return found
+
+
+def _document_name(value: object, what: str) -> str:
+    """A document's name as an upload would show it: its last path part ("../../etc/passwd" is "passwd"), its
+    unprintable characters taken out as Django takes them out of an uploaded file's name."""
+    name = upload_filename(check_name(value, what, max_chars=MAX_NAME_CHARS["document"], control=False))
+    if not name.strip(" ."):
+        raise BadCollectionFile(f"{what} is no file name once its folders are taken off")
+    return name
 
 
 _COLUMNS = (
@@ -474,7 +491,7 @@ def _embed_again(record: CollectionFile, path: Path, summary: FileSummary, embed
         nonlocal dims, done
         if not batch:
             return
-        matrix = np.asarray(embedder.embed_passages(batch), dtype="<f4")
+        matrix = np.asarray(searchable_vectors(embedder.embed_passages(batch)), dtype="<f4")
         dims = matrix.shape[1]
         out.write(matrix.tobytes())
         done += len(batch)

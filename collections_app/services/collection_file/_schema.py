@@ -13,7 +13,6 @@ untrusted; only the tables named here are read, and only when they are tables (a
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -25,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from collections_app.exceptions import Invalid
-from collections_app.validation import json_problem, text_problem
+from collections_app.validation import control_problem, json_problem, loads_bounded, text_problem
+from embedding import vector_problem
 
 SCHEMA_VERSION = "0.31"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -94,14 +94,6 @@ MAX_SECTION_PARTS = 64
 MAX_SECTION_PART_CHARS = 2_000
 MAX_JSON_CHARS = 64 * 1024
 
-# A name is a name: one that carries a statement (a separator or comment marker beside an SQL keyword, or the
-# shape of one) is a file built to hurt whatever pastes names into SQL, and is refused rather than stored.
-_SQL_MARKERS = re.compile(r";|--|/\*|\*/")
-_SQL_WORDS = re.compile(
-    r"\b(select|insert|update|delete|drop|alter|create|attach|detach|pragma|union|truncate|exec)\b", re.I
-)
-_SQL_SHAPES = re.compile(r"\b(drop|truncate)\s+table\b|\bunion\s+(all\s+)?select\b|\bor\s+1\s*=\s*1\b", re.I)
-
 
 class BadCollectionFile(Invalid):
     """The file cannot be imported as it is; the message names the problem (never a path)."""
@@ -109,23 +101,23 @@ class BadCollectionFile(Invalid):
     field = "file"
 
 
-def sql_in_name(value: str) -> bool:
-    return bool(_SQL_SHAPES.search(value) or (_SQL_MARKERS.search(value) and _SQL_WORDS.search(value)))
+def check_name(value: object, what: str, *, max_chars: int, blank: bool = False, control: bool = True) -> str:
+    """The name as stored, or BadCollectionFile naming what is wrong with it.
 
-
-def check_name(value: object, what: str, *, max_chars: int, blank: bool = False) -> str:
-    """The name as stored, or BadCollectionFile naming what is wrong with it."""
+    A name is free text: it is only ever bound as a parameter, so only what no column or screen can hold is
+    refused (its length, NUL, a lone surrogate, a control character). Pattern-matching names for SQL refused
+    "Trade Union Select Committee" and "Board minutes; update 2.md" while protecting nothing.
+    `control`: False for names that are only recorded, never shown as a name (what a build could not read).
+    """
     if not isinstance(value, str):
         raise BadCollectionFile(f"{what} must be text")
-    problem = text_problem(value)
+    problem = text_problem(value) or (control_problem(value) if control else None)
     if problem:
         raise BadCollectionFile(f"{what} {problem}")
     if not blank and not value.strip():
         raise BadCollectionFile(f"{what} must not be blank")
     if len(value) > max_chars:
         raise BadCollectionFile(f"{what} is too long: at most {max_chars} characters")
-    if sql_in_name(value):
-        raise BadCollectionFile(f"{what} holds SQL text ({value[:40]!r}): a name must be a name")
     return value
 
 
@@ -144,9 +136,9 @@ def check_json(value: object, where: str, *, kind: type) -> Any:
     if not isinstance(value, str) or len(value) > MAX_JSON_CHARS:
         raise BadCollectionFile(f"{where} must be JSON text of at most {MAX_JSON_CHARS} characters")
     try:
-        parsed = json.loads(value)
+        parsed = loads_bounded(value)  # NaN, Infinity and 1e400 refused here: JSONB holds none of them
     except ValueError as exc:
-        raise BadCollectionFile(f"{where} is not JSON") from exc
+        raise BadCollectionFile(f"{where} is not JSON a database can hold: {exc}") from None
     if not isinstance(parsed, kind):
         raise BadCollectionFile(f"{where} must be a JSON {'object' if kind is dict else 'array'}")
     problem = json_problem(parsed)
@@ -163,8 +155,9 @@ def check_vector(blob: object, dims: object, where: str) -> np.ndarray:
     if len(blob) != dims * 4:
         raise BadCollectionFile(f"{where}: the vector holds {len(blob) / 4:g} float32 values but its dims say {dims}")
     vector = np.frombuffer(blob, dtype="<f4")
-    if not np.isfinite(vector).all():
-        raise BadCollectionFile(f"{where}: the vector holds a value that is not a finite number")
+    problem = vector_problem(vector)
+    if problem:
+        raise BadCollectionFile(f"{where}: the vector {problem}")
     return vector
 
 

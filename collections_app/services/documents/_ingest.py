@@ -34,12 +34,15 @@ from collections_app.services.documents._read import (
 from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._versions import document_version_fail
 from collections_app.services.documents._watch import DocumentGone, Watch
-from embedding import get_model
+from embedding import UnsearchableVector, get_model
 
 logger = logging.getLogger(__name__)
 
 # Failures a person can act on: their message is the document's error, as it is.
-_REFUSALS = (NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable, OverBudget, OriginalMissing)
+_REFUSALS = (
+    NothingReadable, UnsupportedFile, StrategyNotBuilt, ParserUnavailable, OverBudget, OriginalMissing,
+    UnsearchableVector,  # the model answered a vector with no length: said as it is, not "the file may be corrupt"
+)  # fmt: skip
 
 
 def document_ingest(*, document_id: str, queued: bool = False, large: bool = False) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from django.conf import settings
 
 from collections_app.ingestion import ChunkDraft
+from embedding import searchable_vectors
 
 
 class Staging:
@@ -56,6 +57,7 @@ class Staging:
             if len(vector) != self.dims:
                 raise ValueError(f"the model answered vectors of {len(vector)} and {self.dims} dimensions")
             packed.extend(vector)
+        searchable_vectors(vectors)  # every model's answer, before a row can hold it (a NaN would fail a search)
         self._vectors.seek(0, 2)
         packed.tofile(self._vectors)
         self.vectors_count += len(vectors)

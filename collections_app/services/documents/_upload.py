@@ -279,7 +279,8 @@ _MAX_EXTENSION_CHARS = 16
 
 
 def upload_filename(filename: str) -> str:
-    """The name a document is shown by: the last path part, refused if unreadable, shortened if too long.
+    """The name a document is shown by: the last path part without unprintable characters (a line break, an
+    escape), refused if unreadable, shortened if too long.
 
     A NUL byte or a lone surrogate (half of a UTF-16 pair, which no file system or database can store) is an
     UnsupportedFile, like a wrong extension: the uploader can rename the file.
@@ -290,6 +291,10 @@ def upload_filename(filename: str) -> str:
             "the file name holds a NUL byte or an invalid character (a lone surrogate); "
             "rename the file and upload it again"
         )
+    # What Django's upload parser does to every name a browser or client sends (MultiPartParser.sanitize_file_name),
+    # done here too for names that arrive otherwise (a zip's members, a folder, a mail, a collection file): a name
+    # shows the same whichever way its document came in.
+    name = "".join(char for char in name if char.isprintable())
     return _shorten(name, lambda text: len(text), _MAX_FILENAME_CHARS)
 
 

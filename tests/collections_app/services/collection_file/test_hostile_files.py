@@ -156,17 +156,31 @@ def test_a_file_over_the_upload_limit_is_refused_before_it_is_read(cast, make_fi
         ("agent_id", "bot; DROP TABLE collections_app_agent"),
     ],
 )
-def test_sql_text_in_a_name_is_refused(cast, make_file, column, value) -> None:
-    statements = [f"UPDATE agents_chunks SET {column} = ?"]
+def test_sql_text_in_a_name_is_stored_as_text_and_runs_nowhere(
+    cast, make_file, column, value, django_capture_on_commit_callbacks
+) -> None:
+    # Names are data: bound as parameters everywhere, so a name that reads like SQL is only a strange name.
     params = (value,)
-    path = make_file(*statements, params=params)
-    if column == "collection":
-        with sqlite3.connect(path) as store:
+    path = make_file(f"UPDATE agents_chunks SET {column} = ?", params=params)
+    with sqlite3.connect(path) as store:
+        if column == "collection":
             store.execute("UPDATE collection_built SET collection = ?", params)
-    assert_refused(post(cast.editor, path.read_bytes()), "SQL text")
+        if column == "agent_id":
+            store.execute("UPDATE collection_built SET agent_id = ?", params)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(cast.editor, path.read_bytes())
+
+    assert response.status_code == 202, response.content
+    assert CollectionFile.objects.get().status == "done"
+    paragraph = Collection.objects.get(name="imported").chunks.select_related("document").get()
+    if column == "document":
+        assert paragraph.document.filename == value
+    if column == "labels":
+        assert paragraph.labels == json.loads(value)
     # Nothing ran: every table the names spoke of is still there and whole.
-    assert Collection.objects.filter(tenant=cast.tenant).exists() is False
+    assert paragraph.text == TEXT
     assert cast.tenant.__class__.objects.count() == 2
+    assert cast.agent.__class__.objects.filter(name="support-bot").exists()
 
 
 def test_a_file_of_several_collections_names_them_and_imports_the_one_named(
