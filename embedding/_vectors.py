@@ -12,16 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from collections_app.exceptions import DomainError
 
-
-class UnsearchableVector(DomainError, ValueError):
+class UnsearchableVector(ValueError):
     """The embedding model answered a vector no question can be compared with; the message says why.
 
     The model's fault, not the caller's: the API answers 503 and nothing is written (an edit leaves the
-    paragraph as it was, a document goes to `error` with this message, an import stops with it)."""
-
-    meaning = "unavailable"
+    paragraph as it was, a document goes to `error` with this message, an import stops with it). A plain
+    ValueError because embedding is a leaf that imports no app: doors/api/errors.py gives it its meaning."""
 
 
 def vector_problem(vector: Sequence[float] | np.ndarray, dims: int | None = None) -> str | None:

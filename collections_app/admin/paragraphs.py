@@ -37,6 +37,7 @@ from collections_app.services.paragraph_edits import (
 )
 from collections_app.services.preview import document_paragraph_numbers
 from doors.admin.base import object_for_tool
+from embedding import UnsearchableVector
 
 # Paragraphs on one page of the paragraphs page; the history shows the latest edits.
 PARAGRAPHS_PER_PAGE = 100
@@ -113,7 +114,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         by = request.user.get_username()
         try:
             changed = _dispatch(document, data, by)
-        except DomainError as exc:
+        except (DomainError, UnsearchableVector) as exc:  # the model's bad vector: said, nothing changed
             messages.error(request, str(exc))
             return HttpResponseRedirect(back + _where(request, None))
         self.message_user(request, _done(data["action"], changed))

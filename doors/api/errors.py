@@ -20,6 +20,7 @@ from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.services.archives import ArchiveRefused, InsufficientStorage
 from collections_app.services.documents import FileTooLarge
+from embedding import UnsearchableVector
 
 STATUS: dict[Meaning, int] = {
     "invalid": status.HTTP_400_BAD_REQUEST,
@@ -39,6 +40,7 @@ LEGACY: dict[type[Exception], tuple[Meaning, str | None]] = {
     FileTooLarge: ("too_large", None),
     InsufficientStorage: ("no_storage", None),
     StrategyNotBuilt: ("invalid", None),
+    UnsearchableVector: ("unavailable", None),  # embedding is a leaf: it cannot import DomainError
 }
 
 
