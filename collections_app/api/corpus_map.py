@@ -11,6 +11,8 @@ from collections_app.api import examples
 from collections_app.api.views import TenantScopedView
 from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
+from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.schema import refusals
 from kbsite.db_routing import read_only_call
 
@@ -50,7 +52,7 @@ class CorpusMapOutput(serializers.Serializer):
     paragraphs = serializers.IntegerField(help_text="readable paragraphs of the collection")
 
 
-class CorpusMapInput(serializers.Serializer):
+class CorpusMapInput(StrictInput):
     reader = serializers.CharField(
         required=False,
         max_length=MAX_NAME_CHARS,
@@ -82,7 +84,9 @@ class CollectionMapView(TenantScopedView):
         collection = self.get_collection(request, collection_id)
         data = CorpusMapInput(data=request.query_params)
         data.is_valid(raise_exception=True)
-        reader = data.validated_data.get("reader")
+        reader, key = data.validated_data.get("reader"), request_key(request)
         # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
-        corpus_map, _served = read_only_call(lambda: collection_map_for_reader(collection=collection, reader=reader))
+        corpus_map, _served = read_only_call(
+            lambda: collection_map_for_reader(key=key, collection=collection, reader=reader)
+        )
         return Response(CorpusMapOutput(corpus_map).data)
