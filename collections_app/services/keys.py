@@ -14,7 +14,7 @@ from collections_app.models import Agent, ApiKey, Role, Tenant
 from retrieval.models import Reader
 
 KEY_PREFIX = "kb_"
-ANY_READER = "any"
+ANY_READER: Literal["any"] = "any"
 # Reader delegation as an admin gives it: "any", or the readers (none: the key acts for no reader).
 Delegation = Literal["any"] | Iterable[Reader]
 
@@ -51,10 +51,12 @@ def api_key_create(
 def api_key_delegate(*, key: ApiKey, readers: Delegation) -> None:
     """Set the readers `key` may act for: "any" (every reader of its tenant, present and future) or exactly
     these (none: it may name no reader). Only an admin's door calls this, never the key's own requests."""
-    if readers == ANY_READER:
-        key.any_reader, chosen = True, []
-    else:
-        key.any_reader, chosen = False, list(readers)  # type: ignore[arg-type]
+    if isinstance(readers, str) and readers != ANY_READER:
+        raise ValueError(f'readers is "{ANY_READER}" or readers, not a name')
+    chosen: list[Reader] = []
+    key.any_reader = isinstance(readers, str)
+    if not isinstance(readers, str):
+        chosen = list(readers)
         foreign = sorted(r.name for r in chosen if r.tenant_id != key.tenant_id)
         if foreign:
             raise UnknownDelegatedReader(f"not readers of this key's tenant: {', '.join(foreign)}")
