@@ -140,8 +140,8 @@ class ApiKeyAdmin(RoleGrantAdmin):
         return super().get_fields(request, obj)
 
     def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
-        # The readers are set through the service (api_key_delegate), never by the form's own m2m save.
-        super().save_related(request, form, formsets, change)
+        # The key's only many-to-many is its readers, and the service sets them (api_key_delegate checks their
+        # tenant), in place of the form's own save_m2m. The key has no inlines, so there are no formsets to save.
         api_key_delegate(key=form.instance, readers=form.delegation())
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]

@@ -7,10 +7,9 @@ from django.db.models import QuerySet
 from collections_app.exceptions import Invalid
 from collections_app.models import ApiKey, Collection
 from collections_app.selectors import collections_for_key
-from collections_app.selectors.delegation import UnknownReader, delegated_reader
+from collections_app.selectors.delegation import UnknownReader as UnknownReader  # re-exported: callers catch it
+from collections_app.selectors.delegation import delegated_reader
 from retrieval.models import Reader
-
-__all__ = ["UnknownReader"]  # raised by delegated_reader; searched for by this name since before delegation
 
 
 class UnknownCollections(Invalid):
