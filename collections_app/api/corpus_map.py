@@ -56,7 +56,8 @@ class CorpusMapInput(StrictInput):
     reader = serializers.CharField(
         required=False,
         max_length=MAX_NAME_CHARS,
-        help_text="per-reader collections: the registered reader the map is for (only what it may read is shown)",
+        help_text="per-reader collections: the registered reader the map is for (only what it may read is shown); "
+        "the key must act for it (403 otherwise)",
     )
 
 
@@ -69,7 +70,8 @@ class CollectionMapView(TenantScopedView):
                 "reader",
                 str,
                 required=False,
-                description="per-reader collections: the registered reader the map is for (needed there)",
+                description="per-reader collections: the registered reader the map is for (needed there); the key "
+                "must act for it (reader delegation: 403 otherwise)",
             )
         ],
         examples=[

@@ -51,7 +51,8 @@ class CitationsVerifyInput(StrictInput):
         required=False,
         max_length=MAX_NAME_CHARS,
         help_text="without a search_id: the registered reader `readable` is judged for (absent: a reader holding "
-        "no label); with one, the search's own reader is used and this must be left out",
+        "no label; the key must act for it, 403 otherwise); with one, the search's own reader is used and this "
+        "must be left out",
     )
     on_behalf_of = serializers.CharField(
         required=False,

@@ -76,7 +76,8 @@ class SearchInput(StrictInput):
         required=False,
         max_length=MAX_NAME_CHARS,
         help_text="The registered reader this search is for (needed for per-reader collections); "
-        "the server decides its labels.",
+        "the server decides its labels. The key must act for this reader (reader delegation, set by an admin): "
+        "any other is a 403.",
     )
     on_behalf_of = serializers.CharField(
         required=False,
