@@ -290,6 +290,18 @@ class ApiKey(TenantOwned):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
+    # Reader delegation: the registered readers this key may name in a search, map or citation check. Set by an
+    # admin, never by the key; a new key acts for none until given some (keys older than delegation: any).
+    any_reader = models.BooleanField(
+        default=False,
+        help_text="May act for every reader of its tenant, present and future (the readers below then do not matter).",
+    )
+    readers = models.ManyToManyField(
+        "retrieval.Reader",
+        blank=True,
+        related_name="delegated_keys",
+        help_text="The registered readers this key may name in a search, a corpus map or a citation check.",
+    )
 
     class Meta:
         ordering = ["-created_at"]

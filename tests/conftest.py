@@ -33,7 +33,7 @@ class Cast:
 
     def new_client(self, role: str) -> APIClient:
         """A client with a key of its own in the cast's tenant (throttles and audits count per key)."""
-        return client_for(api_key_create(tenant=self.tenant, role=role).secret)
+        return client_for(api_key_create(tenant=self.tenant, role=role, readers="any").secret)
 
     # For a test that shares one key between threads, each with a client of its own.
     client_for = staticmethod(client_for)
@@ -44,15 +44,18 @@ def cast(db) -> Cast:
     tenant = Tenant.objects.create(name="acme")
     outsider_tenant = Tenant.objects.create(name="globex")
     agent = Agent.objects.create(tenant=tenant, name="support-bot")
+    # The cast's keys act for any reader, as keys made before reader delegation do after the upgrade
+    # (migration 0029); tests/retrieval/api/test_reader_delegation.py makes narrower ones.
+    any_reader = {"readers": "any"}
     return Cast(
         tenant=tenant,
         outsider_tenant=outsider_tenant,
-        admin=client_for(api_key_create(tenant=tenant, role=Role.ADMIN).secret),
-        editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret),
-        viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER).secret),
-        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN).secret),
+        admin=client_for(api_key_create(tenant=tenant, role=Role.ADMIN, **any_reader).secret),
+        editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR, **any_reader).secret),
+        viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, **any_reader).secret),
+        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN, **any_reader).secret),
         agent=agent,
-        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent).secret),
+        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent, **any_reader).secret),
     )
 
 

@@ -8,6 +8,10 @@ its own savepoint.
 The cast: tenant "tenant-wombat" (own) holds a viewer, an editor and an admin; "tenant-quokka" (other)
 holds the same kinds of rows. Every name of the other tenant contains "quokka", so a page that shows
 any of it (a row, a filter choice, a dropdown option) is caught by one substring test.
+
+Reader delegation is a column of the API half: every endpoint whose request (the OpenAPI schema) takes a
+`reader` is asked, by every role, for a reader its key was given, one it was not, and another tenant's, with
+keys made for no reader, for some, and for any.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measur
 
 OTHER = "quokka"  # in every name of the other tenant
 OWN = "wombat"
+UNDELEGATED_READER = f"{OWN}-second-reader"  # a reader of the own tenant that "some" keys were not given
 SCOPED = "scoped-only"  # the one collection of the own tenant an agent-restricted key reaches
 
 # --- the rules ----------------------------------------------------------------------------------------
@@ -112,8 +117,9 @@ class World:
     tenants: dict[str, Tenant]
     objects: dict[tuple[str, str], Any]  # (model label, side) -> a row
     users: dict[str, User]
-    keys: dict[str, str]  # role -> secret of an own-tenant key
+    keys: dict[str, str]  # role -> secret of an own-tenant key (acting for no reader)
     agent_key: str  # an own-tenant editor key whose agent reaches only SCOPED, not the own collection
+    delegated_keys: dict[tuple[str, str], str]  # (role, delegation) -> secret of an own-tenant key
 
 
 def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
@@ -220,7 +226,18 @@ def _build_world() -> World:
     scoped = Agent.objects.create(tenant=tenants["own"], name=f"{OWN}-scoped-agent")
     scoped.collections.add(Collection.objects.create(tenant=tenants["own"], name=SCOPED))
     agent_key = api_key_create(tenant=tenants["own"], role=Role.EDITOR, agent=scoped, name=f"{OWN}-agent-key").secret
-    return World(tenants=tenants, objects=objects, users=users, keys=keys, agent_key=agent_key)
+    Reader.objects.create(tenant=tenants["own"], name=UNDELEGATED_READER, labels=[f"{OWN}-label"])
+    delegated_keys: dict[tuple[str, str], str] = {}
+    own_reader = objects[("retrieval.Reader", "own")]
+    for role in STAFF_ROLES:
+        delegated_keys[(role, "none")] = keys[role]
+        for delegation, readers in (("some", [own_reader]), ("any", "any")):
+            delegated_keys[(role, delegation)] = api_key_create(
+                tenant=tenants["own"], role=role, name=f"{OWN}-{role}-{delegation}-key", readers=readers
+            ).secret
+    return World(
+        tenants=tenants, objects=objects, users=users, keys=keys, agent_key=agent_key, delegated_keys=delegated_keys
+    )
 
 
 @pytest.fixture(scope="module")
@@ -563,3 +580,89 @@ def _body(response) -> str:
     """The answer's text; a download (an original) streams it, an export may be a zip (stored: names still seen)."""
     content = b"".join(response.streaming_content) if response.streaming else response.content
     return content.decode(errors="replace")
+
+
+# --- reader delegation: a column of the API half --------------------------------------------------------
+
+
+def _schema_path(route: str) -> str:
+    return "/" + re.sub(r"<(?:[^>:]+:)?([^>]+)>", r"{\1}", route)
+
+
+def reader_endpoints() -> list[Endpoint]:
+    """Every endpoint whose request takes a `reader` (a body field or a query parameter), read off the OpenAPI
+    schema: an endpoint that starts taking one is in the column without a line here."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components = schema["components"]["schemas"]
+    found = []
+    for endpoint in ENDPOINTS:
+        operation = schema["paths"].get(_schema_path(endpoint.route), {}).get(endpoint.method)
+        if operation is None:
+            continue
+        names = {p["name"] for p in operation.get("parameters", [])}
+        for content in operation.get("requestBody", {}).get("content", {}).values():
+            ref = content["schema"].get("$ref", "")
+            names |= set(components.get(ref.rsplit("/", 1)[-1], {}).get("properties", {}))
+        if "reader" in names:
+            found.append(endpoint)
+    return found
+
+
+READER_ENDPOINTS = reader_endpoints()
+DELEGATIONS = ["none", "some", "any"]
+# The reader each case names: the one "some" keys were given, another of the tenant, and another tenant's.
+NAMED = {"given": f"{OWN}-reader", "not given": UNDELEGATED_READER, "other tenant's": f"{OTHER}-reader"}
+READER_CASES = [
+    pytest.param(endpoint, role, delegation, named, id=f"{endpoint}-{role}-{delegation}-{named}")
+    for endpoint in READER_ENDPOINTS
+    for role in STAFF_ROLES
+    for delegation in DELEGATIONS
+    for named in NAMED
+]
+
+
+def test_the_reader_column_covers_search_map_citations_evaluate_and_measure() -> None:
+    assert {e.name for e in READER_ENDPOINTS} >= {
+        "search", "collection-map", "citations-verify", "collection-evaluate", "collection-measure"
+    }, sorted(str(e) for e in READER_ENDPOINTS)  # fmt: skip
+
+
+def _acts_for(delegation: str, named: str) -> bool:
+    if named == "other tenant's":
+        return False  # not a reader of this tenant: no key acts for it
+    return delegation == "any" or (delegation == "some" and named == "given")
+
+
+@pytest.mark.parametrize(("endpoint", "role", "delegation", "named"), READER_CASES)
+def test_a_key_names_only_the_readers_it_was_given(
+    world: World, db, endpoint: Endpoint, role: str, delegation: str, named: str
+) -> None:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.delegated_keys[(role, delegation)]}")
+    body, fmt = _api_body(endpoint, "own")
+    url = _api_url(endpoint, world, "own")
+    if endpoint.method == "get":
+        response = client.get(url, {"reader": NAMED[named]})
+    else:
+        response = getattr(client, endpoint.method)(url, {**body, "reader": NAMED[named]}, format=fmt)
+    status = response.status_code
+    assert status < 500, response.content[:500]
+
+    writes = (endpoint.method in WRITES and endpoint.name not in SAFE_READS) or endpoint.name in EDITOR_ONLY
+    needs = Role.ADMIN if endpoint.name in ADMIN_ONLY else Role.EDITOR if writes else Role.VIEWER
+    if ROLE_RANK[Role(role)] < ROLE_RANK[needs]:
+        assert status == 403, status  # the role refuses first, whatever the reader
+        return
+    if _acts_for(delegation, named):
+        assert status not in (401, 403), (status, response.content[:300])
+        return
+    assert status == 403, (status, response.content[:300])
+    said = response.json()
+    message = said.get("detail") or said.get("reader", [""])[0]
+    if delegation == "any":  # a key for any reader is told the name is unknown here
+        assert "no reader named" in message, message
+    else:  # a narrower key is told it may not act for it, whether the reader exists or not
+        assert "this key may not act for reader" in message, message
+    assert OTHER not in response.content.decode().replace(NAMED["other tenant's"], "<name>")

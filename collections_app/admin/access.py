@@ -19,7 +19,8 @@ from collections_app.models import (
     Role,
     Tenant,
 )
-from collections_app.services.keys import api_key_create
+from collections_app.selectors.delegation import delegation_label
+from collections_app.services.keys import ANY_READER, Delegation, api_key_create, api_key_delegate
 from doors.admin.base import (
     RoleGrantForm,
     SuperuserOnlyAdmin,
@@ -96,7 +97,8 @@ class AgentAdmin(TenantScopedAdmin):
 class ApiKeyForm(RoleGrantForm):
     class Meta:
         model = ApiKey
-        fields = ["tenant", "name", "role", "agent", "revoked"]
+        fields = ["tenant", "name", "role", "agent", "any_reader", "readers", "revoked"]
+        labels = {"any_reader": "Acts for any reader", "readers": "Acts for these readers"}
 
     def clean(self):  # type: ignore[no-untyped-def]
         data = super().clean()
@@ -104,26 +106,51 @@ class ApiKeyForm(RoleGrantForm):
         if tenant is not None and agent is not None and agent.tenant_id != tenant.pk:
             # api_key_create refuses it too; said here so the form shows it instead of failing on save.
             self.add_error("agent", f"{agent} is an agent of another tenant.")
+        foreign = [r.name for r in data.get("readers") or [] if tenant is not None and r.tenant_id != tenant.pk]
+        if foreign:
+            self.add_error("readers", f"Not readers of {tenant}: {', '.join(foreign)}.")
         return data
+
+    def delegation(self) -> Delegation:
+        return ANY_READER if self.cleaned_data.get("any_reader") else list(self.cleaned_data.get("readers") or [])
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(RoleGrantAdmin):
     form = ApiKeyForm
-    list_display = ["prefix", "name", "tenant", "role", "agent", "created_at", "last_used_at", "revoked"]
-    list_filter = ["role", "revoked", "tenant"]
+    list_display = [
+        "prefix", "name", "tenant", "role", "agent", "acts_for_readers", "created_at", "last_used_at", "revoked",
+    ]  # fmt: skip
+    list_filter = ["role", "revoked", "any_reader", "tenant"]
     list_select_related = ["tenant", "agent"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
+    filter_horizontal = ["readers"]
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        return super().get_queryset(request).prefetch_related("readers")  # one query for the list's readers
+
+    @admin.display(description="acts for readers")
+    def acts_for_readers(self, obj: ApiKey) -> str:
+        return delegation_label(obj)
 
     def get_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
         # A new key is issued live; revoking is a change to an existing one.
-        return ["tenant", "name", "role", "agent"] if obj is None else super().get_fields(request, obj)
+        if obj is None:
+            return ["tenant", "name", "role", "agent", "any_reader", "readers"]
+        return super().get_fields(request, obj)
+
+    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+        # The key's only many-to-many is its readers, and the service sets them (api_key_delegate checks their
+        # tenant), in place of the form's own save_m2m. The key has no inlines, so there are no formsets to save.
+        api_key_delegate(key=form.instance, readers=form.delegation())
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         if change:
             return super().save_model(request, obj, form, change)
         # Issued by the service, which checks the agent's tenant and keeps only the secret's hash.
-        issued = api_key_create(tenant=obj.tenant, role=obj.role, agent=obj.agent, name=obj.name)
+        issued = api_key_create(
+            tenant=obj.tenant, role=obj.role, agent=obj.agent, name=obj.name, readers=form.delegation()
+        )
         for field in ApiKey._meta.concrete_fields:  # the admin goes on with (logs, redirects to) this key
             setattr(obj, field.attname, getattr(issued.key, field.attname))
         obj._state.adding = False

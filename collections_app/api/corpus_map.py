@@ -11,6 +11,8 @@ from collections_app.api import examples
 from collections_app.api.views import TenantScopedView
 from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
+from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.schema import refusals
 from kbsite.db_routing import read_only_call
 
@@ -50,11 +52,12 @@ class CorpusMapOutput(serializers.Serializer):
     paragraphs = serializers.IntegerField(help_text="readable paragraphs of the collection")
 
 
-class CorpusMapInput(serializers.Serializer):
+class CorpusMapInput(StrictInput):
     reader = serializers.CharField(
         required=False,
         max_length=MAX_NAME_CHARS,
-        help_text="per-reader collections: the registered reader the map is for (only what it may read is shown)",
+        help_text="per-reader collections: the registered reader the map is for (only what it may read is shown); "
+        "the key must act for it (403 otherwise)",
     )
 
 
@@ -67,7 +70,8 @@ class CollectionMapView(TenantScopedView):
                 "reader",
                 str,
                 required=False,
-                description="per-reader collections: the registered reader the map is for (needed there)",
+                description="per-reader collections: the registered reader the map is for (needed there); the key "
+                "must act for it (reader delegation: 403 otherwise)",
             )
         ],
         examples=[
@@ -82,7 +86,9 @@ class CollectionMapView(TenantScopedView):
         collection = self.get_collection(request, collection_id)
         data = CorpusMapInput(data=request.query_params)
         data.is_valid(raise_exception=True)
-        reader = data.validated_data.get("reader")
+        reader, key = data.validated_data.get("reader"), request_key(request)
         # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
-        corpus_map, _served = read_only_call(lambda: collection_map_for_reader(collection=collection, reader=reader))
+        corpus_map, _served = read_only_call(
+            lambda: collection_map_for_reader(key=key, collection=collection, reader=reader)
+        )
         return Response(CorpusMapOutput(corpus_map).data)

@@ -245,7 +245,7 @@ def _ods_sheets(path: Path) -> list[Sheet]:
     return sheets
 
 
-_ODS_MAX_REPEAT = 10_000  # a style applied to "all rows" repeats an empty row a million times
+ODS_MAX_REPEAT = 10_000  # a style applied to "all rows" repeats an empty row a million times
 
 
 def _ods_rows(table):  # type: ignore[no-untyped-def]
@@ -259,14 +259,14 @@ def _ods_rows(table):  # type: ignore[no-untyped-def]
             if cell.qname not in ((TABLENS, "table-cell"), (TABLENS, "covered-table-cell")):
                 continue
             value = _ods_value(cell)
-            columns = min(int(cell.getAttribute("numbercolumnsrepeated") or 1), _ODS_MAX_REPEAT)
+            columns = min(int(cell.getAttribute("numbercolumnsrepeated") or 1), ODS_MAX_REPEAT)
             cells.extend([value] * columns)
         while cells and _blank(cells[-1]):
             cells.pop()
         if not cells:
             number += repeat  # empty rows keep the numbering right without being expanded
             continue
-        for _ in range(min(repeat, _ODS_MAX_REPEAT)):
+        for _ in range(min(repeat, ODS_MAX_REPEAT)):
             number += 1
             yield number, list(cells)
 

@@ -5,11 +5,13 @@ million rows, a 1.1 MB Markdown file whose one heading is a million characters l
 (kbsite/settings.py) handed in by the services as `Budgets`; the ingestion package reads no settings itself.
 
 - pages (KB_MAX_PAGES): a PDF, a multi-frame TIFF or a presentation with more pages (slides) is refused, the
-  count read from the file's page tree or listing before anything is rendered (extent.py);
+  count read from the file's page tree or listing before anything is rendered (extent.py); a Word document, an
+  HTML page or an EPUB book by its page equivalent (extent.PAGE_CHARS characters of text a page);
 - OCR pages (KB_MAX_OCR_PAGES): past this many scanned pages the rest are not read by OCR, and the document's
   warnings name them (a partial read);
 - rows (KB_MAX_ROWS): a spreadsheet or records file with more rows is refused: a workbook on its declared size
-  (extent.py), every reader while it streams the rows (it stops at the first row over);
+  (extent.py), every reader while it streams the rows (it stops at the first row over), JSON, YAML and XML
+  records counted from the file's event stream before it is loaded (record_count.py);
 - block characters (KB_MAX_BLOCK_CHARS): no block the chunker sees is longer (`bounded_blocks`); a heading
   longer than HEADING_MAX_CHARS is no heading (it would be carried in the heading trail of every paragraph
   beneath it, and embedded with each of them);
@@ -47,9 +49,18 @@ def pages_over(kind: str, pages: int, budgets: Budgets) -> OverBudget:
     return OverBudget(f"this {kind} has {pages:,} {noun}; the limit is {budgets.pages:,} (KB_MAX_PAGES)")
 
 
-def rows_over(kind: str, rows: int | None, budgets: Budgets) -> OverBudget:
-    """Rows as the file counts them, its header included; `rows` None: a reader stopped at the first one over."""
-    counted = f"{rows:,} rows" if rows is not None else f"more than {budgets.rows:,} rows"
+def pages_of_text_over(kind: str, pages: int, page_chars: int, budgets: Budgets) -> OverBudget:
+    """A document without pages of its own, counted in page equivalents of `page_chars` characters of text."""
+    return OverBudget(
+        f"this {kind} has about {pages:,} pages ({page_chars:,} characters of text a page); the limit is "
+        f"{budgets.pages:,} (KB_MAX_PAGES)"
+    )
+
+
+def rows_over(kind: str, rows: int | None, budgets: Budgets, noun: str = "rows") -> OverBudget:
+    """Rows as the file counts them, its header included; `rows` None: a reader stopped at the first one over.
+    A structured file's rows are its records (`noun`)."""
+    counted = f"{rows:,} {noun}" if rows is not None else f"more than {budgets.rows:,} {noun}"
     return OverBudget(f"this {kind} has {counted}; the limit is {budgets.rows:,} (KB_MAX_ROWS)")
 
 

@@ -25,6 +25,7 @@ from ._sheets import Table, read_sheets
 from ._structured import read_structured
 from .blocks import Block, ParseResult
 from .budgets import Budgets, rows_over
+from .record_count import records_over
 from .values import as_date, as_number, as_text, infer_type, is_empty, is_null_marker
 
 ROLES = ("index", "metadata", "both", "ignore")
@@ -72,13 +73,16 @@ def parse_records(path: Path, ext: str, options: dict[str, Any], budgets: Budget
     """Records (or a sheet as a table); more rows than the rows budget is refused (OverBudget, budgets.py)."""
     mode = options.get("table_mode") or "records"
     if ext in _STRUCTURED:
-        structured = read_structured(path, ext, options.get("records_path") or "")
+        records_path = options.get("records_path") or ""
+        if budgets is not None and records_over(path, ext, records_path, budgets.rows):
+            raise rows_over("file", None, budgets, noun="records")  # counted streaming, before loading
+        structured = read_structured(path, ext, records_path)
         if not structured.is_records:
             return ParseResult(blocks=structured.blocks, warnings=structured.warnings)
         tables, warnings = structured.tables, structured.warnings
         records = sum(len(table.rows) for table in tables)
         if budgets is not None and records > budgets.rows:
-            raise rows_over("file", records, budgets)
+            raise rows_over("file", records, budgets, noun="records")
     else:
         tables, warnings = read_sheets(path, ext, budgets)
         if options.get("records_path"):

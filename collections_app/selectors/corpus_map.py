@@ -16,19 +16,16 @@ from typing import Any
 
 from django.db.models import Count, Min
 
-from collections_app.exceptions import Forbidden, Invalid
-from collections_app.models import Chunk, Collection, Document
+from collections_app.exceptions import Invalid
+from collections_app.models import ApiKey, Chunk, Collection, Document
 from collections_app.selectors import document_title
 from collections_app.validation import text_problem
-from retrieval.models import Reader
+
+from .delegation import delegated_reader
 
 
 class MapReaderRequired(Invalid):
     field = "reader"
-
-
-class MapUnknownReader(Forbidden):
-    pass
 
 
 class MapReaderInvalid(Invalid):
@@ -54,8 +51,9 @@ class MapNode:
         }
 
 
-def collection_map_for_reader(*, collection: Collection, reader: str | None) -> dict[str, Any]:
-    """The map as a key asks for it: a per-reader collection needs a registered reader of its tenant.
+def collection_map_for_reader(*, key: ApiKey, collection: Collection, reader: str | None) -> dict[str, Any]:
+    """The map as a key asks for it: a per-reader collection needs a registered reader of its tenant that the
+    key may act for (delegation.py).
 
     The rule searches follow (retrieval/search/_scope.py): without a reader the map would quietly show only
     the unlabelled paragraphs; an unknown name is refused the same whether it exists in another tenant or not.
@@ -71,9 +69,7 @@ def collection_map_for_reader(*, collection: Collection, reader: str | None) -> 
                 f"{collection.name} is filtered per reader: name the registered reader the map is for in `reader`"
             )
         return {**collection_map(collection=collection), "reader": None}
-    found = Reader.objects.for_tenant(collection.tenant_id).filter(name=reader).first()
-    if found is None:
-        raise MapUnknownReader(f"no reader named {reader!r} is registered in this tenant")
+    found = delegated_reader(key=key, name=reader)
     return {**collection_map(collection=collection, reader_labels=list(found.labels)), "reader": found.name}
 
 

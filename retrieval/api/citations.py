@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.schema import refusals
 from doors.api.throttles import SearchThrottle
 from retrieval.api import examples
@@ -17,7 +18,7 @@ from retrieval.citations import MAX_CITATIONS, MAX_QUOTE_CHARS, Citation, citati
 from retrieval.services import on_behalf_of_agent
 
 
-class CitationInput(serializers.Serializer):
+class CitationInput(StrictInput):
     paragraph_id = serializers.CharField(
         max_length=100,
         help_text="the paragraph cited: a result's `chunk_id` or one of its `matches[].paragraph_id` (any other "
@@ -32,7 +33,7 @@ class CitationInput(serializers.Serializer):
     )
 
 
-class CitationsVerifyInput(serializers.Serializer):
+class CitationsVerifyInput(StrictInput):
     search_id = serializers.UUIDField(
         required=False,
         allow_null=True,
@@ -50,7 +51,8 @@ class CitationsVerifyInput(serializers.Serializer):
         required=False,
         max_length=MAX_NAME_CHARS,
         help_text="without a search_id: the registered reader `readable` is judged for (absent: a reader holding "
-        "no label); with one, the search's own reader is used and this must be left out",
+        "no label; the key must act for it, 403 otherwise); with one, the search's own reader is used and this "
+        "must be left out",
     )
     on_behalf_of = serializers.CharField(
         required=False,

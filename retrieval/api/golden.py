@@ -28,6 +28,7 @@ from rest_framework.views import APIView
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.permissions import EditorOnly
 from doors.api.schema import refusals
 from doors.api.scope import collection_or_404
@@ -44,14 +45,14 @@ from retrieval.golden import (
     golden_question_delete,
     golden_question_update,
     golden_questions_for,
-    reader_named,
 )
 from retrieval.models import Evaluation, GoldenQuestion
+from retrieval.search import registered_reader
 
 MAX_OFFSET = 1_000_000
 
 
-class GoldenInput(serializers.Serializer):
+class GoldenInput(StrictInput):
     # Lengths, blanks and ids are checked by the service, which names the field.
     question = serializers.CharField(trim_whitespace=False, help_text="The question, as an agent would ask it.")
     markers = serializers.ListField(
@@ -112,7 +113,7 @@ class BeirImportInput(serializers.Serializer):
     )
 
 
-class EvaluateInput(serializers.Serializer):
+class EvaluateInput(StrictInput):
     reader = serializers.CharField(
         required=False, max_length=200, help_text="The registered reader to search as (per-reader collections)."
     )
@@ -357,7 +358,7 @@ class EvaluateView(CollectionDoor):
         data.is_valid(raise_exception=True)
         key = request_key(request)
         evaluation = evaluation_start(
-            collection=collection, reader=reader_named(tenant_id=key.tenant_id, name=data.validated_data.get("reader")),
+            collection=collection, reader=registered_reader(key=key, name=data.validated_data.get("reader")),
             top_n=data.validated_data["top_n"], requested_by=key.name or key.prefix,
         )  # fmt: skip
         return Response({"id": evaluation.pk, "status": evaluation.status}, status=status.HTTP_202_ACCEPTED)

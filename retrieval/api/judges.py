@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app.models import Collection
+from doors.api.inputs import StrictInput
 from doors.api.permissions import EditorWrites
 from doors.api.schema import refusals
 from doors.api.scope import collection_or_404
@@ -21,7 +22,7 @@ from retrieval.models import CollectionJudge
 from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
 
 
-class JudgeInput(serializers.Serializer):
+class JudgeInput(StrictInput):
     enabled = serializers.BooleanField(default=True, help_text="Ask the judge after retrieval (needs KB_LLM_URL).")
     # Not trimmed: DRF would check the length after trimming, and the schema's maxLength counts every character.
     model = serializers.CharField(

@@ -18,15 +18,17 @@ from rest_framework.response import Response
 
 from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key, request_role
+from doors.api.inputs import StrictInput
 from doors.api.schema import refusals
 from retrieval.api import examples
 from retrieval.api.golden import CollectionDoor
-from retrieval.golden import DEFAULT_TOP_N, reader_named
+from retrieval.golden import DEFAULT_TOP_N
 from retrieval.measure import MAX_VARIANTS, PRESETS, measure_apply, measure_cancel, measure_start
 from retrieval.models import Measure
+from retrieval.search import registered_reader
 
 
-class MeasureInput(serializers.Serializer):
+class MeasureInput(StrictInput):
     variants = serializers.ListField(
         child=serializers.DictField(), required=False, max_length=MAX_VARIANTS,
         help_text="Designs to compare, each naming any of chunk_strategy, chunk_size, chunk_size_unit, "
@@ -57,7 +59,7 @@ class MeasureOutput(serializers.ModelSerializer):
                   "created_at", "started_at", "finished_at"]  # fmt: skip
 
 
-class ApplyInput(serializers.Serializer):
+class ApplyInput(StrictInput):
     variant = serializers.IntegerField(min_value=0, help_text="Which variant (0-based, as listed).")
     floor = serializers.BooleanField(default=False, help_text="Also save the floor read off this variant.")
 
@@ -106,7 +108,7 @@ class MeasureView(CollectionDoor):
         given = data.validated_data
         measure = measure_start(
             collection=collection, variants=given.get("variants"), preset=given.get("preset"),
-            floor=given.get("floor"), reader=reader_named(tenant_id=key.tenant_id, name=given.get("reader")),
+            floor=given.get("floor"), reader=registered_reader(key=key, name=given.get("reader")),
             top_n=given["top_n"], requested_by=key.name or key.prefix,
         )  # fmt: skip
         return Response({"id": measure.pk, "status": measure.status}, status=status.HTTP_202_ACCEPTED)

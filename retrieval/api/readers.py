@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.permissions import AdminOnly
 from doors.api.schema import refusals
 from retrieval.api import examples
@@ -24,7 +25,7 @@ NAME_TAKEN = {
 }
 
 
-class ReaderInput(serializers.Serializer):
+class ReaderInput(StrictInput):
     # Lengths, NUL bytes and lone surrogates are checked by the service, which names the field.
     name = serializers.CharField(help_text="How searches name this reader, e.g. ada@example.com.")
     labels = serializers.ListField(

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
 from collections_app.validation import SafeJSONField
 from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.schema import LABEL_HELP, refusals
 from doors.api.throttles import SearchThrottle
 from kbsite.db_routing import read_only_call
@@ -39,7 +40,7 @@ class FloorField(serializers.JSONField):
     pass
 
 
-class SearchInput(serializers.Serializer):
+class SearchInput(StrictInput):
     query = serializers.CharField(
         max_length=4000,
         trim_whitespace=True,
@@ -75,7 +76,8 @@ class SearchInput(serializers.Serializer):
         required=False,
         max_length=MAX_NAME_CHARS,
         help_text="The registered reader this search is for (needed for per-reader collections); "
-        "the server decides its labels.",
+        "the server decides its labels. The key must act for this reader (reader delegation, set by an admin): "
+        "any other is a 403.",
     )
     on_behalf_of = serializers.CharField(
         required=False,

@@ -218,7 +218,7 @@ def _listed_collections(key: ApiKey, reader: str | None) -> tuple[int, Any]:
     listed = []
     for collection in searchable_collections(key).order_by("name"):
         try:
-            corpus_map: dict[str, Any] | None = collection_map_for_reader(collection=collection, reader=reader)
+            corpus_map: dict[str, Any] | None = collection_map_for_reader(key=key, collection=collection, reader=reader)
             why_no_map = None
         except DomainError as exc:
             if exc.meaning == "forbidden":  # an unknown reader reads nothing anywhere: say so once

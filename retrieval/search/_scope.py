@@ -4,18 +4,16 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
-from collections_app.exceptions import Forbidden, Invalid
+from collections_app.exceptions import Invalid
 from collections_app.models import ApiKey, Collection
 from collections_app.selectors import collections_for_key
+from collections_app.selectors.delegation import UnknownReader as UnknownReader  # re-exported: callers catch it
+from collections_app.selectors.delegation import delegated_reader
 from retrieval.models import Reader
 
 
 class UnknownCollections(Invalid):
     pass
-
-
-class UnknownReader(Forbidden):
-    """The search names a reader this tenant has not registered: it may read nothing as that reader."""
 
 
 class ReaderRequired(Invalid):
@@ -38,7 +36,7 @@ def resolve_scope(*, key: ApiKey, names: list[str] | None, reader: str | None = 
 
     A reader is named, never described: its labels are the ones registered for it in the key's tenant.
     A per-reader collection is not searched without one (its unlabelled paragraphs alone would be a
-    quiet, partial answer), and an unknown reader reads nothing (403).
+    quiet, partial answer), and an unknown reader, or one the key may not act for, reads nothing (403).
     """
     allowed = searchable_collections(key)
     why_empty = "this agent has no collections configured" if key.agent_id is not None else ""
@@ -87,15 +85,10 @@ def _labels_of(reader: Reader | None) -> list[str]:
 
 
 def registered_reader(*, key: ApiKey, name: str | None) -> Reader | None:
-    """The reader a request names, registered in the key's tenant (None: it names none); unknown: 403."""
+    """The reader a request names, registered in the key's tenant and delegated to the key (None: it names
+    none); unknown or not the key's to act for: 403."""
     return _reader(key, name)
 
 
 def _reader(key: ApiKey, name: str | None) -> Reader | None:
-    if name is None:
-        return None
-    found = Reader.objects.for_tenant(key.tenant_id).filter(name=name).first()
-    if found is None:
-        # The same answer whether the name exists in another tenant or nowhere.
-        raise UnknownReader(f"no reader named {name!r} is registered in this tenant")
-    return found
+    return delegated_reader(key=key, name=name) if name is not None else None

@@ -43,9 +43,9 @@ def corpus(db, upload) -> dict[str, Any]:
     collection = collection_create(tenant=tenant, name="handbook")
     other = collection_create(tenant=tenant, name="policies")
     collection_create(tenant=tenant, name="hr", per_reader=True)
-    reader_create(tenant=tenant, name="ada@example.com", labels=["hr"])
+    ada = reader_create(tenant=tenant, name="ada@example.com", labels=["hr"])
     collection_create(tenant=Tenant.objects.create(name="globex"), name="globex-secrets")
-    secret = api_key_create(tenant=tenant, role=Role.VIEWER).secret
+    secret = api_key_create(tenant=tenant, role=Role.VIEWER, readers=[ada]).secret  # the agent acts for Ada
     editor = client_for(api_key_create(tenant=tenant, role=Role.EDITOR).secret)
     assert upload(editor, collection, "handbook.docx", docx_bytes(HANDBOOK)).status_code == 202
     assert upload(editor, other, "policies.docx", docx_bytes(SECTIONS)).status_code == 202
