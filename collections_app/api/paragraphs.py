@@ -26,6 +26,7 @@ from collections_app.services.paragraph_edits import (
     paragraph_split,
 )
 from doors.api.authentication import request_key
+from doors.api.pages import ARRAY_PAGE_NOTE, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly
 from doors.api.schema import refusals
 
@@ -33,9 +34,13 @@ _CONFLICT = "the document is being read, a re-index is pending, or the edit clas
 _CONFLICT_EXAMPLE = "a later edit changed the paragraphs this edit left: revert that one first"
 
 
-class PageInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=500, default=100, help_text="paragraphs on this page")
-    offset = serializers.IntegerField(min_value=0, default=0, help_text="how many paragraphs come before this page")
+class ParagraphPage(PageInput):
+    default_limit = 100
+    max_limit = 500
+
+
+class EditPage(PageInput):
+    default_limit = max_limit = 500  # the newest 500 were all the history answered before it paged
 
 
 class ParagraphOutput(serializers.ModelSerializer):
@@ -109,7 +114,7 @@ class _DocumentView(TenantScopedView):
 class ParagraphListView(_DocumentView):
     @extend_schema(
         summary="List a document's paragraphs as its editors see them, a page at a time",
-        parameters=[PageInput],
+        parameters=[ParagraphPage],
         responses={200: ParagraphPageOutput, **refusals(400, 401, 403, 404)},
         examples=[OpenApiExample("A page", value=PARAGRAPH_PAGE, response_only=True, status_codes=["200"])],
         description="In document order, hidden ones included (`hidden`: no reader gets them), `edited`: text "
@@ -117,18 +122,7 @@ class ParagraphListView(_DocumentView):
     )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         document = self.get_document(request, collection_id, document_id)
-        page = PageInput(data=request.query_params)
-        page.is_valid(raise_exception=True)
-        limit, offset = page.validated_data["limit"], page.validated_data["offset"]
-        paragraphs = document_paragraphs_for_editors(document)
-        return Response(
-            {
-                "count": paragraphs.count(),
-                "limit": limit,
-                "offset": offset,
-                "results": ParagraphOutput(paragraphs[offset : offset + limit], many=True).data,
-            }
-        )
+        return page_of(request, document_paragraphs_for_editors(document), ParagraphOutput, page=ParagraphPage)
 
 
 class ParagraphDetailView(_DocumentView):
@@ -213,14 +207,15 @@ class ParagraphMergeNextView(_DocumentView):
 class ParagraphEditListView(_DocumentView):
     @extend_schema(
         summary="A document's paragraph edits, newest first",
-        responses={200: ParagraphEditOutput(many=True), **refusals(401, 403, 404)},
+        parameters=[EditPage],
+        responses={200: ParagraphEditOutput(many=True), **refusals(400, 401, 403, 404)},
         examples=[OpenApiExample("History", value=PARAGRAPH_EDIT, response_only=True, status_codes=["200"])],
         description="`status`: applied, stale (a new version of the file changed the paragraph: not applied, "
-        "re-apply it to another paragraph or discard it), reverted, reapplied or discarded.",
+        "re-apply it to another paragraph or discard it), reverted, reapplied or discarded. " + ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         document = self.get_document(request, collection_id, document_id)
-        return Response(ParagraphEditOutput(document_paragraph_edits(document)[:500], many=True).data)
+        return array_page_of(request, document_paragraph_edits(document), ParagraphEditOutput, page=EditPage)
 
 
 class _EditView(_DocumentView):
