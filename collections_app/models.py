@@ -541,7 +541,8 @@ class RetiredParagraph(models.Model):
 
     Plain ids, not foreign keys: the row outlives its document, its collection and its tenant (whose cascade
     deletes the paragraphs that write these rows; every read filters on the tenant, so a gone tenant's rows are
-    never read). Nothing prunes them yet: a re-index of 100,000 paragraphs adds 100,000 rows."""
+    never read). Kept KB_RETIRED_DAYS, then pruned (services/retired_paragraphs.py): a re-index of 100,000
+    paragraphs adds 100,000 rows. A measure removes its scratch tenant's with the tenant."""
 
     paragraph_id = models.UUIDField(primary_key=True)
     tenant_id = models.UUIDField()
@@ -550,7 +551,11 @@ class RetiredParagraph(models.Model):
     retired_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["tenant_id", "retired_at"], name="retired_paragraph_tenant_when")]
+        indexes = [
+            models.Index(fields=["tenant_id", "retired_at"], name="retired_paragraph_tenant_when"),
+            # The prune's range: every tenant's rows older than the cutoff.
+            models.Index(fields=["retired_at"], name="retired_paragraph_when"),
+        ]
 
     def __str__(self) -> str:
         return f"paragraph {self.paragraph_id} retired {self.retired_at:%Y-%m-%d %H:%M}"
