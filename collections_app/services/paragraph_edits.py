@@ -36,11 +36,8 @@ from collections_app.models import (
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.documents import merged_text, split_texts, text_hash
 from collections_app.sql import keyword_vector
-from collections_app.validation import text_problem
+from collections_app.validation import MAX_PARAGRAPH_CHARS, text_problem
 from embedding import get_embedder
-
-# The longest paragraph an editor may write (the chunker's own largest is far below).
-MAX_PARAGRAPH_CHARS = 100_000
 
 
 class ParagraphNotFound(DomainError):
@@ -115,6 +112,12 @@ def paragraph_merge_next(
         anchor = {**_anchor(paragraph), "next_hash": text_hash(following.text)}
         before = [_shape(paragraph), _shape(following)]
         text = merged_text(paragraph.text, following.text, continues=following.continues)
+        if len(text) > MAX_PARAGRAPH_CHARS:
+            # An import refuses a longer row: a merge past it would export a file nothing imports again.
+            raise Invalid(
+                f"the merged paragraph would hold {len(text):,} characters: a paragraph holds at most "
+                f"{MAX_PARAGRAPH_CHARS:,} (split one of the two first)"
+            )
         _merge_rows(scope, paragraph, following, text, labels)
         params = {"across_sections": across_sections}
         _record(scope, EditOperation.MERGE_NEXT, anchor, before, [_shape(paragraph)], params, by)
