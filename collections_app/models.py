@@ -580,6 +580,10 @@ class EditStatus(models.TextChoices):
     # A stale edit an editor applied again to another paragraph (a new edit row records that), or let go.
     REAPPLIED = "reapplied", "re-applied elsewhere"
     DISCARDED = "discarded", "discarded"
+    # Too long to embed inside a request: a task is embedding it; searches read the paragraph as it was until it
+    # applies (services/paragraph_edits.py). Failed: it no longer applied when the task came to it (`params.error`).
+    PENDING = "pending", "being embedded"
+    FAILED = "failed", "could not be finished"
 
 
 class ParagraphEdit(TenantOwned):
@@ -600,7 +604,7 @@ class ParagraphEdit(TenantOwned):
     # The paragraphs before and after, each {"text", "section", "page"}: one or two of them.
     before = models.JSONField(default=list)
     after = models.JSONField(default=list)
-    # {"at": n} (split), {"across_sections": bool} (merge).
+    # {"at": n} (split), {"across_sections": bool} (merge); a pending edit's paragraph id, a failed one's "error".
     params = models.JSONField(default=dict, blank=True)
     reverts = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="reverted_by")
     # Who: a staff member's username or an API key's name and prefix; never a secret.
