@@ -81,8 +81,8 @@ class _Planned(Exception):
         self.texts, self.alias = texts, alias
 
 
-# How this thread's operation embeds: "request" (at once unless long, then deferred), "inline" (at once whatever the
-# length: a re-apply's nested operation), "plan" (stop and say what), "ready" (the task's vectors, else at once).
+# How this thread's operation embeds: "request" (at once unless long, then deferred), "plan" (stop and say what),
+# "ready" (the task's vectors, else at once).
 _mode: ContextVar[str] = ContextVar("kb_edit_embedding", default="request")
 _vectors: ContextVar[dict[str, list[float]]] = ContextVar("kb_edit_vectors", default={})  # noqa: B039 - read only
 # The pending edit a task finishes: the operation records itself on that row instead of a new one.
@@ -254,28 +254,43 @@ def _revert(edit: ParagraphEdit, by: str) -> list[Chunk]:
 
 def paragraph_edit_reapply(*, edit: ParagraphEdit, paragraph_id: Any, by: str) -> list[Chunk]:
     """Apply a stale edit (its paragraph changed in a new version of the file) to the paragraph an editor
-    chose, as a new edit; the stale one is marked re-applied."""
+    chose, as a new edit; the stale one is marked re-applied. A long one is a pending edit (EditPending) that marks
+    the stale one re-applied when its task applies it."""
     if edit.status != EditStatus.STALE:
         raise Conflict("only an edit that no longer applies can be re-applied to another paragraph")
-    document = edit.document
-    # Embedded here whatever its length: a pending edit made inside this transaction would go with its rollback.
-    with transaction.atomic(), _embedding("inline"):
-        operation = edit.operation
-        if operation == EditOperation.EDIT:
-            changed = paragraph_edit(document=document, paragraph_id=paragraph_id, text=edit.after[0]["text"], by=by)
-        elif operation in (EditOperation.HIDE, EditOperation.UNHIDE):
-            hidden = operation == EditOperation.HIDE
-            changed = paragraph_hide(document=document, paragraph_id=paragraph_id, hidden=hidden, by=by)
-        elif operation == EditOperation.SPLIT:
-            at = int(edit.params.get("at", 0))
-            changed = paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=by)
-        elif operation == EditOperation.MERGE_NEXT:
-            across = bool(edit.params.get("across_sections"))
-            changed = paragraph_merge_next(document=document, paragraph_id=paragraph_id, by=by, across_sections=across)
+    deferred = None
+    with transaction.atomic():
+        try:
+            changed = _reapply(edit, paragraph_id, by)
+        except EditPending as pending:
+            # Caught inside the transaction, so the pending row (its own savepoint) commits with it.
+            deferred = pending.edit
+            deferred.params = {**deferred.params, "reapplies": str(edit.pk)}
+            ParagraphEdit.objects.filter(pk=deferred.pk).update(params=deferred.params)
         else:
-            raise Invalid("this edit cannot be re-applied")
-        ParagraphEdit.objects.filter(pk=edit.pk).update(status=EditStatus.REAPPLIED)
-        return changed
+            ParagraphEdit.objects.filter(pk=edit.pk).update(status=EditStatus.REAPPLIED)
+    if deferred is not None:
+        raise EditPending(deferred)
+    return changed
+
+
+def _reapply(edit: ParagraphEdit, paragraph_id: Any, by: str) -> list[Chunk]:
+    document = edit.document
+    operation = edit.operation
+    if operation == EditOperation.EDIT:
+        changed = paragraph_edit(document=document, paragraph_id=paragraph_id, text=edit.after[0]["text"], by=by)
+    elif operation in (EditOperation.HIDE, EditOperation.UNHIDE):
+        hidden = operation == EditOperation.HIDE
+        changed = paragraph_hide(document=document, paragraph_id=paragraph_id, hidden=hidden, by=by)
+    elif operation == EditOperation.SPLIT:
+        at = int(edit.params.get("at", 0))
+        changed = paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=by)
+    elif operation == EditOperation.MERGE_NEXT:
+        across = bool(edit.params.get("across_sections"))
+        changed = paragraph_merge_next(document=document, paragraph_id=paragraph_id, by=by, across_sections=across)
+    else:
+        raise Invalid("this edit cannot be re-applied")
+    return changed
 
 
 def paragraph_edit_discard(*, edit: ParagraphEdit) -> None:
@@ -293,6 +308,7 @@ def paragraph_edit_finish(*, edit_id: Any) -> None:
     if edit is None or edit.status != EditStatus.PENDING:
         return
     run = _operation_of(edit)
+    reapplies = edit.params.get("reapplies")  # a stale edit re-applied through this one
     try:
         with _embedding("plan", finishing=edit):
             try:
@@ -302,8 +318,10 @@ def paragraph_edit_finish(*, edit_id: Any) -> None:
             except _Planned as planned:
                 texts, alias = planned.texts, planned.alias
         vectors = dict(zip(texts, get_embedder(alias).embed_passages(texts), strict=True))
-        with _embedding("ready", vectors, finishing=edit):
+        with _embedding("ready", vectors, finishing=edit), transaction.atomic():
             run()
+            if reapplies:
+                ParagraphEdit.objects.filter(pk=reapplies, status=EditStatus.STALE).update(status=EditStatus.REAPPLIED)
     except DomainError as exc:
         _failed(edit, str(exc))
     except Exception:

@@ -111,3 +111,26 @@ def test_a_long_edit_that_no_longer_applies_when_its_task_runs_ends_failed_sayin
     assert Chunk.objects.get(pk=refunds.pk).text == refunds.text and embedded.texts == []
     history = cast.editor.get(f"{base(handbook)}/paragraph-edits").json()
     assert history[0]["status"] == "failed" and "re-index" in history[0]["params"]["error"]
+
+
+def test_re_applying_a_long_stale_edit_answers_202_and_marks_it_re_applied_when_its_task_applies_it(
+    cast, handbook, embedded, django_capture_on_commit_callbacks
+) -> None:
+    payroll = paragraph(handbook, "Salaries are paid")
+    stale = ParagraphEdit.objects.create(
+        tenant=cast.tenant, collection=handbook.collection, document=handbook, operation="edit", status="stale",
+        anchor={"hash": "0" * 64}, before=[{"text": "gone"}], after=[{"text": LONG_TEXT}],
+    )  # fmt: skip
+
+    with django_capture_on_commit_callbacks() as queued:
+        answer = cast.editor.post(
+            f"{base(handbook)}/paragraph-edits/{stale.pk}/reapply", {"paragraph_id": str(payroll.pk)}, format="json"
+        )
+
+    assert answer.status_code == 202, answer.content[:300]
+    assert embedded.texts == [] and ParagraphEdit.objects.get(pk=stale.pk).status == "stale"
+    for task in queued:
+        task()
+    assert Chunk.objects.get(pk=payroll.pk).text == LONG_TEXT
+    assert ParagraphEdit.objects.get(pk=answer.json()["id"]).status == "applied"
+    assert ParagraphEdit.objects.get(pk=stale.pk).status == "reapplied"
