@@ -553,7 +553,8 @@ class RetiredParagraph(models.Model):
 
     Plain ids, not foreign keys: the row outlives its document, its collection and its tenant (whose cascade
     deletes the paragraphs that write these rows; every read filters on the tenant, so a gone tenant's rows are
-    never read). Nothing prunes them yet: a re-index of 100,000 paragraphs adds 100,000 rows."""
+    never read). Kept KB_RETIRED_DAYS, then pruned (services/retired_paragraphs.py): a re-index of 100,000
+    paragraphs adds 100,000 rows. A measure removes its scratch tenant's with the tenant."""
 
     paragraph_id = models.UUIDField(primary_key=True)
     tenant_id = models.UUIDField()
@@ -562,7 +563,11 @@ class RetiredParagraph(models.Model):
     retired_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["tenant_id", "retired_at"], name="retired_paragraph_tenant_when")]
+        indexes = [
+            models.Index(fields=["tenant_id", "retired_at"], name="retired_paragraph_tenant_when"),
+            # The prune's range: every tenant's rows older than the cutoff.
+            models.Index(fields=["retired_at"], name="retired_paragraph_when"),
+        ]
 
     def __str__(self) -> str:
         return f"paragraph {self.paragraph_id} retired {self.retired_at:%Y-%m-%d %H:%M}"
@@ -587,6 +592,10 @@ class EditStatus(models.TextChoices):
     # A stale edit an editor applied again to another paragraph (a new edit row records that), or let go.
     REAPPLIED = "reapplied", "re-applied elsewhere"
     DISCARDED = "discarded", "discarded"
+    # Too long to embed inside a request: a task is embedding it; searches read the paragraph as it was until it
+    # applies (services/paragraph_edits.py). Failed: it no longer applied when the task came to it (`params.error`).
+    PENDING = "pending", "being embedded"
+    FAILED = "failed", "could not be finished"
 
 
 class ParagraphEdit(TenantOwned):
@@ -607,7 +616,7 @@ class ParagraphEdit(TenantOwned):
     # The paragraphs before and after, each {"text", "section", "page"}: one or two of them.
     before = models.JSONField(default=list)
     after = models.JSONField(default=list)
-    # {"at": n} (split), {"across_sections": bool} (merge).
+    # {"at": n} (split), {"across_sections": bool} (merge); a pending edit's paragraph id, a failed one's "error".
     params = models.JSONField(default=dict, blank=True)
     reverts = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="reverted_by")
     # Who: a staff member's username or an API key's name and prefix; never a secret.

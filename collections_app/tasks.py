@@ -10,6 +10,7 @@ from collections_app.services.archives import archive_build_record
 from collections_app.services.collection_file import collection_export_run, collection_import_run
 from collections_app.services.documents import document_ingest
 from collections_app.services.folder_sources import FolderSourceError, folder_sources_adopt_legacy, folder_sync
+from collections_app.services.paragraph_edits import paragraph_edit_finish
 from collections_app.services.recovery import document_lease, ingest_task_started
 from collections_app.services.reindex import collection_reindex_run
 
@@ -51,6 +52,11 @@ def _errored_ingestion_is_a_failure(sender, func, task, **kwargs):  # type: igno
     reason = error.first()
     if reason is not None:
         task["success"], task["result"] = False, reason
+
+
+def finish_paragraph_edit(edit_id: str) -> None:
+    # An edit too long to embed in its request (services/paragraph_edits.py); nothing to do once it is not pending.
+    paragraph_edit_finish(edit_id=edit_id)
 
 
 def record_archive_build(

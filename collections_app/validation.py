@@ -21,6 +21,10 @@ from rest_framework import serializers
 # Deeper than any filter, option or setting we take; deep enough that nobody sane hits it.
 MAX_JSON_DEPTH = 32
 
+# The longest paragraph text anything writes: an import's row, an editor's edit, split or merge (one limit, so
+# whatever exports imports again).
+MAX_PARAGRAPH_CHARS = 100_000
+
 # Schemes a document's source_uri may carry: where it came from, as a person would follow it.
 # folder:// is the platform's own, but only folder sources (set by the deployment) may use it.
 SOURCE_URI_SCHEMES = ("upload://", "http://", "https://", "mailto:")

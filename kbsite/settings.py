@@ -322,6 +322,9 @@ KB_RECOVERY_SECONDS = env_int("KB_RECOVERY_SECONDS", 30)
 KB_RECOVERY_GRACE_SECONDS = env_int("KB_RECOVERY_GRACE_SECONDS", 30)
 # A document whose ingestion died this many times (killed, timed out) ends in `error` instead of looping.
 KB_INGEST_MAX_ATTEMPTS = env_int("KB_INGEST_MAX_ATTEMPTS", 3)
+# Paragraphs replaced or deleted are remembered this many days for the citation check ("replaced since, and when"),
+# then the cluster's recovery round prunes them (collections_app/services/retired_paragraphs.py); 0 keeps them all.
+KB_RETIRED_DAYS = env_int("KB_RETIRED_DAYS", 90)
 # The cluster's niceness (0-19): ingestion and re-indexing are batch work and yield the CPU to the web
 # processes' searches when both want it; alone on the machine they still run at full speed.
 KB_CLUSTER_NICE = env_int("KB_CLUSTER_NICE", 10)

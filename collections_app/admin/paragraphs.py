@@ -27,6 +27,7 @@ from collections_app.selectors.paragraphs import (
     document_stale_edits,
 )
 from collections_app.services.paragraph_edits import (
+    EditPending,
     paragraph_edit,
     paragraph_edit_discard,
     paragraph_edit_reapply,
@@ -116,6 +117,13 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             changed = _dispatch(document, data, by)
         except (DomainError, UnsearchableVector) as exc:  # the model's bad vector: said, nothing changed
             messages.error(request, str(exc))
+            return HttpResponseRedirect(back + _where(request, None))
+        except EditPending:
+            messages.info(
+                request,
+                "The text is long: it is being embedded in the background and applies in a minute or so (the "
+                "history shows it pending until then; searches read the paragraph as it was).",
+            )
             return HttpResponseRedirect(back + _where(request, None))
         self.message_user(request, _done(data["action"], changed))
         return HttpResponseRedirect(back + _where(request, changed[0] if changed else None))

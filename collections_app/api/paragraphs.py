@@ -3,11 +3,12 @@ history with revert. One view per operation; services/paragraph_edits.py does th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,6 +18,7 @@ from collections_app.api.views import TenantScopedView
 from collections_app.models import Chunk, Document, ParagraphEdit
 from collections_app.selectors.paragraphs import document_paragraph_edits, document_paragraphs_for_editors
 from collections_app.services.paragraph_edits import (
+    EditPending,
     paragraph_edit,
     paragraph_edit_discard,
     paragraph_edit_reapply,
@@ -26,6 +28,7 @@ from collections_app.services.paragraph_edits import (
     paragraph_split,
 )
 from doors.api.authentication import request_key
+from doors.api.pages import ARRAY_PAGE_NOTE, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly
 from doors.api.schema import refusals
 
@@ -33,9 +36,13 @@ _CONFLICT = "the document is being read, a re-index is pending, or the edit clas
 _CONFLICT_EXAMPLE = "a later edit changed the paragraphs this edit left: revert that one first"
 
 
-class PageInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=500, default=100, help_text="paragraphs on this page")
-    offset = serializers.IntegerField(min_value=0, default=0, help_text="how many paragraphs come before this page")
+class ParagraphPage(PageInput):
+    default_limit = 100
+    max_limit = 500
+
+
+class EditPage(PageInput):
+    default_limit = max_limit = 500  # the newest 500 were all the history answered before it paged
 
 
 class ParagraphOutput(serializers.ModelSerializer):
@@ -93,8 +100,24 @@ def _who(request: Request) -> str:
     return f"key {key.name or key.prefix}"[:200]
 
 
-def _answer(paragraphs: list[Chunk]) -> Response:
-    return Response(ParagraphsOutput({"paragraphs": paragraphs}).data)
+def _answer(operation: Callable[[], list[Chunk]]) -> Response:
+    """The paragraphs an operation changed (200), or the pending edit a task finishes when its text is too long to
+    embed in the request (202)."""
+    try:
+        return Response(ParagraphsOutput({"paragraphs": operation()}).data)
+    except EditPending as pending:
+        return _pending(pending.edit)
+
+
+def _pending(edit: ParagraphEdit) -> Response:
+    return Response(ParagraphEditOutput(edit).data, status=status.HTTP_202_ACCEPTED)
+
+
+_PENDING = OpenApiResponse(
+    ParagraphEditOutput,
+    description="The text to embed is long: the edit is `pending` and a task embeds and applies it (a minute or "
+    "so); searches read the paragraph as it was until then. Its status shows in the edit history.",
+)
 
 
 class _DocumentView(TenantScopedView):
@@ -109,7 +132,7 @@ class _DocumentView(TenantScopedView):
 class ParagraphListView(_DocumentView):
     @extend_schema(
         summary="List a document's paragraphs as its editors see them, a page at a time",
-        parameters=[PageInput],
+        parameters=[ParagraphPage],
         responses={200: ParagraphPageOutput, **refusals(400, 401, 403, 404)},
         examples=[OpenApiExample("A page", value=PARAGRAPH_PAGE, response_only=True, status_codes=["200"])],
         description="In document order, hidden ones included (`hidden`: no reader gets them), `edited`: text "
@@ -117,18 +140,7 @@ class ParagraphListView(_DocumentView):
     )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         document = self.get_document(request, collection_id, document_id)
-        page = PageInput(data=request.query_params)
-        page.is_valid(raise_exception=True)
-        limit, offset = page.validated_data["limit"], page.validated_data["offset"]
-        paragraphs = document_paragraphs_for_editors(document)
-        return Response(
-            {
-                "count": paragraphs.count(),
-                "limit": limit,
-                "offset": offset,
-                "results": ParagraphOutput(paragraphs[offset : offset + limit], many=True).data,
-            }
-        )
+        return page_of(request, document_paragraphs_for_editors(document), ParagraphOutput, page=ParagraphPage)
 
 
 class ParagraphDetailView(_DocumentView):
@@ -141,6 +153,7 @@ class ParagraphDetailView(_DocumentView):
         ],
         responses={
             200: ParagraphsOutput,
+            202: _PENDING,
             **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="One transaction: searches see the paragraph before or after. New text is embedded again "
@@ -153,15 +166,19 @@ class ParagraphDetailView(_DocumentView):
         data = ParagraphPatchInput(data=request.data)
         data.is_valid(raise_exception=True)
         changed: list[Chunk] = []
+        pending = None
         if "text" in data.validated_data:
-            changed = paragraph_edit(
-                document=document, paragraph_id=paragraph_id, text=data.validated_data["text"], by=_who(request)
-            )
+            try:
+                changed = paragraph_edit(
+                    document=document, paragraph_id=paragraph_id, text=data.validated_data["text"], by=_who(request)
+                )
+            except EditPending as long:
+                pending = long.edit
         if "hidden" in data.validated_data:
             changed = paragraph_hide(
                 document=document, paragraph_id=paragraph_id, hidden=data.validated_data["hidden"], by=_who(request)
             )
-        return _answer(changed)
+        return _pending(pending) if pending is not None else _answer(lambda: changed)
 
 
 class ParagraphSplitView(_DocumentView):
@@ -170,19 +187,18 @@ class ParagraphSplitView(_DocumentView):
         request=ParagraphSplitInput,
         responses={
             200: ParagraphsOutput,
+            202: _PENDING,
             **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
-        description="Both halves keep the paragraph's page, section and labels; the two are embedded, nothing else.",
+        description="Both halves keep the paragraph's page, section and labels; the two are embedded, nothing else "
+        "(a long paragraph's by a task: 202 with the pending edit).",
     )
     def post(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphSplitInput(data=request.data)
         data.is_valid(raise_exception=True)
-        return _answer(
-            paragraph_split(
-                document=document, paragraph_id=paragraph_id, at=data.validated_data["at"], by=_who(request)
-            )
-        )
+        at = data.validated_data["at"]
+        return _answer(lambda: paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=_who(request)))
 
 
 class ParagraphMergeNextView(_DocumentView):
@@ -191,6 +207,7 @@ class ParagraphMergeNextView(_DocumentView):
         request=ParagraphMergeInput,
         responses={
             200: ParagraphsOutput,
+            202: _PENDING,
             **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="Never across documents; across a section boundary only with `across_sections` (the merged "
@@ -200,12 +217,10 @@ class ParagraphMergeNextView(_DocumentView):
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphMergeInput(data=request.data)
         data.is_valid(raise_exception=True)
+        across = data.validated_data["across_sections"]
         return _answer(
-            paragraph_merge_next(
-                document=document,
-                paragraph_id=paragraph_id,
-                by=_who(request),
-                across_sections=data.validated_data["across_sections"],
+            lambda: paragraph_merge_next(
+                document=document, paragraph_id=paragraph_id, by=_who(request), across_sections=across
             )
         )
 
@@ -213,14 +228,17 @@ class ParagraphMergeNextView(_DocumentView):
 class ParagraphEditListView(_DocumentView):
     @extend_schema(
         summary="A document's paragraph edits, newest first",
-        responses={200: ParagraphEditOutput(many=True), **refusals(401, 403, 404)},
+        parameters=[EditPage],
+        responses={200: ParagraphEditOutput(many=True), **refusals(400, 401, 403, 404)},
         examples=[OpenApiExample("History", value=PARAGRAPH_EDIT, response_only=True, status_codes=["200"])],
         description="`status`: applied, stale (a new version of the file changed the paragraph: not applied, "
-        "re-apply it to another paragraph or discard it), reverted, reapplied or discarded.",
+        "re-apply it to another paragraph or discard it), reverted, reapplied, discarded, pending (too long to embed "
+        "in its request: a task is embedding it) or failed (it no longer applied when the task came to it: "
+        "`params.error` says why). " + ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         document = self.get_document(request, collection_id, document_id)
-        return Response(ParagraphEditOutput(document_paragraph_edits(document)[:500], many=True).data)
+        return array_page_of(request, document_paragraph_edits(document), ParagraphEditOutput, page=EditPage)
 
 
 class _EditView(_DocumentView):
@@ -235,12 +253,13 @@ class ParagraphEditRevertView(_EditView):
         request=None,
         responses={
             200: ParagraphsOutput,
+            202: _PENDING,
             **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
     def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
         edit = self.get_edit(request, collection_id, document_id, edit_id)
-        return _answer(paragraph_edit_revert(edit=edit, by=_who(request)))
+        return _answer(lambda: paragraph_edit_revert(edit=edit, by=_who(request)))
 
 
 class ParagraphEditReapplyView(_EditView):
@@ -257,7 +276,7 @@ class ParagraphEditReapplyView(_EditView):
         data = ParagraphEditReapplyInput(data=request.data)
         data.is_valid(raise_exception=True)
         paragraph_id = data.validated_data["paragraph_id"]
-        return _answer(paragraph_edit_reapply(edit=edit, paragraph_id=paragraph_id, by=_who(request)))
+        return _answer(lambda: paragraph_edit_reapply(edit=edit, paragraph_id=paragraph_id, by=_who(request)))
 
 
 class ParagraphEditDiscardView(_EditView):

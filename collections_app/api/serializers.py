@@ -14,10 +14,6 @@ from collections_app.services.reindex import reindex_progress
 from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
 from embedding import EmbeddingUnavailable, get_model
 
-# Larger than any page or offset a person pages to; an offset past 2**63 used to reach PostgreSQL (500).
-MAX_OFFSET = 1_000_000_000
-
-
 COLLECTION_SETTINGS = [
     "chunk_strategy",
     "chunk_size",
@@ -342,13 +338,6 @@ class DocumentVersionOutput(serializers.ModelSerializer):
             "published_at": {"help_text": "when its paragraphs began to answer (null: never)"},
             "retired_at": {"help_text": "when a newer version's paragraphs replaced them"},
         }
-
-
-class DocumentListInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, help_text="documents per page")
-    offset = serializers.IntegerField(
-        min_value=0, max_value=MAX_OFFSET, default=0, help_text="documents to skip, newest first"
-    )
 
 
 class DocumentPageOutput(serializers.Serializer):

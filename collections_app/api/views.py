@@ -24,7 +24,6 @@ from collections_app.api.serializers import (
     CollectionInput,
     CollectionOutput,
     DocumentLabelsInput,
-    DocumentListInput,
     DocumentOutput,
     DocumentPageOutput,
     DocumentUploadInput,
@@ -48,10 +47,15 @@ from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
 from doors.api.authentication import request_key, request_role
+from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
 from doors.api.schema import refusals
 from doors.api.scope import collection_or_404
 from doors.api.throttles import UploadsOnly
+
+
+class BuildPage(PageInput):
+    default_limit = max_limit = 200  # the newest 200 were all a collection's builds answered before they paged
 
 
 class TenantScopedView(APIView):
@@ -76,11 +80,13 @@ class CollectionListView(TenantScopedView):
                 status_codes=["200"],
             )
         ],
-        responses={200: CollectionOutput(many=True), **refusals(401)},
+        parameters=[LongListPage],
+        responses={200: CollectionOutput(many=True), **refusals(400, 401)},
+        description=ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request) -> Response:
-        collections = selectors.collections_with_stale_counts_for(request_key(request))
-        return Response(CollectionOutput(collections, many=True).data)
+        collections = selectors.collections_with_stale_counts_for(request_key(request)).order_by("name", "id")
+        return array_page_of(request, collections, CollectionOutput, page=LongListPage)
 
     @extend_schema(
         summary="Create a collection",
@@ -180,7 +186,7 @@ class DocumentListView(TenantScopedView):
     @extend_schema(
         summary="List a collection's documents, a page at a time",
         operation_id="manage_collections_documents_list",
-        parameters=[DocumentListInput],
+        parameters=[PageInput],
         examples=[
             OpenApiExample(
                 "One document read, one waiting for a worker",
@@ -193,18 +199,7 @@ class DocumentListView(TenantScopedView):
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
-        page = DocumentListInput(data=request.query_params)
-        page.is_valid(raise_exception=True)
-        limit, offset = page.validated_data["limit"], page.validated_data["offset"]
-        documents = selectors.documents_for(collection)
-        return Response(
-            {
-                "count": documents.count(),
-                "limit": limit,
-                "offset": offset,
-                "results": DocumentOutput(documents[offset : offset + limit], many=True).data,
-            }
-        )
+        return page_of(request, selectors.documents_for(collection), DocumentOutput)
 
     @extend_schema(
         summary="Upload a document (or a .zip of documents)",
@@ -318,7 +313,8 @@ class DocumentDetailView(TenantScopedView):
 class DocumentVersionListView(TenantScopedView):
     @extend_schema(
         summary="List a document's versions, newest first",
-        responses={200: DocumentVersionOutput(many=True), **refusals(401, 404)},
+        parameters=[LongListPage],
+        responses={200: DocumentVersionOutput(many=True), **refusals(400, 401, 404)},
         examples=[
             OpenApiExample(
                 # drf-spectacular lists a many=True answer's example itself: one version here is a list of one.
@@ -330,12 +326,13 @@ class DocumentVersionListView(TenantScopedView):
         ],
         description="Each upload of a changed file under the document's name (or source) is its next version. "
         "The `current` one answers; a newer one `reading` or in `error` leaves it answering. An original is at "
-        ".../versions/{number}/original (editor or admin key).",
+        ".../versions/{number}/original (editor or admin key). " + ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
-        return Response(DocumentVersionOutput(selectors.document_versions_for(document), many=True).data)
+        versions = selectors.document_versions_for(document)
+        return array_page_of(request, versions, DocumentVersionOutput, page=LongListPage)
 
 
 class DocumentVersionOriginalView(TenantScopedView):
@@ -425,11 +422,14 @@ class BuildListView(TenantScopedView):
                 "An upload's build: nothing refused", value=examples.BUILD, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: BuildOutput(many=True), **refusals(401, 404)},
+        parameters=[BuildPage],
+        responses={200: BuildOutput(many=True), **refusals(400, 401, 404)},
+        description=ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
         collection = self.get_collection(request, collection_id)
-        return Response(BuildOutput(selectors.builds_for(collection)[:200], many=True).data)
+        return array_page_of(request, selectors.builds_for(collection).order_by("-built_at", "id"), BuildOutput,
+                             page=BuildPage)  # fmt: skip
 
 
 class DocumentChunkPreviewView(TenantScopedView):

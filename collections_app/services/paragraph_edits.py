@@ -11,15 +11,27 @@ Every operation is a ParagraphEdit row (who, when, what, the text before and aft
 output (services/documents/_edits.py), so every rebuild replays it while its anchor matches, and reports it
 stale when a new version of the file changed the paragraph. A stale edit is re-applied to a paragraph an editor
 chooses, or discarded.
+
+Long edits leave the request (issue 39): embedding is what an operation costs (a 100,000-character paragraph is
+~60 windows of the model, 35-100 s on two busy cores, and a revert embeds the old text again), so an operation whose
+texts to embed exceed EMBED_IN_REQUEST_CHARS stops before it writes anything, is recorded as a `pending` edit and
+answers at once (EditPending: the API's 202). A task (paragraph_edit_finish) runs the same operation twice: first to
+learn what it embeds (rolled back), then, with the vectors computed outside any transaction, for real in one short
+transaction that turns the pending row into the applied edit. Until then searches read the paragraph as it was; an
+operation that no longer applies by then (the paragraph changed, a re-index began) ends `failed` with the reason.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from collections_app.exceptions import Conflict, DomainError, Invalid
 from collections_app.ingestion import ChunkDraft, detect_language
@@ -36,15 +48,57 @@ from collections_app.models import (
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.documents import merged_text, split_texts, text_hash
 from collections_app.sql import keyword_vector
-from collections_app.validation import text_problem
+from collections_app.validation import MAX_PARAGRAPH_CHARS, text_problem
 from embedding import get_embedder
 
-# The longest paragraph an editor may write (the chunker's own largest is far below).
-MAX_PARAGRAPH_CHARS = 100_000
+# The most text (the paragraphs with their breadcrumbs) an operation embeds inside a request: two or three of the
+# model's windows, about a second on two busy cores. A paragraph the chunker cut (chunk_size 1,000 characters by
+# default) is far below it; a longer edit is finished by a task.
+EMBED_IN_REQUEST_CHARS = 4_000
 
 
 class ParagraphNotFound(DomainError):
     meaning = "not_found"
+
+
+class EditPending(Exception):
+    """The operation embeds too much to wait for: recorded as `edit` (pending), finished by a task."""
+
+    def __init__(self, edit: ParagraphEdit) -> None:
+        super().__init__("the edit is being embedded")
+        self.edit = edit
+
+
+class _LongEmbedding(Exception):
+    pass
+
+
+class _Planned(Exception):
+    """What the operation would embed, and with which model: raised where it would embed, before it writes."""
+
+    def __init__(self, texts: list[str], alias: str) -> None:
+        super().__init__("planned")
+        self.texts, self.alias = texts, alias
+
+
+# How this thread's operation embeds: "request" (at once unless long, then deferred), "plan" (stop and say what),
+# "ready" (the task's vectors, else at once).
+_mode: ContextVar[str] = ContextVar("kb_edit_embedding", default="request")
+_vectors: ContextVar[dict[str, list[float]]] = ContextVar("kb_edit_vectors", default={})  # noqa: B039 - read only
+# The pending edit a task finishes: the operation records itself on that row instead of a new one.
+_finishing: ContextVar[ParagraphEdit | None] = ContextVar("kb_edit_finishing", default=None)
+
+
+@contextmanager
+def _embedding(mode: str, vectors: dict[str, list[float]] | None = None, finishing: ParagraphEdit | None = None
+               ) -> Iterator[None]:  # fmt: skip
+    tokens = (_mode.set(mode), _vectors.set(vectors or {}), _finishing.set(finishing))
+    try:
+        yield
+    finally:
+        _finishing.reset(tokens[2])
+        _vectors.reset(tokens[1])
+        _mode.reset(tokens[0])
 
 
 @dataclass
@@ -60,8 +114,16 @@ class _Scope:
 
 
 def paragraph_edit(*, document: Document, paragraph_id: Any, text: str, by: str) -> list[Chunk]:
-    """Give a paragraph new text (its breadcrumb stays derived). Embeds that one paragraph again."""
+    """Give a paragraph new text (its breadcrumb stays derived). Embeds that one paragraph again; a long text is
+    embedded by a task (EditPending)."""
     text = _checked_text(text)
+    return _unless_long(
+        lambda: _edit(document, paragraph_id, text, by),
+        document=document, operation=EditOperation.EDIT, by=by, paragraph_id=paragraph_id, after=[{"text": text}],
+    )  # fmt: skip
+
+
+def _edit(document: Document, paragraph_id: Any, text: str, by: str) -> list[Chunk]:
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
@@ -75,7 +137,15 @@ def paragraph_edit(*, document: Document, paragraph_id: Any, text: str, by: str)
 
 
 def paragraph_split(*, document: Document, paragraph_id: Any, at: int, by: str) -> list[Chunk]:
-    """Cut a paragraph at character `at` into two, both with its page, section and labels. Embeds the two."""
+    """Cut a paragraph at character `at` into two, both with its page, section and labels. Embeds the two (a long
+    paragraph's by a task: EditPending)."""
+    return _unless_long(
+        lambda: _split(document, paragraph_id, at, by),
+        document=document, operation=EditOperation.SPLIT, by=by, paragraph_id=paragraph_id, params={"at": at},
+    )  # fmt: skip
+
+
+def _split(document: Document, paragraph_id: Any, at: int, by: str) -> list[Chunk]:
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
@@ -96,7 +166,15 @@ def paragraph_merge_next(
     *, document: Document, paragraph_id: Any, by: str, across_sections: bool = False
 ) -> list[Chunk]:
     """Merge a paragraph with the next of the same document (never across documents; across a section boundary
-    only when asked, taking the first one's section). Embeds the merged paragraph."""
+    only when asked, taking the first one's section). Embeds the merged paragraph (a long one by a task)."""
+    return _unless_long(
+        lambda: _merge_next(document, paragraph_id, by, across_sections),
+        document=document, operation=EditOperation.MERGE_NEXT, by=by, paragraph_id=paragraph_id,
+        params={"across_sections": across_sections},
+    )  # fmt: skip
+
+
+def _merge_next(document: Document, paragraph_id: Any, by: str, across_sections: bool) -> list[Chunk]:
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
@@ -115,6 +193,12 @@ def paragraph_merge_next(
         anchor = {**_anchor(paragraph), "next_hash": text_hash(following.text)}
         before = [_shape(paragraph), _shape(following)]
         text = merged_text(paragraph.text, following.text, continues=following.continues)
+        if len(text) > MAX_PARAGRAPH_CHARS:
+            # An import refuses a longer row: a merge past it would export a file nothing imports again.
+            raise Invalid(
+                f"the merged paragraph would hold {len(text):,} characters: a paragraph holds at most "
+                f"{MAX_PARAGRAPH_CHARS:,} (split one of the two first)"
+            )
         _merge_rows(scope, paragraph, following, text, labels)
         params = {"across_sections": across_sections}
         _record(scope, EditOperation.MERGE_NEXT, anchor, before, [_shape(paragraph)], params, by)
@@ -142,6 +226,12 @@ def paragraph_edit_revert(*, edit: ParagraphEdit, by: str) -> list[Chunk]:
     rebuild. A later edit made on the paragraphs it left must be reverted first."""
     if edit.operation == EditOperation.REVERT:
         raise Invalid("a revert cannot be reverted: make the edit again")
+    return _unless_long(
+        lambda: _revert(edit, by), document=edit.document, operation=EditOperation.REVERT, by=by, reverts=edit
+    )
+
+
+def _revert(edit: ParagraphEdit, by: str) -> list[Chunk]:
     with transaction.atomic():
         edit = ParagraphEdit.objects.select_for_update().get(pk=edit.pk)
         if edit.status != EditStatus.APPLIED:
@@ -164,27 +254,43 @@ def paragraph_edit_revert(*, edit: ParagraphEdit, by: str) -> list[Chunk]:
 
 def paragraph_edit_reapply(*, edit: ParagraphEdit, paragraph_id: Any, by: str) -> list[Chunk]:
     """Apply a stale edit (its paragraph changed in a new version of the file) to the paragraph an editor
-    chose, as a new edit; the stale one is marked re-applied."""
+    chose, as a new edit; the stale one is marked re-applied. A long one is a pending edit (EditPending) that marks
+    the stale one re-applied when its task applies it."""
     if edit.status != EditStatus.STALE:
         raise Conflict("only an edit that no longer applies can be re-applied to another paragraph")
-    document = edit.document
+    deferred = None
     with transaction.atomic():
-        operation = edit.operation
-        if operation == EditOperation.EDIT:
-            changed = paragraph_edit(document=document, paragraph_id=paragraph_id, text=edit.after[0]["text"], by=by)
-        elif operation in (EditOperation.HIDE, EditOperation.UNHIDE):
-            hidden = operation == EditOperation.HIDE
-            changed = paragraph_hide(document=document, paragraph_id=paragraph_id, hidden=hidden, by=by)
-        elif operation == EditOperation.SPLIT:
-            at = int(edit.params.get("at", 0))
-            changed = paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=by)
-        elif operation == EditOperation.MERGE_NEXT:
-            across = bool(edit.params.get("across_sections"))
-            changed = paragraph_merge_next(document=document, paragraph_id=paragraph_id, by=by, across_sections=across)
+        try:
+            changed = _reapply(edit, paragraph_id, by)
+        except EditPending as pending:
+            # Caught inside the transaction, so the pending row (its own savepoint) commits with it.
+            deferred = pending.edit
+            deferred.params = {**deferred.params, "reapplies": str(edit.pk)}
+            ParagraphEdit.objects.filter(pk=deferred.pk).update(params=deferred.params)
         else:
-            raise Invalid("this edit cannot be re-applied")
-        ParagraphEdit.objects.filter(pk=edit.pk).update(status=EditStatus.REAPPLIED)
-        return changed
+            ParagraphEdit.objects.filter(pk=edit.pk).update(status=EditStatus.REAPPLIED)
+    if deferred is not None:
+        raise EditPending(deferred)
+    return changed
+
+
+def _reapply(edit: ParagraphEdit, paragraph_id: Any, by: str) -> list[Chunk]:
+    document = edit.document
+    operation = edit.operation
+    if operation == EditOperation.EDIT:
+        changed = paragraph_edit(document=document, paragraph_id=paragraph_id, text=edit.after[0]["text"], by=by)
+    elif operation in (EditOperation.HIDE, EditOperation.UNHIDE):
+        hidden = operation == EditOperation.HIDE
+        changed = paragraph_hide(document=document, paragraph_id=paragraph_id, hidden=hidden, by=by)
+    elif operation == EditOperation.SPLIT:
+        at = int(edit.params.get("at", 0))
+        changed = paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=by)
+    elif operation == EditOperation.MERGE_NEXT:
+        across = bool(edit.params.get("across_sections"))
+        changed = paragraph_merge_next(document=document, paragraph_id=paragraph_id, by=by, across_sections=across)
+    else:
+        raise Invalid("this edit cannot be re-applied")
+    return changed
 
 
 def paragraph_edit_discard(*, edit: ParagraphEdit) -> None:
@@ -194,7 +300,107 @@ def paragraph_edit_discard(*, edit: ParagraphEdit) -> None:
     ParagraphEdit.objects.filter(pk=edit.pk, status=EditStatus.STALE).update(status=EditStatus.DISCARDED)
 
 
+def paragraph_edit_finish(*, edit_id: Any) -> None:
+    """Finish a pending edit (the task's one service; nothing to do if it is no longer pending): learn what its
+    operation embeds, embed it with no transaction open, then run the operation with those vectors in one short
+    transaction. An operation that no longer applies ends the edit `failed`, its reason kept in `params`."""
+    edit = ParagraphEdit.objects.select_related("document", "reverts").filter(pk=edit_id).first()
+    if edit is None or edit.status != EditStatus.PENDING:
+        return
+    run = _operation_of(edit)
+    reapplies = edit.params.get("reapplies")  # a stale edit re-applied through this one
+    try:
+        with _embedding("plan", finishing=edit):
+            try:
+                with transaction.atomic():
+                    run()  # nothing to embed: done (the pending row became the edit)
+                return
+            except _Planned as planned:
+                texts, alias = planned.texts, planned.alias
+        vectors = dict(zip(texts, get_embedder(alias).embed_passages(texts), strict=True))
+        with _embedding("ready", vectors, finishing=edit), transaction.atomic():
+            run()
+            if reapplies:
+                ParagraphEdit.objects.filter(pk=reapplies, status=EditStatus.STALE).update(status=EditStatus.REAPPLIED)
+    except DomainError as exc:
+        _failed(edit, str(exc))
+    except Exception:
+        _failed(edit, "the edit could not be finished (a server error): make it again")
+        raise  # django-q2 lists the task among its failures, with the traceback, for the operator
+
+
+def _failed(edit: ParagraphEdit, why: str) -> None:
+    failed = {**edit.params, "error": why}
+    ParagraphEdit.objects.filter(pk=edit.pk, status=EditStatus.PENDING).update(status=EditStatus.FAILED, params=failed)
+
+
 # --- the steps ---------------------------------------------------------------------------------------------
+
+
+def _unless_long(
+    run: Callable[[], list[Chunk]],
+    *,
+    document: Document,
+    operation: str,
+    by: str,
+    paragraph_id: Any = None,
+    reverts: ParagraphEdit | None = None,
+    after: list[dict[str, Any]] | None = None,
+    params: dict[str, Any] | None = None,
+) -> list[Chunk]:
+    """Run an operation; if it would embed more than a request may, it stopped before writing (its transaction
+    rolled back): record it as a pending edit for a task, and raise EditPending."""
+    if _mode.get() != "request":
+        return run()
+    try:
+        return run()
+    except _LongEmbedding:
+        pass
+    edit = _pending_record(document, operation, by, paragraph_id, reverts, after or [], params or {})
+    raise EditPending(edit)
+
+
+def _pending_record(
+    document: Document, operation: str, by: str, paragraph_id: Any, reverts: ParagraphEdit | None,
+    after: list[dict[str, Any]], params: dict[str, Any],
+) -> ParagraphEdit:  # fmt: skip
+    """The pending edit (which paragraph, as it is now; what was asked) and its task, queued once it commits."""
+    from django_q.tasks import async_task
+
+    with transaction.atomic():
+        scope = _lock(document, paragraph_id, edit=reverts)
+        paragraph = scope.paragraph
+        edit = ParagraphEdit.objects.create(
+            tenant_id=document.tenant_id, collection=scope.collection, document=scope.document, operation=operation,
+            status=EditStatus.PENDING, anchor=_anchor(paragraph), before=[_shape(paragraph)], after=after,
+            params={**params, "paragraph": str(paragraph.pk)}, reverts=reverts, by=by[:200],
+        )  # fmt: skip
+        edit_id = str(edit.pk)
+        transaction.on_commit(
+            lambda: async_task(
+                "collections_app.tasks.finish_paragraph_edit",
+                edit_id,
+                task_name=f"paragraph edit {edit_id}",
+                group="paragraph edits",
+            )
+        )
+    return edit
+
+
+def _operation_of(edit: ParagraphEdit) -> Callable[[], list[Chunk]]:
+    """The operation a pending edit asked for, to run again as it was asked."""
+    document, by, params = edit.document, edit.by, edit.params
+    paragraph_id = params.get("paragraph")
+    if edit.operation == EditOperation.EDIT:
+        return lambda: _edit(document, paragraph_id, edit.after[0]["text"], by)
+    if edit.operation == EditOperation.SPLIT:
+        return lambda: _split(document, paragraph_id, int(params.get("at", 0)), by)
+    if edit.operation == EditOperation.MERGE_NEXT:
+        return lambda: _merge_next(document, paragraph_id, by, bool(params.get("across_sections")))
+    if edit.operation == EditOperation.REVERT and edit.reverts is not None:
+        reverted = edit.reverts
+        return lambda: _revert(reverted, by)
+    raise Invalid("this edit cannot be finished")
 
 
 def _checked_text(text: str) -> str:
@@ -303,10 +509,22 @@ def _language(scope: _Scope, text: str) -> tuple[str, str]:
 
 
 def _embed(scope: _Scope, paragraphs: list[tuple[str, list[str], int | None]]) -> list[list[float]]:
-    """Vectors of paragraphs as ingestion embeds them (breadcrumb and text), by the model the rows were built with."""
+    """Vectors of paragraphs as ingestion embeds them (breadcrumb and text), by the model the rows were built with.
+
+    Every operation calls it before it writes a vector, so stopping here (a long text in a request, a task's
+    planning run) leaves nothing written that its transaction's rollback would not take back."""
     title = breadcrumb_title(scope.document).text
     texts = [ChunkDraft(text=t, section=list(s), page=p).embedding_text(title) for t, s, p in paragraphs]
-    return get_embedder(scope.collection.served_alias).embed_passages(texts)
+    mode = _mode.get()
+    if mode == "plan":
+        raise _Planned(texts, scope.collection.served_alias)
+    if mode == "request" and sum(map(len, texts)) > EMBED_IN_REQUEST_CHARS:
+        raise _LongEmbedding
+    ready = _vectors.get()
+    missing = [t for t in texts if t not in ready]
+    fresh = get_embedder(scope.collection.served_alias).embed_passages(missing) if missing else []
+    computed = dict(zip(missing, fresh, strict=True))
+    return [ready[t] if t in ready else computed[t] for t in texts]
 
 
 def _vector(vector: list[float]) -> str:
@@ -342,9 +560,11 @@ def _write(paragraph: Chunk, vector: list[float]) -> None:
 
 
 def _set_text(scope: _Scope, paragraph: Chunk, text: str) -> None:
+    # Embedding first: a long text stops there, before language detection reads all of it (a second on 100,000
+    # characters) inside the request.
+    (vector,) = _embed(scope, [(text, paragraph.section, paragraph.page)])
     paragraph.text = text
     paragraph.language, paragraph.language_detected = _language(scope, text)
-    (vector,) = _embed(scope, [(text, paragraph.section, paragraph.page)])
     _write(paragraph, vector)
 
 
@@ -455,6 +675,14 @@ def _record(
     by: str,
     reverts: ParagraphEdit | None = None,
 ) -> ParagraphEdit:
+    pending = _finishing.get()
+    if pending is not None:
+        # A task finishing a pending edit: that row becomes the edit, dated now (replays run in this order).
+        fields = {"status": EditStatus.APPLIED, "anchor": anchor, "before": before, "after": after, "params": params,
+                  "reverts": reverts, "by": by[:200], "created_at": timezone.now()}  # fmt: skip
+        ParagraphEdit.objects.filter(pk=pending.pk).update(**fields)
+        pending.refresh_from_db()
+        return pending
     return ParagraphEdit.objects.create(
         tenant_id=scope.document.tenant_id,
         collection=scope.collection,

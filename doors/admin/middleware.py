@@ -1,6 +1,6 @@
 """The admin answers bad input in its URLs and forms with a 400, never a 500.
 
-A changelist filter, a date drill-down or an action's selected ids come straight from the query string or
+A changelist filter, a date drill-down, a page number or an action's selected ids come straight from the query string or
 the form: NUL or a lone surrogate in any of them, a year PostgreSQL cannot hold, or an id that is not of
 the model's key type would otherwise reach the database or a field's parser and crash the page. One
 middleware covers every admin page — the tenant-scoped ones and the superuser-only pages of django-q2 and
@@ -19,11 +19,14 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from collections_app.validation import text_problem
+from doors.api.pages import page_number_problem
 
 logger = logging.getLogger(__name__)
 
 # Date drill-down parts (`created_at__year=`) and the values the database and `datetime` accept.
 DATE_PARTS = {"__year": (1, 9999), "__month": (1, 12), "__day": (1, 31)}
+# Page numbers: a changelist's (Django's PAGE_VAR) and the admin's own paged lists' (a document's paragraphs).
+PAGE_NUMBERS = ("p", "page")
 # What a value parsed by a model field or the database raises when it cannot be used; OverflowError: a
 # number too large for its column.
 BAD_VALUE_ERRORS = (ValueError, OverflowError, ValidationError, DataError)
@@ -40,6 +43,11 @@ def admin_input_problem(request: HttpRequest) -> str | None:
             for suffix, (low, high) in DATE_PARTS.items():
                 if name.endswith(suffix) and not all(_int_within(value, low, high) for value in values):
                     return f"{name} must be a whole number from {low} to {high}"
+    for name in PAGE_NUMBERS:
+        for value in request.GET.getlist(name):
+            problem = page_number_problem(name, value)
+            if problem:
+                return problem
     return None
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.text import slugify
@@ -29,6 +28,7 @@ from collections_app.models import Collection
 from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
+from doors.api.pages import PageInput, page_of
 from doors.api.permissions import EditorOnly
 from doors.api.schema import refusals
 from doors.api.scope import collection_or_404
@@ -48,8 +48,6 @@ from retrieval.golden import (
 )
 from retrieval.models import Evaluation, GoldenQuestion
 from retrieval.search import registered_reader
-
-MAX_OFFSET = 1_000_000
 
 
 class GoldenInput(StrictInput):
@@ -78,13 +76,6 @@ class GoldenOutput(serializers.ModelSerializer):
         model = GoldenQuestion
         fields = ["id", "question", "markers", "documents", "paragraphs", "control", "note", "created_at",
                   "updated_at"]  # fmt: skip
-
-
-class PageInput(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, help_text="rows per page (1-200)")
-    offset = serializers.IntegerField(
-        min_value=0, max_value=MAX_OFFSET, default=0, help_text="rows to skip: the page starts after them"
-    )
 
 
 class GoldenPageOutput(serializers.Serializer):
@@ -154,20 +145,6 @@ class EvaluationStarted(serializers.Serializer):
     status = serializers.CharField()
 
 
-def _page(request: Request, rows: QuerySet, output: type[serializers.Serializer]) -> Response:
-    page = PageInput(data=request.query_params)
-    page.is_valid(raise_exception=True)
-    limit, offset = page.validated_data["limit"], page.validated_data["offset"]
-    return Response(
-        {
-            "count": rows.count(),
-            "limit": limit,
-            "offset": offset,
-            "results": output(rows[offset : offset + limit], many=True).data,
-        }
-    )
-
-
 class CollectionDoor(APIView):
     permission_classes = [EditorOnly]
     editors_material = "Golden questions and evaluations"
@@ -191,7 +168,7 @@ class GoldenListView(CollectionDoor):
         ],
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
-        return _page(request, golden_questions_for(self.get_collection(request, collection_id)), GoldenOutput)
+        return page_of(request, golden_questions_for(self.get_collection(request, collection_id)), GoldenOutput)
 
     @extend_schema(
         summary="Add a golden question (or a control)",
@@ -379,7 +356,7 @@ class EvaluationListView(CollectionDoor):
     def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         rows = Evaluation.objects.filter(collection=collection).select_related("reader").defer("rows")
-        return _page(request, rows, EvaluationOutput)
+        return page_of(request, rows, EvaluationOutput)
 
 
 class EvaluationDetailView(CollectionDoor):

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
+from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, array_page_of
 from doors.api.permissions import AdminOnly
 from doors.api.schema import refusals
 from retrieval.api import examples
@@ -52,11 +53,13 @@ class ReaderListView(APIView):
                 "A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: ReaderOutput(many=True), **refusals(401, 403)},
+        parameters=[LongListPage],
+        responses={200: ReaderOutput(many=True), **refusals(400, 401, 403)},
+        description=ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request) -> Response:
-        readers = Reader.objects.for_tenant(request_key(request).tenant_id)
-        return Response(ReaderOutput(readers, many=True).data)
+        readers = Reader.objects.for_tenant(request_key(request).tenant_id).order_by("name", "id")
+        return array_page_of(request, readers, ReaderOutput, page=LongListPage)
 
     @extend_schema(
         summary="Register a reader and its labels",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import logging
 from contextvars import ContextVar
 from functools import cache
 from typing import Any
@@ -32,8 +33,16 @@ from collections_app.services.keys import api_key_resolve
 from kbsite.db_routing import ReplicaUnavailable, read_only_call
 from retrieval.search import searchable_collections
 
+logger = logging.getLogger(__name__)
+
 SEARCH_PATH = "/api/search"
 VERIFY_PATH = "/api/citations/verify"
+# What a tool says when the operation itself failed (the API's 500): never the exception's text, which names the
+# code's internals (`'float' object has no attribute 'numerator'`) and may quote what it was working on.
+SERVER_ERROR = (
+    "A server error occurred (500): the request could not be answered. Try again; if it keeps failing, tell the "
+    "administrator."
+)
 # The secret of the API key this exchange acts for (never logged, never returned).
 caller_secret: ContextVar[str | None] = ContextVar("kb_mcp_caller_secret", default=None)
 # The Host the HTTP request came with; the in-process API call answers as if asked there.
@@ -102,16 +111,22 @@ async def tool_call(name: str, arguments: dict[str, Any] | None) -> types.CallTo
     secret = caller_secret.get()
     if not secret:
         return _error({"detail": "An API key is required: 'Authorization: Bearer <key>' (stdio: KB_MCP_KEY)."}, 401)
-    if name in API_TOOLS:
-        status, body = await sync_to_async(api_call, thread_sensitive=True)(
-            secret, API_TOOLS[name], arguments or {}, caller_host.get()
-        )
-    elif name == "collections":
-        status, body = await sync_to_async(key_collections, thread_sensitive=True)(secret, arguments or {})
-    else:
+    if name not in (*API_TOOLS, "collections"):
         return _error(
             {"detail": f"no tool named {name!r}: the tools are search, verify_citations and collections"}, 400
         )
+    try:
+        if name in API_TOOLS:
+            status, body = await sync_to_async(api_call, thread_sensitive=True)(
+                secret, API_TOOLS[name], arguments or {}, caller_host.get()
+            )
+        else:
+            status, body = await sync_to_async(key_collections, thread_sensitive=True)(secret, arguments or {})
+    except Exception as exc:
+        # What the API answers 500 to: logged by kind only (its message may quote the question); the agent gets
+        # a server error in the platform's words.
+        logger.error("MCP tool %s failed: %s", name, type(exc).__name__)
+        return _error({"detail": SERVER_ERROR}, 500)
     if status >= 400:
         return _error(body, status)
     return types.CallToolResult(

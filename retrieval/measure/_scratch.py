@@ -25,7 +25,7 @@ from typing import Any
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from collections_app.models import Chunk, Collection, Document, DocumentStatus, Tenant
+from collections_app.models import Chunk, Collection, Document, DocumentStatus, RetiredParagraph, Tenant
 from collections_app.services.reindex import collection_cutover, document_stage
 from collections_app.sql import advisory_try_lock, advisory_unlock
 from retrieval.models import MEASURE_IN_FLIGHT, Measure, MeasureStatus
@@ -75,8 +75,9 @@ def scratch_open(*, measure: Measure) -> Tenant:
 
 
 def scratch_remove(*, name: str | None = None, tenant_id: Any = None) -> bool:
-    """Remove a scratch store and everything in it; True if there was one. Chunks first, in one statement per
-    table, so a store of many thousand rows goes without Django collecting each row."""
+    """Remove a scratch store and everything in it, its retired-paragraph rows included; True if there was one.
+    Chunks first, in one statement per table, so a store of many thousand rows goes without Django collecting each
+    row."""
     found = Tenant.objects.filter(pk=tenant_id) if tenant_id else Tenant.objects.filter(name=name)
     tenant = found.filter(name__startswith=SCRATCH_PREFIX).first()
     if tenant is None:
@@ -85,6 +86,8 @@ def scratch_remove(*, name: str | None = None, tenant_id: Any = None) -> bool:
         Chunk.objects.filter(tenant=tenant).update(parent=None)
         Chunk.objects.filter(tenant=tenant)._raw_delete(Chunk.objects.db)
         Collection.objects.filter(tenant=tenant).delete()  # documents, builds, keyword statistics cascade
+        # The delete trigger remembered every design's paragraphs as retired: nobody can cite a scratch paragraph.
+        RetiredParagraph.objects.filter(tenant_id=tenant.pk).delete()
         tenant.delete()
     return True
 

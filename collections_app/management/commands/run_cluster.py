@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -15,11 +16,14 @@ from django.db import close_old_connections
 
 from collections_app.hooks import recovery_sweeps
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
+from collections_app.services.retired_paragraphs import retired_paragraphs_prune
 from kbsite.redis_broker import cluster_alive_lease
 from kbsite.runlock import AlreadyRunning, run_lock
 from kbsite.supervision import death_signal, forks_die_with_their_parent
 
 logger = logging.getLogger("collections_app.recovery")
+# Pruning retired paragraphs counts days: once an hour is plenty, and keeps a 30-second round cheap.
+PRUNE_EVERY_SECONDS = 3600
 
 
 class Command(BaseCommand):
@@ -35,6 +39,8 @@ class Command(BaseCommand):
             default=0,
             help="seconds to wait for a cluster that is stopping to let go before refusing (default 0)",
         )
+
+    _pruned_at: float | None = None
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
         # Started by a supervisor to die with it (`manage.py serve` sets the death signal): a death signal
@@ -109,6 +115,11 @@ class Command(BaseCommand):
             documents_recover(cluster_start=cluster_start)
             for sweep in recovery_sweeps():  # other apps' leftovers of dead workers (collections_app/hooks.py)
                 sweep()
+            if self._pruned_at is None or time.monotonic() - self._pruned_at >= PRUNE_EVERY_SECONDS:
+                self._pruned_at = time.monotonic()
+                pruned = retired_paragraphs_prune()
+                if pruned:
+                    logger.info("pruned %d retired paragraphs", pruned)
         except Exception:
             # A database hiccup must not take the cluster down; the next round tries again.
             logger.exception("recovery round failed")

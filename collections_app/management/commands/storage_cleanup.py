@@ -1,4 +1,5 @@
-"""Find stored files that no document names, and remove them (an operator's command).
+"""Find stored files that no document names, and remove them (an operator's command); prune retired paragraphs
+older than KB_RETIRED_DAYS (services/retired_paragraphs.py).
 
 Uploads write their file inside the transaction that creates the document and remove it if that
 transaction fails (services/documents/_upload.py), so new orphans come only from a process killed between the
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from collections_app.models import Document, DocumentVersion
+from collections_app.services.retired_paragraphs import retired_paragraphs_prune
 
 
 class Command(BaseCommand):
@@ -37,6 +39,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, dry_run: bool, min_age: int, **options: Any) -> None:
+        if not dry_run:
+            # The cluster prunes them hourly; an installation that runs no cluster prunes them here.
+            pruned = retired_paragraphs_prune()
+            days = settings.KB_RETIRED_DAYS
+            self.stdout.write(f"{pruned} retired paragraph(s) older than {days} days pruned (KB_RETIRED_DAYS).")
         root = Path(settings.MEDIA_ROOT)
         if not root.is_dir():
             self.stdout.write("Nothing stored yet: the storage folder does not exist.")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from collections_app.exceptions import Invalid
-from collections_app.validation import control_problem, json_problem, loads_bounded, text_problem
+from collections_app.validation import MAX_PARAGRAPH_CHARS, control_problem, json_problem, loads_bounded, text_problem
 from embedding import vector_problem
 
 SCHEMA_VERSION = "0.31"
@@ -86,8 +86,9 @@ REQUIRED_COLUMNS = {
     },
 }  # fmt: skip
 
-# Bounds of what one row may hold: a paragraph is cut far below this (chunk_size is at most 20,000 units).
-MAX_TEXT_CHARS = 100_000
+# Bounds of what one row may hold: a paragraph is cut far below this (chunk_size is at most 20,000 units); an
+# editor's edit, split or merge keeps the same text limit (collections_app/validation.py), so what exports imports.
+MAX_TEXT_CHARS = MAX_PARAGRAPH_CHARS
 MAX_DIMS = 16_000  # pgvector's widest vector
 MAX_NAME_CHARS = {"collection": 200, "document": 255, "label": 100, "agent_id": 200, "language": 10}
 MAX_SECTION_PARTS = 64

@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
-from collections_app.models import Build, Chunk, Collection, Document, KeywordPosting, KeywordStats, KeywordTerm, Tenant
+from collections_app.models import (
+    Build,
+    Chunk,
+    Collection,
+    Document,
+    KeywordPosting,
+    KeywordStats,
+    KeywordTerm,
+    RetiredParagraph,
+    Tenant,
+)
 from retrieval.golden import evaluate, totals
 from retrieval.measure import SCRATCH_PREFIX, measure_lease, measures_sweep, variants_resolve
 from retrieval.measure import _scratch as scratch_module
@@ -54,6 +64,9 @@ def no_scratch_left() -> None:
     assert not Tenant.objects.filter(name__startswith=SCRATCH_PREFIX).exists()
     assert Chunk.objects.exclude(tenant__name__in=["acme", "globex"]).count() == 0
     assert Document.objects.exclude(tenant__name__in=["acme", "globex"]).count() == 0
+    # The scratch designs' paragraphs went with their tenant: none of them is remembered as retired (issue 39).
+    real = Tenant.objects.filter(name__in=["acme", "globex"]).values_list("pk", flat=True)
+    assert RetiredParagraph.objects.exclude(tenant_id__in=list(real)).count() == 0
 
 
 def measure(client, collection, capture, **body) -> dict:
