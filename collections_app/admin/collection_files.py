@@ -228,6 +228,8 @@ class CollectionFileAdmin(TenantScopedAdmin):
     def status_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
         """An export's state while the page that started it follows it (export_status.js asks every 1.5 s)."""
         record = object_for_tool(self, request, object_id, change=False)
+        if not self._may_manage(request, record):
+            raise PermissionDenied  # it hands over the download link: an editor's, as the download is
         if record.kind != CollectionFileKind.EXPORT:
             raise Http404("not an export")
         pending = record.status in (CollectionFileStatus.QUEUED, CollectionFileStatus.RUNNING)
