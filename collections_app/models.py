@@ -750,6 +750,14 @@ class CollectionFileStatus(models.TextChoices):
     ERROR = "error", "error"
 
 
+class CollectionFilePhase(models.TextChoices):
+    # What a running export or import is doing; `done` / `total` count the paragraphs of that step.
+    CHECK = "check", "checking the file"
+    EMBED = "embed", "embedding again"
+    WRITE = "write", "writing paragraphs"
+    INDEX = "index", "indexing keywords"
+
+
 class CollectionFile(TenantOwned):
     """One export or import of a collection file (services/collection_file): its progress, and where the file waits.
 
@@ -764,6 +772,8 @@ class CollectionFile(TenantOwned):
         default=0, help_text="Paragraphs written (export) or read and embedded (import)."
     )
     total = models.PositiveIntegerField(default=0)
+    # Written as the job goes, on a connection of its own (services/collection_file/_jobs.py: JobProgress).
+    phase = models.CharField(max_length=10, choices=CollectionFilePhase.choices, blank=True, default="")
     error = models.TextField(blank=True, default="")
     stored = models.CharField(max_length=500, blank=True, default="", editable=False)
     # Import only: which collection of the file is imported (a file may hold several); "": its only one.

@@ -1,6 +1,11 @@
 """Admin: collection files — "Download as collection file" on collections, and the exports and imports with their
 progress, a download link for a finished export, and the page that imports one as a new collection.
 
+- The export action answers with each export's state, which the page follows (export_status.js asks
+  <record>/status/) until it turns into the download link, or says why the export failed.
+- The collection list says when a collection is being imported, or that its import failed (the collection then
+  holds nothing: the import writes in one transaction), rather than "up to date" (import_state).
+
 The work is services/collection_file's: these pages start it, show it and hand the file over. An export holds
 whole paragraphs, which reader labels do not cut: starting one and downloading it need an editor's role.
 """
@@ -11,16 +16,20 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from collections_app.exceptions import DomainError
 from collections_app.models import (
+    Collection,
     CollectionFile,
     CollectionFileKind,
+    CollectionFilePhase,
     CollectionFileStatus,
     Role,
     Tenant,
@@ -34,22 +43,102 @@ def _list_url() -> str:
     return reverse("admin:collections_app_collectionfile_changelist")
 
 
+def download_name(collection: Collection) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in collection.name) + ".db"
+
+
+def _phase(record: CollectionFile) -> str:
+    return CollectionFilePhase(record.phase).label if record.phase else "waiting for a worker"
+
+
+def export_state(record: CollectionFile) -> SafeString:
+    """An export as a person follows it: its progress, then the download link (or why it failed)."""
+    name = record.collection.name
+    if record.status == CollectionFileStatus.DONE and record.stored:
+        url = reverse("admin:collections_app_collectionfile_download", args=[record.pk])
+        return format_html(
+            '<span data-kb-export="{}" data-kb-pending="0">Export of {} is ready: <a href="{}">Download {}</a> ({}).'
+            "</span>",
+            record.pk, name, url, download_name(record.collection), filesizeformat(record.size),
+        )  # fmt: skip
+    if record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
+        # Done without a file: downloaded and removed since, or failed.
+        return format_html(
+            '<span data-kb-export="{}" data-kb-pending="0"><span class="kb-badge kb-badge-error">failed</span> '
+            "Export of {}: {}. Start it again; the collection is as it was.</span>",
+            record.pk, name, record.error or "the file is no longer kept",
+        )  # fmt: skip
+    status_url = reverse("admin:collections_app_collectionfile_status", args=[record.pk])
+    return format_html(
+        '<span data-kb-export="{}" data-kb-pending="1" data-kb-status-url="{}">Export of {}: {} '
+        '<progress max="{}" value="{}"></progress> {} / {} paragraphs — the download link appears here when the '
+        "file is written.</span>",
+        record.pk, status_url, name, _phase(record), max(record.total, 1), record.done, record.done, record.total,
+    )  # fmt: skip
+
+
+# The latest import of each collection, annotated on the collection list (one query for the page).
+_IMPORT_FIELDS = ("status", "phase", "done", "total", "error")
+
+
+def with_import_state(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
+    latest = CollectionFile.objects.filter(collection=OuterRef("pk"), kind=CollectionFileKind.IMPORT).order_by(
+        "-created_at"
+    )
+    return queryset.annotate(**{f"import_{field}": Subquery(latest.values(field)[:1]) for field in _IMPORT_FIELDS})
+
+
+def import_state(collection: Collection) -> SafeString | None:
+    """The collection's import while it runs, or its failure while the collection holds nothing; else None."""
+    if not hasattr(collection, "import_status"):
+        latest = (
+            CollectionFile.objects.filter(collection=collection, kind=CollectionFileKind.IMPORT)
+            .order_by("-created_at")
+            .values(*_IMPORT_FIELDS)
+            .first()
+        )
+        for field in _IMPORT_FIELDS:
+            setattr(collection, f"import_{field}", None if latest is None else latest[field])
+    status = getattr(collection, "import_status", None)
+    if status in (CollectionFileStatus.QUEUED, CollectionFileStatus.RUNNING):
+        phase = getattr(collection, "import_phase", "")
+        return format_html(
+            '<span class="kb-badge kb-badge-parsing">importing</span> {} {} / {} paragraphs — it answers searches '
+            "once all of it is in.",
+            CollectionFilePhase(phase).label if phase else "waiting for a worker",
+            getattr(collection, "import_done", 0),
+            getattr(collection, "import_total", 0),
+        )
+    documents = getattr(collection, "document_count", None)  # the collection list's annotation
+    if documents is None:
+        documents = collection.documents.count()
+    if status == CollectionFileStatus.ERROR and not documents:
+        return format_html(
+            '<span class="kb-badge kb-badge-error">import failed</span> {}. Nothing of the file was kept: delete '
+            "this collection, or import the file again under another name.",
+            getattr(collection, "import_error", ""),
+        )
+    return None
+
+
 class CollectionExportAdminMixin(TenantScopedAdmin):
-    """Mixed into CollectionAdmin: the "Download as collection file" action."""
+    """Mixed into CollectionAdmin: the "Download as collection file" action, and each collection's import state."""
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        return with_import_state(super().get_queryset(request))
 
     @admin.action(description="Download as collection file", permissions=["change"])
     def export_collection_file(self, request, queryset):  # type: ignore[no-untyped-def]
         collections = list(self.manageable(request, queryset))
+        started = []
         for collection in collections:
-            collection_export_start(collection=collection, created_by=request.user.get_username())
-        if collections:
+            record = collection_export_start(collection=collection, created_by=request.user.get_username())
+            # Already written when the task ran at once (a synchronous cluster): then the link is there at once.
+            started.append(CollectionFile.objects.select_related("collection").get(pk=record.pk))
+        if started:
             self.message_user(
                 request,
-                format_html(
-                    'Export of {} collection(s) started: <a href="{}">follow it and download the file</a>.',
-                    len(collections),
-                    _list_url(),
-                ),
+                format_html_join(" ", "{}", ((export_state(record),) for record in started)),
                 messages.SUCCESS,
             )
         if skipped := queryset.count() - len(collections):
@@ -96,6 +185,7 @@ class CollectionFileAdmin(TenantScopedAdmin):
             path(
                 "<path:object_id>/download/", view(self.download_view), name="collections_app_collectionfile_download"
             ),
+            path("<path:object_id>/status/", view(self.status_view), name="collections_app_collectionfile_status"),
             *super().get_urls(),
         ]
 
@@ -109,8 +199,8 @@ class CollectionFileAdmin(TenantScopedAdmin):
     def progress(self, obj: CollectionFile) -> SafeString:
         if obj.status in (CollectionFileStatus.QUEUED, CollectionFileStatus.RUNNING):
             return format_html(
-                '<progress max="{}" value="{}"></progress> {} / {} paragraphs', max(obj.total, 1), obj.done, obj.done,
-                obj.total,
+                '{} <progress max="{}" value="{}"></progress> {} / {} paragraphs', _phase(obj), max(obj.total, 1),
+                obj.done, obj.done, obj.total,
             )  # fmt: skip
         return format_html("{} / {} paragraphs", obj.done, obj.total)
 
@@ -128,13 +218,22 @@ class CollectionFileAdmin(TenantScopedAdmin):
             raise PermissionDenied
         if record.kind != CollectionFileKind.EXPORT or record.status != CollectionFileStatus.DONE or not record.stored:
             raise Http404("this export is not ready")
-        filename = "".join(c if c.isalnum() or c in "-_." else "-" for c in record.collection.name) + ".db"
         return FileResponse(
             default_storage.open(record.stored, "rb"),
             as_attachment=True,
-            filename=filename,
+            filename=download_name(record.collection),
             content_type="application/vnd.sqlite3",
         )
+
+    def status_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
+        """An export's state while the page that started it follows it (export_status.js asks every 1.5 s)."""
+        record = object_for_tool(self, request, object_id, change=False)
+        if not self._may_manage(request, record):
+            raise PermissionDenied  # it hands over the download link: an editor's, as the download is
+        if record.kind != CollectionFileKind.EXPORT:
+            raise Http404("not an export")
+        pending = record.status in (CollectionFileStatus.QUEUED, CollectionFileStatus.RUNNING)
+        return JsonResponse({"pending": pending, "html": str(export_state(record))})
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         tenants = tenants_where(request, Role.EDITOR)

@@ -19,6 +19,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from collections_app.admin.collection_files import import_state
 from collections_app.admin.preview import preview_page
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Document, DocumentStatus
@@ -72,6 +73,9 @@ def reindex_state(collection: Collection) -> SafeString:
             done,
             total,
         )
+    importing = import_state(collection)  # an import running, or failed and leaving nothing: never "up to date"
+    if importing is not None:
+        return format_html('<span data-kb-reindex="{}" data-kb-pending="0">{}</span>', collection.pk, importing)
     stale = stale_count_of(collection)
     if stale:
         shown = format_html(

@@ -73,7 +73,12 @@ class CollectionFileOutput(serializers.Serializer):
     collection_id = serializers.UUIDField()
     kind = serializers.CharField()
     status = serializers.CharField(help_text="queued, running, done or error")
-    done = serializers.IntegerField(help_text="paragraphs read (and embedded again, when they are)")
+    phase = serializers.CharField(
+        allow_blank=True,
+        help_text="while it runs: check (the file read), embed (embedded again), write (paragraphs written) or "
+        "index (keyword index); done counts the paragraphs of that step. Empty before it starts and once finished",
+    )
+    done = serializers.IntegerField(help_text="paragraphs of the current step done (all of them once finished)")
     total = serializers.IntegerField()
     re_embedded = serializers.BooleanField(
         allow_null=True,

@@ -165,6 +165,7 @@ COLLECTION_IMPORT: dict[str, Any] = {
     "collection_id": COLLECTION_ID,
     "kind": "import",
     "status": "queued",
+    "phase": "",
     "done": 0,
     "total": 11_742,
     "re_embedded": None,

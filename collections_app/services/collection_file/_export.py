@@ -45,10 +45,12 @@ from collections_app.models import (
     Collection,
     CollectionFile,
     CollectionFileKind,
+    CollectionFilePhase,
     CollectionFileStatus,
     Document,
 )
 from collections_app.services.collection_file._jobs import (
+    JobProgress,
     collection_file_pending,
     collection_file_queue,
     collection_file_store,
@@ -265,12 +267,13 @@ def collection_export_run(*, collection_file_id: str) -> None:
     if record is None:
         return
     CollectionFile.objects.filter(pk=record.pk).update(status=CollectionFileStatus.RUNNING)
-
-    def progress(done: int, total: int) -> None:
-        CollectionFile.objects.filter(pk=record.pk).update(done=done, total=total)
-
     try:
-        with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
+        # Progress on a connection of its own: the export reads in one READ ONLY transaction (_jobs.py).
+        with (
+            JobProgress(record) as progress,
+            tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory,
+        ):
+            progress(0, record.total, phase=CollectionFilePhase.WRITE)
             path = Path(directory) / "collection.db"
             written = collection_export(collection=record.collection, path=path, progress=progress)
             with path.open("rb") as file:
@@ -280,12 +283,13 @@ def collection_export_run(*, collection_file_id: str) -> None:
         logger.warning("export of collection file %s stopped: %s", record.pk, type(exc).__name__)
         CollectionFile.objects.filter(pk=record.pk).update(
             status=CollectionFileStatus.ERROR,
+            phase="",
             error=f"the export stopped ({type(exc).__name__})",
             finished_at=timezone.now(),
         )
         return
     CollectionFile.objects.filter(pk=record.pk).update(
-        status=CollectionFileStatus.DONE, done=written, total=written, stored=stored, size=size,
+        status=CollectionFileStatus.DONE, phase="", done=written, total=written, stored=stored, size=size,
         finished_at=timezone.now(),
     )  # fmt: skip
 

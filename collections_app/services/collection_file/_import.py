@@ -24,7 +24,7 @@ import logging
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +45,7 @@ from collections_app.models import (
     Collection,
     CollectionFile,
     CollectionFileKind,
+    CollectionFilePhase,
     CollectionFileStatus,
     Document,
     DocumentStatus,
@@ -54,6 +55,7 @@ from collections_app.selectors import breadcrumb_title
 from collections_app.services.builds import build_record
 from collections_app.services.collection_file._export import RANKING_SETTINGS
 from collections_app.services.collection_file._jobs import (
+    JobProgress,
     collection_file_pending,
     collection_file_queue,
     collection_file_store,
@@ -106,8 +108,11 @@ class FileSummary:
     documents: dict[Any, FileDocument]
 
 
-def collection_file_check(*, path: Path, source: str | None = None) -> FileSummary:
-    """Check the whole file; the summary of collection `source` (or the file's only collection)."""
+def collection_file_check(
+    *, path: Path, source: str | None = None, progress: Callable[[int], None] | None = None
+) -> FileSummary:
+    """Check the whole file; the summary of collection `source` (or the file's only collection). `progress`:
+    told the paragraphs checked so far, as they are (an import's task shows it)."""
     size = path.stat().st_size
     if size > settings.KB_MAX_COLLECTION_FILE_BYTES:
         raise BadCollectionFile(
@@ -148,6 +153,8 @@ def collection_file_check(*, path: Path, source: str | None = None) -> FileSumma
             document.paragraphs += 1
             document.digest.update(row["text"].encode() + b"\x00")
             summary.paragraphs += 1
+            if progress is not None:
+                progress(summary.paragraphs)
         if not summary.paragraphs:
             raise BadCollectionFile(f"the file holds no paragraph of {name}: an import would be empty")
         return summary
@@ -400,39 +407,44 @@ def collection_import_run(*, collection_file_id: str) -> None:
     unfinished = CollectionFile.objects.filter(pk=record.pk).exclude(status=CollectionFileStatus.DONE)
     unfinished.update(status=CollectionFileStatus.RUNNING)
     try:
-        _run(record)
+        with JobProgress(record) as progress:
+            _run(record, progress)
     except Exception as exc:
         # A domain error says what is wrong for a person; anything else is named by its kind only (an OS error
         # can carry a path).
         reason = str(exc) if isinstance(exc, DomainError) else f"the import stopped ({type(exc).__name__})"
         logger.warning("import of collection file %s stopped: %s", record.pk, type(exc).__name__)
         # A second delivery of the task that lost the race never marks a finished import as failed.
-        unfinished.update(status=CollectionFileStatus.ERROR, error=reason[:500], finished_at=timezone.now())
+        unfinished.update(status=CollectionFileStatus.ERROR, phase="", error=reason[:500], finished_at=timezone.now())
     finally:
         if record.stored:
             default_storage.delete(record.stored)
             CollectionFile.objects.filter(pk=record.pk).update(stored="")
 
 
-def _run(record: CollectionFile) -> None:
+def _run(record: CollectionFile, progress: JobProgress) -> None:
     collection = record.collection
     path = Path(default_storage.path(record.stored))
-    summary = collection_file_check(path=path, source=record.source or None)
+    progress(0, record.total, phase=CollectionFilePhase.CHECK)
+    summary = collection_file_check(path=path, source=record.source or None, progress=progress)
     model = get_model(collection.embedding_alias)
     embedder = get_embedder(collection.embedding_alias)
     identity = embedder.model_identity()
     same = summary.model is not None and summary.model == identity and summary.dims == (model.dims or summary.dims)
     directory = settings.KB_STAGING_DIR or None
     with tempfile.TemporaryFile(dir=directory) as vectors:
-        dims = summary.dims if same else _embed_again(record, path, summary, embedder, vectors)
+        dims = summary.dims if same else _embed_again(path, summary, embedder, vectors, progress)
         with transaction.atomic():
+            # The collection's lock serializes two deliveries of this task; the record is read after it, not
+            # locked, so the progress of this transaction's steps can be written to it meanwhile (JobProgress).
             locked = Collection.objects.select_for_update().filter(pk=collection.pk).first()
-            current = CollectionFile.objects.select_for_update().filter(pk=record.pk).first()
+            current = CollectionFile.objects.filter(pk=record.pk).first()
             if locked is None or current is None or current.status == CollectionFileStatus.DONE:
                 return  # deleted meanwhile, or another run finished it
+            progress(0, summary.paragraphs, phase=CollectionFilePhase.WRITE)
             ids = _write_documents(locked, summary)
-            published = _write_paragraphs(locked, path, summary, ids, vectors if not same else None, dims)
-            _index(locked)
+            published = _write_paragraphs(locked, path, summary, ids, vectors if not same else None, dims, progress)
+            _index(locked, summary, ids, progress)
             built = summary.built or {}
             warnings = []
             if not same:
@@ -460,6 +472,7 @@ def _run(record: CollectionFile) -> None:
             )
             CollectionFile.objects.filter(pk=record.pk).update(
                 status=CollectionFileStatus.DONE,
+                phase="",
                 done=published,
                 re_embedded=not same,
                 error="",
@@ -476,7 +489,7 @@ def _drafts(path: Path, summary: FileSummary) -> Iterator[tuple[Any, dict[str, A
             yield (row["document_seq"] if keyed else row["document"]), row
 
 
-def _embed_again(record: CollectionFile, path: Path, summary: FileSummary, embedder: Any, out: Any) -> int:
+def _embed_again(path: Path, summary: FileSummary, embedder: Any, out: Any, progress: JobProgress) -> int:
     """Every paragraph embedded with the collection's model, as an upload embeds it (its breadcrumb); float32
     vectors appended to `out`. Returns their width."""
     titles = {
@@ -496,7 +509,7 @@ def _embed_again(record: CollectionFile, path: Path, summary: FileSummary, embed
         out.write(matrix.tobytes())
         done += len(batch)
         batch.clear()
-        CollectionFile.objects.filter(pk=record.pk).update(done=done)
+        progress(done, summary.paragraphs, phase=CollectionFilePhase.EMBED)
 
     for key, row in _drafts(path, summary):
         draft = ChunkDraft(text=row["text"], section=row["section"], page=row["page"])
@@ -549,7 +562,13 @@ _CHUNK_COLUMNS = (
 
 
 def _write_paragraphs(
-    collection: Collection, path: Path, summary: FileSummary, ids: dict[Any, uuid.UUID], vectors: Any, dims: int
+    collection: Collection,
+    path: Path,
+    summary: FileSummary,
+    ids: dict[Any, uuid.UUID],
+    vectors: Any,
+    dims: int,
+    progress: JobProgress,
 ) -> int:
     published = 0
     copy_rows = f"COPY {Chunk._meta.db_table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"
@@ -566,28 +585,57 @@ def _write_paragraphs(
                 )
             )  # fmt: skip
             published += 1
+            progress(published, summary.paragraphs)
     return published
 
 
-def _index(collection: Collection) -> None:
+# Paragraphs indexed between two progress beats: the keyword index is most of an import's time.
+INDEX_BATCH = 1000
+
+
+def _index(collection: Collection, summary: FileSummary, ids: dict[Any, uuid.UUID], progress: JobProgress) -> None:
     """The keyword index of every imported paragraph (its triggers keep the BM25 statistics), and each document's
-    stored parser output made of its paragraphs, so a later re-chunk or re-index has something to read."""
+    stored parser output made of its paragraphs, so a later re-chunk or re-index has something to read.
+
+    Documents at a time, about INDEX_BATCH paragraphs, with progress between: one statement for the whole
+    collection showed nothing for minutes."""
+    progress(0, summary.paragraphs, phase=CollectionFilePhase.INDEX)
+    indexed = 0
+    batch: list[uuid.UUID] = []
+    size = 0
+    for key, document_id in ids.items():
+        batch.append(document_id)
+        size += summary.documents[key].paragraphs
+        if size >= INDEX_BATCH:
+            _index_documents(batch)
+            indexed += size
+            progress(indexed, summary.paragraphs)
+            batch, size = [], 0
+    if batch:
+        _index_documents(batch)
+        progress(indexed + size, summary.paragraphs)
+
+
+def _index_documents(documents: list[uuid.UUID]) -> None:
     table = Chunk._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET search_vector = {keyword_vector()} WHERE collection_id = %s AND kind = 'paragraph'",
-            [collection.pk],
+            f"UPDATE {table} SET search_vector = {keyword_vector()} WHERE document_id = ANY(%s) AND kind = 'paragraph'",
+            [documents],
         )
+        # Each document's own rows, through the (document, generation, ordinal) index: linear. A join with the
+        # collection's rows grouped by document (planned on statistics that know nothing of this transaction's
+        # rows) took over 5 minutes at 20,000 paragraphs once the tables had statistics; this way the whole
+        # import took 76 s (bench/import_progress.py).
         cursor.execute(
             f"""
-            UPDATE {Document._meta.db_table} d SET blocks = b.blocks
-            FROM (
-                SELECT document_id, jsonb_agg(jsonb_build_object(
-                    'text', text, 'kind', 'paragraph', 'page', page, 'section', to_jsonb(section),
-                    'language', language, 'metadata', metadata) ORDER BY ordinal) AS blocks
-                FROM {table} WHERE collection_id = %s GROUP BY document_id
-            ) b
-            WHERE d.id = b.document_id
+            UPDATE {Document._meta.db_table} d SET blocks = (
+                SELECT jsonb_agg(jsonb_build_object(
+                    'text', c.text, 'kind', 'paragraph', 'page', c.page, 'section', to_jsonb(c.section),
+                    'language', c.language, 'metadata', c.metadata) ORDER BY c.ordinal)
+                FROM {table} c WHERE c.document_id = d.id
+            )
+            WHERE d.id = ANY(%s)
             """,
-            [collection.pk],
+            [documents],
         )

@@ -1,15 +1,24 @@
-"""What an export and an import share as background jobs: queued after the commit that creates their record, and
-taken by a task that leaves a finished (or failed) record alone, so a second delivery of the task does nothing."""
+"""What an export and an import share as background jobs: queued after the commit that creates their record, taken
+by a task that leaves a finished (or failed) record alone, so a second delivery of the task does nothing, and
+their progress, written as they go on a connection of their own."""
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
+from typing import Any
 
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import connections, router, transaction
 
 from collections_app.models import CollectionFile, CollectionFileKind, CollectionFileStatus
+
+logger = logging.getLogger(__name__)
+
+# Seconds between two progress writes of one job (a new phase, and the last paragraph, are written at once).
+PROGRESS_EVERY = 0.5
 
 TASKS = {
     CollectionFileKind.EXPORT: "collections_app.tasks.export_collection_file",
@@ -44,3 +53,58 @@ def collection_file_pending(collection_file_id: str, kind: CollectionFileKind) -
 def collection_file_store(file: File, *, tenant_id: object) -> str:
     """Keep a collection file under a storage name of its own (a random one: never the uploaded file's name)."""
     return default_storage.save(f"collection-files/{tenant_id}/{uuid.uuid4().hex}.db", file)
+
+
+class JobProgress:
+    """A job's phase and `done` / `total`, written as it goes on a database connection of its own.
+
+    An export reads in one READ ONLY transaction (an UPDATE there fails the export) and an import writes in one
+    transaction (an UPDATE there is seen by nobody until it commits): progress written on the job's own
+    connection was an error, or stood at 0 until the end. Written at most every PROGRESS_EVERY seconds (and at each new
+    phase), in autocommit, never waiting for a lock: progress is worth less than the job, which may hold the row.
+    """
+
+    def __init__(self, record: CollectionFile) -> None:
+        self._record_id = record.pk
+        self._last = 0.0
+        self._phase: str | None = None
+        self._raw: Any = None  # a psycopg connection, opened at the first write
+
+    def __enter__(self) -> JobProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
+
+    def __call__(self, done: int, total: int | None = None, *, phase: str | None = None) -> None:
+        now = time.monotonic()
+        new_phase = phase is not None and phase != self._phase
+        if not new_phase and now - self._last < PROGRESS_EVERY and done != total:
+            return
+        self._last = now
+        self._phase = phase if phase is not None else self._phase
+        try:
+            self._write(done, total)
+        except Exception as exc:  # never the reason a job fails: the next beat tries again
+            logger.warning("progress of collection file %s not written: %s", self._record_id, type(exc).__name__)
+            self.__exit__()
+
+    def _write(self, done: int, total: int | None) -> None:
+        if self._raw is None:
+            wrapper = connections[router.db_for_write(CollectionFile)]
+            raw = wrapper.get_new_connection(wrapper.get_connection_params())
+            raw.autocommit = True
+            self._raw = raw
+        table = CollectionFile._meta.db_table
+        with self._raw.cursor() as cursor:
+            # SKIP LOCKED: the row is left alone (this beat skipped) while the job's own transaction holds it.
+            cursor.execute(
+                f"""
+                UPDATE {table} SET done = %s, total = COALESCE(%s, total), phase = COALESCE(%s, phase)
+                WHERE id = (SELECT id FROM {table} WHERE id = %s AND status IN ('queued', 'running')
+                            FOR UPDATE SKIP LOCKED)
+                """,
+                [done, total, self._phase, self._record_id],
+            )

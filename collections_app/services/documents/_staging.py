@@ -44,10 +44,13 @@ class Staging:
 
     def drafts(self) -> Iterator[ChunkDraft]:
         self._drafts.seek(0)
-        # Not a file anybody else can write: the pickles are our own, written just above.
-        unpickler = pickle.Unpickler(self._drafts)
+        # Not a file anybody else can write: the pickles are our own, written just above. One load per pickle,
+        # each with a memo of its own: each was dumped by a pickler of its own, whose back-references count from
+        # its first object. One unpickler for all of them kept its memo from one load to the next, and a value
+        # repeated inside a paragraph (a heading that is its own paragraph, a parent's kind "parent") came back
+        # as an object of the first paragraph: a section holding another paragraph's text, a kind of NULL.
         for _ in range(self.count):
-            yield unpickler.load()
+            yield pickle.load(self._drafts)
 
     def add_vectors(self, vectors: list[list[float]]) -> None:
         if vectors and not self.dims:

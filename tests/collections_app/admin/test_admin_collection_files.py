@@ -30,8 +30,14 @@ def test_the_action_exports_in_the_background_and_the_list_downloads_the_same_fi
         response = staff.post(
             f"{ADMIN}/collection/", {"action": "export_collection_file", "_selected_action": [office.pk]}, follow=True
         )
-    assert "Export of 1 collection(s) started" in response.content.decode()
     record = CollectionFile.objects.get(kind="export")
+    # The answer names the export and where its page follows it (the task ran after the request, at the commit).
+    status = f"{ADMIN}/collectionfile/{record.pk}/status/"
+    answer = response.content.decode()
+    assert "Export of handbook: waiting for a worker" in answer and f'data-kb-status-url="{status}"' in answer
+    followed = staff.get(status).json()
+    assert followed["pending"] is False
+    assert f'href="{ADMIN}/collectionfile/{record.pk}/download/">Download handbook.db</a>' in followed["html"]
     assert (record.status, record.done, record.total) == ("done", 5, 5)
 
     listed = staff.get(f"{ADMIN}/collectionfile/").content.decode()
