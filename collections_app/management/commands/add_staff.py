@@ -5,8 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.keys import tenant_get_or_create
+from accounts.memberships import staff_member_add
 from accounts.models import Role
-from collections_app.services.memberships import staff_member_add
 
 
 class Command(BaseCommand):
