@@ -100,8 +100,8 @@ def test_model_permissions_grant_nothing_the_role_does_not(cast, two_tenants):
 
     assert viewer.get("/admin/collections_app/collection/add/").status_code == 403
     assert editor.get("/admin/collections_app/collection/add/").status_code == 200
-    for page in ("apikey", "membership", "agent", "readerlabel"):  # an editor mints nothing
-        assert editor.get(f"/admin/collections_app/{page}/add/").status_code == 403, page
+    for page in ("accounts/apikey", "accounts/membership", "accounts/agent", "collections_app/readerlabel"):
+        assert editor.get(f"/admin/{page}/add/").status_code == 403, page  # an editor mints nothing
     admin_keys = ApiKey.objects.filter(tenant=cast.tenant, role="admin").count()
     response = editor.post("/admin/accounts/apikey/add/", {"tenant": cast.tenant.pk, "role": "admin"})
     assert response.status_code == 403 and ApiKey.objects.filter(tenant=cast.tenant, role="admin").count() == admin_keys
