@@ -62,9 +62,12 @@ def _password_hash() -> str:
 
 def _grant_and_log_on_old_content_types() -> None:
     """A group given "change API key" and an admin log entry, both on collections_app's content types."""
-    old = ContentType.objects.get(app_label="collections_app", model="apikey")
+    old, _ = ContentType.objects.get_or_create(app_label="collections_app", model="apikey")
+    change, _ = Permission.objects.get_or_create(
+        content_type=old, codename="change_apikey", defaults={"name": "Can change API key"}
+    )
     group = Group.objects.create(name="key keepers")
-    group.permissions.add(Permission.objects.get(content_type=old, codename="change_apikey"))
+    group.permissions.add(change)
     user = User.objects.get(username="tenant-admin")
     user.groups.add(group)
     key_id = connection.cursor()
