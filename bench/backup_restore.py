@@ -99,7 +99,8 @@ def main() -> None:
 
     from django.db import connection
 
-    from collections_app.models import Chunk, Document, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk, Document
     from collections_app.services.collections import collection_create
     from retrieval.models import GoldenQuestion
     from retrieval.search import collection_scope, search

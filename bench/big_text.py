@@ -192,7 +192,7 @@ def main() -> int:
     logging.disable(logging.INFO)
     from django.conf import settings
 
-    from collections_app.models import Tenant
+    from accounts.models import Tenant
     from collections_app.services.collections import collection_create
     from collections_app.services.documents import document_create
 

@@ -43,7 +43,8 @@ def main() -> None:
 
     from rest_framework.test import APIClient
 
-    from collections_app.models import Chunk, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk
     from collections_app.services.collections import collection_create
     from collections_app.services.keys import api_key_create
 

@@ -119,7 +119,8 @@ def markdown_of(row: dict) -> bytes:
 
 def bench_collection():  # type: ignore[no-untyped-def]
     """The reused tenant `bench` and its collection `bench-scifact` (created on the first run)."""
-    from collections_app.models import Collection, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Collection
     from collections_app.services.collections import collection_create
 
     tenant, _ = Tenant.objects.get_or_create(name=TENANT)

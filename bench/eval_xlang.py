@@ -118,7 +118,8 @@ def stem_titles() -> Iterator[None]:
 
 
 def ingest(facts: list[Fact], half: str, titles: str):  # type: ignore[no-untyped-def]
-    from collections_app.models import Collection, Document, DocumentStatus, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Collection, Document, DocumentStatus
     from collections_app.services import documents as document_services
     from collections_app.services.collections import collection_create
 

@@ -54,7 +54,8 @@ def _rss_mb() -> float:
 def make_collection(size: int, real: int) -> tuple[str, str]:
     from django.db import connection, transaction
 
-    from collections_app.models import Chunk, Document, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk, Document
     from collections_app.services.builds import build_record
     from collections_app.services.collections import collection_create
     from collections_app.sql import keyword_vector
@@ -112,7 +113,8 @@ def phase_import(tenant_id: str, path: str) -> dict[str, object]:
 
     from django.core.files import File
 
-    from collections_app.models import CollectionFile, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import CollectionFile
     from collections_app.services.collection_file import collection_import, collection_import_run
 
     tenant = Tenant.objects.get(pk=tenant_id)
@@ -149,7 +151,7 @@ def main() -> None:
         print(json.dumps(phase_import(*options.args)))
         return
 
-    from collections_app.models import Tenant
+    from accounts.models import Tenant
 
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     for size in (int(s) for s in options.sizes.split(",")):

@@ -151,7 +151,8 @@ def main() -> None:
     from django.core.files import File
     from django.db import connection
 
-    from collections_app.models import CollectionFile, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import CollectionFile
     from collections_app.services.collection_file import collection_import, collection_import_run
 
     rows = paragraphs(args.paragraphs)

@@ -114,7 +114,8 @@ def main() -> int:
     from django.conf import settings
     from django.db import transaction
 
-    from collections_app.models import Chunk, Document, DocumentStatus, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk, Document, DocumentStatus
     from collections_app.services import documents as document_services
     from collections_app.services.collections import collection_create, collection_delete
     from embedding import get_embedder, get_model

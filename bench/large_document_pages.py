@@ -48,7 +48,8 @@ def build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     import numpy as np
     from django.contrib.auth.models import User
 
-    from collections_app.models import Build, Chunk, Document, Membership, Role, Tenant
+    from accounts.models import Membership, Role, Tenant
+    from collections_app.models import Build, Chunk, Document
     from collections_app.services.collections import collection_create
     from collections_app.services.keys import api_key_create
     from embedding import get_model

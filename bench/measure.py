@@ -149,7 +149,8 @@ def main() -> None:
     args = parser.parse_args()
     setup_django()
 
-    from collections_app.models import Collection, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Collection
     from collections_app.services.collections import collection_create
     from retrieval.golden import golden_import_beir
     from retrieval.measure import MEASURED

@@ -170,7 +170,8 @@ def main() -> None:
 
     from rest_framework.test import APIClient
 
-    from collections_app.models import Chunk, ParagraphEdit, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk, ParagraphEdit
     from collections_app.services.collections import collection_create
     from collections_app.services.keys import api_key_create
     from embedding import get_embedder

@@ -219,8 +219,9 @@ def main() -> int:
     from django.conf import settings
     from django.db import transaction
 
+    from accounts.models import Tenant
     from collections_app.ingestion.blocks import Block
-    from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus, Tenant
+    from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus
     from collections_app.selectors import breadcrumb_title
     from collections_app.services import documents as ingestion
     from collections_app.services.collections import collection_create, collection_delete, collection_update

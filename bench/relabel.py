@@ -60,7 +60,8 @@ def main() -> None:
 
     import numpy as np
 
-    from collections_app.models import Chunk, Document, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk, Document
     from collections_app.services import documents as ingestion
     from collections_app.services.collections import collection_create
     from collections_app.services.languages import document_language_set

@@ -543,7 +543,8 @@ def main() -> int:
 
     from django.conf import settings
 
-    from collections_app.models import Chunk, Collection, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk, Collection
     from collections_app.services.collections import collection_create, collection_delete
     from embedding import get_embedder, get_model
     from retrieval.search import SearchScope

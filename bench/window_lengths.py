@@ -52,7 +52,8 @@ def percentile(values: list[int], q: float) -> int:
 def main() -> int:
     args = parse_args()
     setup_django()
-    from collections_app.models import Chunk, Tenant
+    from accounts.models import Tenant
+    from collections_app.models import Chunk
     from collections_app.services import documents as document_services
     from collections_app.services.collections import collection_create
     from retrieval.search import SearchScope, search

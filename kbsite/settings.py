@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from our own static files: docs work offline
     "django_q",
     "doors",
+    "accounts",
     "collections_app",
     "retrieval",
 ]

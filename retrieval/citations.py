@@ -33,8 +33,9 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from accounts.models import Agent, ApiKey
 from collections_app.exceptions import Invalid
-from collections_app.models import Agent, ApiKey, Chunk, ChunkKind, Document, RetiredParagraph
+from collections_app.models import Chunk, ChunkKind, Document, RetiredParagraph
 from collections_app.selectors import collections_for_key
 from collections_app.validation import text_problem
 from retrieval.models import CitationCheck, Reader, SearchEvent

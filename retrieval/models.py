@@ -7,7 +7,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models.functions import MD5
 
-from collections_app.models import Agent, ApiKey, Collection, TenantOwned
+from accounts.models import Agent, ApiKey, TenantOwned
+from collections_app.models import Collection
 
 
 class Reader(TenantOwned):

@@ -6,9 +6,10 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from accounts.models import Agent, ApiKey, Tenant
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion import detect_language
-from collections_app.models import Agent, ApiKey, Collection, Tenant
+from collections_app.models import Collection
 from collections_app.validation import name_problem, text_problem
 from retrieval.llm import llm_configured
 from retrieval.models import CollectionJudge, ModelCall, Reader, SearchEvent

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 from rest_framework.test import APIClient
 
-from collections_app.models import Agent, Collection, Role, Tenant
+from accounts.models import Agent, Role, Tenant
+from collections_app.models import Collection
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 
@@ -92,7 +93,7 @@ def staff(cast, client):
     """A logged-in staff member with every kbsite permission, editor of the cast's tenant only."""
     from django.contrib.auth.models import Permission, User
 
-    from collections_app.models import Membership
+    from accounts.models import Membership
 
     user = User.objects.create_user("ada", password="pw", is_staff=True)
     user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=["collections_app", "retrieval"]))

@@ -38,20 +38,16 @@ from django_q.models import OrmQ, Schedule, Task
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
+from accounts.models import ROLE_RANK, Agent, Membership, Role, Tenant
 from collections_app.models import (
-    ROLE_RANK,
-    Agent,
     Build,
     Chunk,
     Collection,
     CollectionFile,
     Document,
     DocumentVersion,
-    Membership,
     ParagraphEdit,
     ReaderLabel,
-    Role,
-    Tenant,
 )
 from collections_app.services.keys import api_key_create
 from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measure, ModelCall, Reader, SearchEvent
@@ -72,10 +68,10 @@ RULES: dict[str, Any] = {
     "django_q.Success": SUPERUSER,
     "django_q.Failure": SUPERUSER,
     "django_q.OrmQ": SUPERUSER,
-    "collections_app.Tenant": SUPERUSER,
-    "collections_app.Membership": (Role.VIEWER, Role.ADMIN),
-    "collections_app.ApiKey": (Role.VIEWER, Role.ADMIN),
-    "collections_app.Agent": (Role.VIEWER, Role.ADMIN),
+    "accounts.Tenant": SUPERUSER,
+    "accounts.Membership": (Role.VIEWER, Role.ADMIN),
+    "accounts.ApiKey": (Role.VIEWER, Role.ADMIN),
+    "accounts.Agent": (Role.VIEWER, Role.ADMIN),
     "collections_app.ReaderLabel": (Role.VIEWER, Role.ADMIN),
     "collections_app.Collection": (Role.VIEWER, Role.EDITOR),
     "collections_app.Document": (Role.VIEWER, Role.EDITOR),
@@ -177,16 +173,16 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         "retrieval.Measure": measure,
         "retrieval.GoldenQuestion": golden,
         "retrieval.Evaluation": evaluation,
-        "collections_app.Tenant": tenant,
+        "accounts.Tenant": tenant,
         "collections_app.Collection": collection,
-        "collections_app.Agent": agent,
-        "collections_app.ApiKey": key,
+        "accounts.Agent": agent,
+        "accounts.ApiKey": key,
         "collections_app.Document": document,
         "collections_app.Chunk": chunk,
         "collections_app.ParagraphEdit": paragraph_edit,
         "collections_app.Build": build,
         "retrieval.SearchEvent": event,
-        "collections_app.Membership": membership,
+        "accounts.Membership": membership,
         "collections_app.ReaderLabel": label,
         "retrieval.Reader": reader,
         "retrieval.CollectionJudge": judge,

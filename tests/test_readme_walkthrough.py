@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collections_app.models import Chunk, Collection, Role, Tenant
+from accounts.models import Role, Tenant
+from collections_app.models import Chunk, Collection
 from collections_app.services.keys import api_key_create
 from tests.margins import assert_clears, assert_leads, cosines
 

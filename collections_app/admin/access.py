@@ -11,14 +11,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django_q import models as q_models
 
-from collections_app.models import (
-    Agent,
-    ApiKey,
-    Membership,
-    ReaderLabel,
-    Role,
-    Tenant,
-)
+from accounts.models import Agent, ApiKey, Membership, Role, Tenant
+from collections_app.models import ReaderLabel
 from collections_app.selectors.delegation import delegation_label
 from collections_app.services.keys import ANY_READER, Delegation, api_key_create, api_key_delegate
 from doors.admin.base import (

@@ -12,9 +12,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from accounts.models import Role
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import language_shown
-from collections_app.models import Build, Chunk, Collection, Role
+from collections_app.models import Build, Chunk, Collection
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.gate import GATED_METRICS
 from collections_app.services.reindex import collection_cutover

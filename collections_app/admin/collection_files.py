@@ -24,6 +24,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from accounts.models import Role, Tenant
 from collections_app.exceptions import DomainError
 from collections_app.models import (
     Collection,
@@ -31,8 +32,6 @@ from collections_app.models import (
     CollectionFileKind,
     CollectionFilePhase,
     CollectionFileStatus,
-    Role,
-    Tenant,
 )
 from collections_app.services.collection_file import collection_export_start, collection_file_remove, collection_import
 from doors.admin.base import TenantScopedAdmin, object_for_tool

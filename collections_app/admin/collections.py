@@ -12,6 +12,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from accounts.models import Role
 from collections_app.admin.collection_files import CollectionExportAdminMixin
 from collections_app.admin.collection_languages import CollectionLanguagesAdminMixin, languages_fieldset
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
@@ -20,7 +21,7 @@ from collections_app.admin.sources import FolderSourceAdminMixin
 from collections_app.admin.try_search import TrySearchAdminMixin
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import Collection, Role
+from collections_app.models import Collection
 from collections_app.services.collections import collection_create, collection_delete, collection_update
 from collections_app.services.folder_sources import FolderSourceError, folder_source_options_set, folder_source_set
 from collections_app.validation import name_problem

@@ -19,10 +19,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from accounts.models import Role
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkingSettings
 from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.models import ChunkStrategy, Collection, Document, Role, SizeUnit
+from collections_app.models import ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services.collections import (
     CHUNK_SIZE_RANGE,
     MAX_PARENT_SIZE,

@@ -19,7 +19,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from collections_app.models import UNLABELLED, Build, Chunk, Collection, Role
+from accounts.models import Role
+from collections_app.models import UNLABELLED, Build, Chunk, Collection
 from collections_app.services.labels import (
     MAX_LABELS,
     InvalidLabels,

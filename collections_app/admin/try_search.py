@@ -21,8 +21,9 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from accounts.models import Role
 from collections_app.exceptions import DomainError
-from collections_app.models import Collection, Role
+from collections_app.models import Collection
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
 from doors.admin.base import object_for_tool
 from doors.admin.display import marked_text, stage_rows

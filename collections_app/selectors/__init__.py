@@ -11,8 +11,9 @@ from typing import cast
 
 from django.db.models import Count, Q, QuerySet
 
+from accounts.models import ApiKey, Tenant
 from collections_app.ingestion.titles import title_from_filename
-from collections_app.models import ApiKey, Build, Collection, Document, DocumentVersion, Tenant
+from collections_app.models import Build, Collection, Document, DocumentVersion
 
 from .languages import language_counts
 

@@ -16,8 +16,9 @@ from typing import Any
 
 from django.db.models import Count, Min
 
+from accounts.models import ApiKey
 from collections_app.exceptions import Invalid
-from collections_app.models import ApiKey, Chunk, Collection, Document
+from collections_app.models import Chunk, Collection, Document
 from collections_app.selectors import document_title
 from collections_app.validation import text_problem
 

@@ -7,8 +7,8 @@ citations, MCP) resolves the name it was sent through `delegated_reader`, so non
 
 from __future__ import annotations
 
+from accounts.models import ApiKey
 from collections_app.exceptions import Forbidden
-from collections_app.models import ApiKey
 from retrieval.models import Reader
 
 HOW_TO_DELEGATE = (

@@ -5,19 +5,10 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
+from accounts.models import Role, Tenant
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettings, check_strategy, overlap_following
-from collections_app.models import (
-    Chunk,
-    Collection,
-    KeywordPosting,
-    KeywordStats,
-    KeywordTerm,
-    ParentReturn,
-    Role,
-    SizeUnit,
-    Tenant,
-)
+from collections_app.models import Chunk, Collection, KeywordPosting, KeywordStats, KeywordTerm, ParentReturn, SizeUnit
 from collections_app.services.documents import collection_chunking, stored_files_of
 from collections_app.services.languages import language_codes
 from collections_app.services.reader_access import reader_access_check

@@ -45,6 +45,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from accounts.models import Role, Tenant, role_at_least
 from collections_app.exceptions import Forbidden, Invalid, InvalidIngestOptions
 from collections_app.ingestion import UnsupportedFile
 from collections_app.ingestion.formats import family_of
@@ -56,7 +57,7 @@ from collections_app.ingestion.navigation_hubs import (
     skipped_line,
 )
 from collections_app.ingestion.paths import is_excluded, is_junk
-from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus, Role, Tenant, role_at_least
+from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents import (
     FileTooLarge,

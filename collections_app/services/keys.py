@@ -1,19 +1,19 @@
+"""Issuing API keys with their reader delegation (which names retrieval's readers). Secrets and resolving a
+presented key: accounts/keys.py."""
+
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from django.db import transaction
-from django.utils import timezone
 
+from accounts.keys import api_key_assign_secret
+from accounts.models import Agent, ApiKey, Role, Tenant
 from collections_app.exceptions import Invalid
-from collections_app.models import Agent, ApiKey, Role, Tenant
 from retrieval.models import Reader
 
-KEY_PREFIX = "kb_"
 ANY_READER: Literal["any"] = "any"
 # Reader delegation as an admin gives it: "any", or the readers (none: the key acts for no reader).
 Delegation = Literal["any"] | Iterable[Reader]
@@ -21,10 +21,6 @@ Delegation = Literal["any"] | Iterable[Reader]
 
 class UnknownDelegatedReader(Invalid):
     field = "readers"
-
-
-def hash_key(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -77,27 +73,3 @@ def readers_named(*, tenant: Tenant, names: Sequence[str]) -> Delegation:
             "(POST /api/manage/readers, or Readers in the admin), or give --readers any"
         )
     return [found[n] for n in dict.fromkeys(wanted)]
-
-
-def api_key_assign_secret(*, key: ApiKey) -> str:
-    """Give an unsaved key a new secret; only its prefix and hash are kept. Returns the secret."""
-    secret = KEY_PREFIX + secrets.token_urlsafe(32)
-    key.prefix, key.hashed_key = secret[:10], hash_key(secret)
-    return secret
-
-
-def api_key_resolve(*, secret: str) -> ApiKey | None:
-    """The live key for a presented secret, or None."""
-    key = ApiKey.objects.select_related("tenant", "agent").filter(hashed_key=hash_key(secret), revoked=False).first()
-    if key is not None:
-        # One UPDATE per request at most once a minute: keeps "last used" useful
-        # in the admin without a write on every search.
-        now = timezone.now()
-        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-    return key
-
-
-def tenant_get_or_create(*, name: str) -> Tenant:
-    tenant, _ = Tenant.objects.get_or_create(name=name)
-    return tenant

@@ -17,8 +17,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import Role
 from collections_app.exceptions import Conflict, Invalid
-from collections_app.models import Chunk, Collection, Document, Role
+from collections_app.models import Chunk, Collection, Document
 from collections_app.services.reader_access import labels_widen, reader_access_check
 from collections_app.validation import name_problem
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accounts.models import Role, role_at_least
 from collections_app.exceptions import Forbidden
-from collections_app.models import Role, role_at_least
 
 
 class ReaderAccessNeedsAdmin(Forbidden):

@@ -20,7 +20,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
 
-from collections_app.models import Role, Tenant
+from accounts.models import Role, Tenant
 from doors.admin.roles import grantable_roles, may, roles_of, tenants_where
 
 

@@ -20,7 +20,7 @@ import uuid
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest
 
-from collections_app.models import ROLE_RANK, Membership, Role, Tenant
+from accounts.models import ROLE_RANK, Membership, Role, Tenant
 
 _CACHE = "_kb_roles"
 

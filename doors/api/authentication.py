@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from collections_app.models import ApiKey, Role
-from collections_app.services.keys import api_key_resolve
+from accounts.keys import api_key_resolve
+from accounts.models import ApiKey, Role
 
 
 @dataclass(frozen=True)

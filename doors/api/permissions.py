@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import permissions
 
-from collections_app.models import Role, role_at_least
+from accounts.models import Role, role_at_least
 
 
 class HasApiKey(permissions.BasePermission):

@@ -23,8 +23,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
+from accounts.models import Role
 from collections_app.exceptions import DomainError
-from collections_app.models import Collection, Role
+from collections_app.models import Collection
 from collections_app.services.collections import MAX_TOP_N
 from doors.admin.base import TenantScopedAdmin
 from doors.admin.display import status_badge

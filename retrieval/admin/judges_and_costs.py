@@ -15,7 +15,7 @@ from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from collections_app.models import Role
+from accounts.models import Role
 from doors.admin.base import AuditAdmin, TenantScopedAdmin
 from doors.admin.roles import may, tenants_where
 from retrieval.models import CollectionJudge, ModelCall

@@ -12,8 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.safestring import SafeString, mark_safe
 
+from accounts.models import Role
 from collections_app.exceptions import DomainError
-from collections_app.models import Role
 from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
 from retrieval.admin.golden import EditorsOnly

@@ -21,8 +21,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from accounts.models import Role
 from collections_app.ingestion.languages import language_shown
-from collections_app.models import Collection, Role
+from collections_app.models import Collection
 from collections_app.selectors import document_filenames
 from doors.admin.base import AuditAdmin
 from doors.admin.display import shown_value, table

@@ -21,7 +21,7 @@ from django.http.request import split_domain_port
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from collections_app.services.keys import api_key_resolve
+from accounts.keys import api_key_resolve
 
 from ._server import mcp_server
 from ._tools import caller_host, caller_secret

@@ -25,11 +25,11 @@ from asgiref.sync import sync_to_async
 from django.core.handlers.wsgi import WSGIRequest
 from django.urls import resolve
 
+from accounts.keys import api_key_resolve
+from accounts.models import ApiKey
 from collections_app.exceptions import DomainError
-from collections_app.models import ApiKey
 from collections_app.selectors.corpus_map import MapReaderInvalid, collection_map_for_reader
 from collections_app.selectors.languages import collection_languages
-from collections_app.services.keys import api_key_resolve
 from kbsite.db_routing import ReplicaUnavailable, read_only_call
 from retrieval.search import searchable_collections
 

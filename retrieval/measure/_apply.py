@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from collections_app.models import Collection, Role
+from accounts.models import Role
+from collections_app.models import Collection
 from collections_app.services.collections import collection_update
 from retrieval.models import Measure, MeasureStatus
 

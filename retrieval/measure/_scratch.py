@@ -25,7 +25,8 @@ from typing import Any
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from collections_app.models import Chunk, Collection, Document, DocumentStatus, RetiredParagraph, Tenant
+from accounts.models import Tenant
+from collections_app.models import Chunk, Collection, Document, DocumentStatus, RetiredParagraph
 from collections_app.services.reindex import collection_cutover, document_stage
 from collections_app.sql import advisory_try_lock, advisory_unlock
 from retrieval.models import MEASURE_IN_FLIGHT, Measure, MeasureStatus

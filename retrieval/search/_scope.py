@@ -4,8 +4,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
+from accounts.models import ApiKey
 from collections_app.exceptions import Invalid
-from collections_app.models import ApiKey, Collection
+from collections_app.models import Collection
 from collections_app.selectors import collections_for_key
 from collections_app.selectors.delegation import UnknownReader as UnknownReader  # re-exported: callers catch it
 from collections_app.selectors.delegation import delegated_reader

@@ -20,7 +20,8 @@ import pytest
 from django.contrib.auth.models import User
 from django_q import tasks as q_tasks
 
-from collections_app.models import Chunk, Collection, CollectionFile, Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
+from collections_app.models import Chunk, Collection, CollectionFile
 from collections_app.services.collection_file import _import, collection_export
 from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create

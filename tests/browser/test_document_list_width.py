@@ -9,7 +9,8 @@ import uuid
 import pytest
 from django.contrib.auth.models import User
 
-from collections_app.models import Document, DocumentStatus, Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
+from collections_app.models import Document, DocumentStatus
 from collections_app.services.collections import collection_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,7 +9,8 @@ import io
 import pytest
 from django.contrib.auth.models import User
 
-from collections_app.models import Chunk, Document, Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
+from collections_app.models import Chunk, Document
 from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create
 from tests.files.documents import docx_bytes

@@ -17,7 +17,8 @@ import pytest
 from django.contrib.auth.models import User
 from django_q import tasks as q_tasks
 
-from collections_app.models import Chunk, ChunkKind, Collection, Document, Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
+from collections_app.models import Chunk, ChunkKind, Collection, Document
 from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create
 from tests.files.documents import docx_bytes

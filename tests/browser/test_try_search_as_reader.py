@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from collections_app.models import Chunk, Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
+from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent

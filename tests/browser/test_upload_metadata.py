@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from collections_app.models import Chunk, Document, Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
+from collections_app.models import Chunk, Document
 from collections_app.services.collections import collection_create
 from tests.files.documents import HANDBOOK, html_bytes
 

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from collections_app.models import ApiKey, Role, Tenant
+from accounts.models import ApiKey, Role, Tenant
 from collections_app.services.keys import api_key_create
 
 BEFORE = ("collections_app", "0028_keyword_delete_skips_dropped_collections")

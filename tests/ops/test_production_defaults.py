@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from collections_app.models import ApiKey
-from collections_app.services.keys import api_key_resolve
+from accounts.keys import api_key_resolve
+from accounts.models import ApiKey
 
 
 def run_settings(tmp_path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -82,8 +82,9 @@ def test_setup_demo_twice_keeps_one_key_and_the_password(db, settings, tmp_path,
 
 
 def test_setup_demo_revokes_the_keys_older_versions_issued_on_every_start(db, settings, tmp_path, capsys):
-    from collections_app.models import Role
-    from collections_app.services.keys import api_key_create, tenant_get_or_create
+    from accounts.keys import tenant_get_or_create
+    from accounts.models import Role
+    from collections_app.services.keys import api_key_create
 
     settings.VAR_DIR = tmp_path
     tenant = tenant_get_or_create(name="demo")

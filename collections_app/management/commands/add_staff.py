@@ -4,9 +4,9 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from collections_app.models import Role
-from collections_app.services.keys import tenant_get_or_create
-from collections_app.services.memberships import staff_member_add
+from accounts.keys import tenant_get_or_create
+from accounts.memberships import staff_member_add
+from accounts.models import Role
 
 
 class Command(BaseCommand):

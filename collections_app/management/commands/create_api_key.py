@@ -1,9 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from accounts.keys import tenant_get_or_create
+from accounts.models import Agent, Role
 from collections_app.exceptions import Invalid
-from collections_app.models import Agent, Role
-from collections_app.services.keys import ANY_READER, api_key_create, readers_named, tenant_get_or_create
+from collections_app.services.keys import ANY_READER, api_key_create, readers_named
 
 
 class Command(BaseCommand):

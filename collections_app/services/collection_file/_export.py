@@ -38,8 +38,8 @@ from django.db import connection, transaction
 from django.db.models import BinaryField, F, Func
 from django.utils import timezone
 
+from accounts.models import Agent
 from collections_app.models import (
-    Agent,
     Build,
     Chunk,
     Collection,

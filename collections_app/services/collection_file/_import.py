@@ -38,6 +38,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from accounts.models import Tenant
 from collections_app.exceptions import DomainError
 from collections_app.ingestion import ChunkDraft
 from collections_app.models import (
@@ -49,7 +50,6 @@ from collections_app.models import (
     CollectionFileStatus,
     Document,
     DocumentStatus,
-    Tenant,
 )
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.builds import build_record

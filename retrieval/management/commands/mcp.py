@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from collections_app.services.keys import api_key_resolve
+from accounts.keys import api_key_resolve
 from retrieval.mcp import serve_stdio
 
 

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from collections_app.models import ApiKey, Document, Membership, Role
+from accounts.keys import hash_key
+from accounts.models import ApiKey, Membership, Role
+from collections_app.models import Document
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import hash_key
 from tests.files.documents import HANDBOOK, html_bytes
 
 
@@ -47,13 +48,13 @@ def test_admin_refuses_an_unsupported_upload_with_the_reason(cast, staff, collec
 def test_a_key_created_in_the_admin_shows_its_secret_once_and_stores_only_a_hash(cast, staff):
     Membership.objects.filter(user__username="ada").update(role=Role.ADMIN)  # keys are a tenant admin's
     response = staff.post(
-        "/admin/collections_app/apikey/add/", {"tenant": cast.tenant.pk, "role": "viewer", "name": "bot"}, follow=True
+        "/admin/accounts/apikey/add/", {"tenant": cast.tenant.pk, "role": "viewer", "name": "bot"}, follow=True
     )
     message = next(str(m) for m in response.context["messages"])
     secret = message.split("The new key is ")[1].split(" ")[0]
     key = ApiKey.objects.get(name="bot")
     assert key.hashed_key == hash_key(secret) and secret not in str(ApiKey.objects.values().get(pk=key.pk))
-    assert secret not in staff.get(f"/admin/collections_app/apikey/{key.pk}/change/").content.decode()
+    assert secret not in staff.get(f"/admin/accounts/apikey/{key.pk}/change/").content.decode()
 
 
 def test_changelists_render(cast, staff, collection, upload):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from collections_app.models import Collection, CollectionFile, Membership, Role
+from accounts.models import Membership, Role
+from collections_app.models import Collection, CollectionFile
 from collections_app.services.collections import collection_create
 from tests.collections_app.services.collection_file.test_round_trip import export_bytes
 from tests.files.documents import html_bytes

@@ -10,7 +10,8 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from collections_app.models import Agent, Build, Chunk, Collection, Document, Membership, ReaderLabel, Role
+from accounts.models import Agent, Membership, Role
+from collections_app.models import Build, Chunk, Collection, Document, ReaderLabel
 from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
 
@@ -80,9 +81,9 @@ CHANGELISTS: dict[str, Callable] = {
     "collections_app/chunk": _chunk,
     "collections_app/build": _build,
     "retrieval/searchevent": _search_event,
-    "collections_app/apikey": _key,
-    "collections_app/agent": _agent,
-    "collections_app/membership": _membership,
+    "accounts/apikey": _key,
+    "accounts/agent": _agent,
+    "accounts/membership": _membership,
     "collections_app/readerlabel": _label,
 }
 

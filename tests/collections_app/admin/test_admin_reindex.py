@@ -11,7 +11,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django_q import tasks as q_tasks
 
-from collections_app.models import Chunk, ChunkKind, Collection, Document, Membership, Role
+from accounts.models import Membership, Role
+from collections_app.models import Chunk, ChunkKind, Collection, Document
 from collections_app.services import reindex
 from collections_app.services.collections import collection_chunking_with, collection_create
 from collections_app.services.documents import collection_chunking

@@ -12,8 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client, RequestFactory
 
+from accounts.models import ApiKey, Membership, Role, Tenant
 from collections_app.admin import MembershipForm
-from collections_app.models import ApiKey, Build, Chunk, Collection, Document, Membership, Role, Tenant
+from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services.collections import collection_create
 from doors.admin.roles import grantable_roles, membership_role_for
 from retrieval.models import SearchEvent
@@ -99,17 +100,17 @@ def test_model_permissions_grant_nothing_the_role_does_not(cast, two_tenants):
 
     assert viewer.get("/admin/collections_app/collection/add/").status_code == 403
     assert editor.get("/admin/collections_app/collection/add/").status_code == 200
-    for page in ("apikey", "membership", "agent", "readerlabel"):  # an editor mints nothing
-        assert editor.get(f"/admin/collections_app/{page}/add/").status_code == 403, page
+    for page in ("accounts/apikey", "accounts/membership", "accounts/agent", "collections_app/readerlabel"):
+        assert editor.get(f"/admin/{page}/add/").status_code == 403, page  # an editor mints nothing
     admin_keys = ApiKey.objects.filter(tenant=cast.tenant, role="admin").count()
-    response = editor.post("/admin/collections_app/apikey/add/", {"tenant": cast.tenant.pk, "role": "admin"})
+    response = editor.post("/admin/accounts/apikey/add/", {"tenant": cast.tenant.pk, "role": "admin"})
     assert response.status_code == 403 and ApiKey.objects.filter(tenant=cast.tenant, role="admin").count() == admin_keys
     response = editor.post(
-        "/admin/collections_app/membership/add/",
+        "/admin/accounts/membership/add/",
         {"user": User.objects.get(username="ed").pk, "tenant": cast.tenant.pk, "role": "admin"},
     )
     assert response.status_code == 403 and Membership.objects.get(user__username="ed").role == Role.EDITOR
-    assert editor.get("/admin/collections_app/tenant/").status_code == 403
+    assert editor.get("/admin/accounts/tenant/").status_code == 403
     assert editor.get("/admin/auth/user/").status_code == 403
 
 
@@ -119,22 +120,22 @@ def test_an_admin_gives_memberships_only_in_its_tenant_to_its_tenants_people(cas
     stranger = _staff("stranger-stan", globex=Role.VIEWER)
     client = _client(admin_user)
 
-    form = client.get("/admin/collections_app/membership/add/").content.decode()
+    form = client.get("/admin/accounts/membership/add/").content.decode()
     assert "colleague-cole" in form and "stranger-stan" not in form and "globex" not in form
 
     refused = client.post(
-        "/admin/collections_app/membership/add/", {"user": stranger.pk, "tenant": cast.tenant.pk, "role": "admin"}
+        "/admin/accounts/membership/add/", {"user": stranger.pk, "tenant": cast.tenant.pk, "role": "admin"}
     )
     assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
     refused = client.post(
-        "/admin/collections_app/membership/add/",
+        "/admin/accounts/membership/add/",
         {"user": colleague.pk, "tenant": cast.outsider_tenant.pk, "role": "viewer"},
     )
     assert refused.status_code == 200 and not Membership.objects.filter(user=colleague, tenant=cast.outsider_tenant)
 
     membership = Membership.objects.get(user=colleague)
     response = client.post(
-        f"/admin/collections_app/membership/{membership.pk}/change/",
+        f"/admin/accounts/membership/{membership.pk}/change/",
         {"user": colleague.pk, "tenant": cast.tenant.pk, "role": "editor"},
     )
     assert response.status_code == 302
@@ -154,15 +155,15 @@ def test_a_role_is_never_granted_above_the_granters_own(cast, rf: RequestFactory
 
 
 def test_the_key_admin_issues_keys_through_the_service_which_checks_the_agents_tenant(cast, client, monkeypatch):
+    from accounts.models import Agent
     from collections_app.admin import access as kb_admin
-    from collections_app.models import Agent
 
     root = User.objects.create_superuser("root", password="pw")
     client.force_login(root)
     their_agent = Agent.objects.create(tenant=cast.outsider_tenant, name="their-bot")
 
     response = client.post(
-        "/admin/collections_app/apikey/add/",
+        "/admin/accounts/apikey/add/",
         {"tenant": cast.tenant.pk, "role": "viewer", "agent": their_agent.pk, "name": "crossed"},
     )
     assert response.status_code == 200 and "agent of another tenant" in response.content.decode()
@@ -177,7 +178,7 @@ def test_the_key_admin_issues_keys_through_the_service_which_checks_the_agents_t
 
     monkeypatch.setattr(kb_admin, "api_key_create", spy)
     response = client.post(
-        "/admin/collections_app/apikey/add/",
+        "/admin/accounts/apikey/add/",
         {"tenant": cast.tenant.pk, "role": "viewer", "agent": cast.agent.pk, "name": "bot"},
     )
     assert response.status_code == 302 and len(calls) == 1
@@ -255,7 +256,7 @@ def test_add_staff_creates_a_member_prints_the_password_once_and_is_idempotent(d
 
     assert client.login(username="vera", password=password)
     assert client.get("/admin/collections_app/collection/add/").status_code == 200  # an editor now
-    assert client.get("/admin/collections_app/apikey/add/").status_code == 403
+    assert client.get("/admin/accounts/apikey/add/").status_code == 403
 
 
 def test_add_staff_takes_the_password_from_the_environment(db, monkeypatch):

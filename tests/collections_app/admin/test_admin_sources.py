@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from collections_app.models import Build, Document, Role
+from accounts.models import Role
+from collections_app.models import Build, Document
 from collections_app.services.folder_sources import folder_source_set
 from tests.files.archives import HANDBOOK_ZIP, zip_bytes
 from tests.files.email import eml_bytes

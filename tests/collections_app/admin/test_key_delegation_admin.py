@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
-from collections_app.models import ApiKey, Membership, Role
+from accounts.models import ApiKey, Membership, Role
 from collections_app.services.keys import api_key_create
 from retrieval.services import reader_create
 from tests.conftest import client_for
 
-ADD = "/admin/collections_app/apikey/add/"
-LIST = "/admin/collections_app/apikey/"
+ADD = "/admin/accounts/apikey/add/"
+LIST = "/admin/accounts/apikey/"
 
 
 def test_a_tenant_admin_makes_a_key_for_some_readers_and_the_list_shows_each_keys_readers(cast, client) -> None:
@@ -52,7 +52,7 @@ def test_narrowing_a_key_on_its_page_takes_effect_at_its_next_search(cast, clien
     assert agent.post("/api/search", body, format="json").status_code == 200
 
     changed = client.post(
-        f"/admin/collections_app/apikey/{issued.key.pk}/change/",
+        f"/admin/accounts/apikey/{issued.key.pk}/change/",
         {"tenant": cast.tenant.pk, "name": "bot", "role": "viewer", "readers": [ada.pk]},
     )
 

@@ -19,7 +19,8 @@ from django.db.models import Count
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from collections_app.models import Build, Chunk, Collection, Document, Membership, Role
+from accounts.models import Membership, Role
+from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services import preview as preview_service
 
 PARAGRAPHS = 20_000

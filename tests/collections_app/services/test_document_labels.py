@@ -350,7 +350,7 @@ def test_the_admin_shows_paragraphs_readable_by_every_reader_and_relabels_withou
 def test_the_labels_page_is_for_editors_of_the_documents_tenant_only(cast, client, office):
     from django.contrib.auth.models import Permission, User
 
-    from collections_app.models import Membership, Role
+    from accounts.models import Membership, Role
 
     viewer = User.objects.create_user("vic", password="pw", is_staff=True)
     viewer.user_permissions.set(Permission.objects.filter(content_type__app_label="collections_app"))

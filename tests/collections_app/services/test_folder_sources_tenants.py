@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from collections_app.models import Document, Role, Tenant
+from accounts.models import Role, Tenant
+from collections_app.models import Document
 from collections_app.services.collections import collection_create
 from collections_app.services.folder_sources import (
     FolderSourceForbidden,
@@ -146,7 +147,7 @@ def test_a_link_swapped_in_after_the_folder_was_chosen_is_refused_at_the_sync(ca
 def test_an_admin_sees_and_sets_the_folder_in_the_admin_and_an_editor_does_neither(cast, root, client):
     from django.contrib.auth.models import Permission, User
 
-    from collections_app.models import Membership
+    from accounts.models import Membership
 
     handbook = collection_create(tenant=cast.tenant, name="handbook")
     pages = {}

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from collections_app.models import Build, Chunk, Collection, Membership, Role
+from accounts.models import Membership, Role
+from collections_app.models import Build, Chunk, Collection
 from retrieval.models import GoldenQuestion
 from tests.retrieval.golden.corpus import corpus_upload
 

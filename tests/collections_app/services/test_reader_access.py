@@ -7,7 +7,8 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from collections_app.models import Collection, Membership, Role
+from accounts.models import Membership, Role
+from collections_app.models import Collection
 from collections_app.services.collections import collection_create, collection_update
 from collections_app.services.reader_access import ReaderAccessNeedsAdmin
 

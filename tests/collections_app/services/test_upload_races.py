@@ -27,7 +27,7 @@ def stored_files(settings) -> list[Path]:
 
 def post_at_once(cast, collection, filename: str, content: bytes, times: int) -> list[tuple[int, dict]]:
     """The same upload `times` times at the same moment, each on a thread with its own database connection."""
-    from collections_app.models import Role
+    from accounts.models import Role
     from collections_app.services.keys import api_key_create
 
     secret = api_key_create(tenant=cast.tenant, role=Role.EDITOR).secret

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from collections_app.models import Membership, Role
+from accounts.models import Membership, Role
 
 HOSTILE = ["\x00", "\ud800", "-1", "99999999999999999999", "not-a-uuid", "0"]
 

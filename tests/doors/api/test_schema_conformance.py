@@ -30,7 +30,8 @@ from schemathesis.checks import (
 )
 from schemathesis.core.result import Ok
 
-from collections_app.models import Document, Role
+from accounts.models import Role
+from collections_app.models import Document
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 

@@ -12,7 +12,7 @@ import pytest
 import requests
 from django.conf import settings
 
-from collections_app.models import Role
+from accounts.models import Role
 from collections_app.services.keys import api_key_create
 
 

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from collections_app.models import Membership, Role
+from accounts.models import Membership, Role
 from collections_app.services.collections import collection_create
 from retrieval.models import Evaluation, GoldenQuestion
 from tests.retrieval.golden.corpus import document, paragraph

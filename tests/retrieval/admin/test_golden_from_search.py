@@ -10,7 +10,8 @@ from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from collections_app.models import Chunk, Membership, Role
+from accounts.models import Membership, Role
+from collections_app.models import Chunk
 from retrieval.golden import golden_question_from_search, marker_from
 from retrieval.models import GoldenQuestion, Measure
 from tests.retrieval.golden.corpus import paragraph

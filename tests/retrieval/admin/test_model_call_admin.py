@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from collections_app.models import Agent, Membership, Role
+from accounts.models import Agent, Membership, Role
 from retrieval.models import CollectionJudge, ModelCall
 from retrieval.services import NO_ENDPOINT_WARNING
 

@@ -12,7 +12,8 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from collections_app.models import Agent, Chunk, Document, Membership, Role
+from accounts.models import Agent, Membership, Role
+from collections_app.models import Chunk, Document
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, docx_bytes
 

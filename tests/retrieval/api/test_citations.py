@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from collections_app.models import Chunk, Role
+from accounts.models import Role
+from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 from retrieval.models import CitationCheck, SearchEvent

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from collections_app.models import Agent
+from accounts.models import Agent
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 from retrieval.models import GoldenQuestion

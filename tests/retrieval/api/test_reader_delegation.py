@@ -15,7 +15,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from collections_app.models import ApiKey, Chunk
+from accounts.models import ApiKey
+from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
 from retrieval.services import reader_create
 from tests.conftest import client_for

@@ -19,7 +19,7 @@ from django.db import connection
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from collections_app.models import Role
+from accounts.models import Role
 from collections_app.services.collections import collection_create
 from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
@@ -37,7 +37,7 @@ QUESTION = {"query": ASKED, "collections": ["handbook"], "top_n": 5}
 
 @pytest.fixture
 def corpus(db, upload) -> dict[str, Any]:
-    from collections_app.models import Tenant
+    from accounts.models import Tenant
 
     tenant = Tenant.objects.create(name="acme")
     collection = collection_create(tenant=tenant, name="handbook")
@@ -171,7 +171,7 @@ def test_mcp_over_http_without_a_valid_key_is_a_401(corpus, live_server) -> None
 
 
 def test_mcp_over_http_answers_what_it_cannot_serve_with_a_4xx(client) -> None:
-    from collections_app.models import Tenant
+    from accounts.models import Tenant
 
     secret = api_key_create(tenant=Tenant.objects.create(name="acme"), role=Role.VIEWER).secret
     auth = {"HTTP_AUTHORIZATION": f"Bearer {secret}", "HTTP_ACCEPT": "application/json, text/event-stream"}

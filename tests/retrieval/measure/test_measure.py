@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
+from accounts.models import Tenant
 from collections_app.models import (
     Build,
     Chunk,
@@ -15,7 +16,6 @@ from collections_app.models import (
     KeywordStats,
     KeywordTerm,
     RetiredParagraph,
-    Tenant,
 )
 from retrieval.golden import evaluate, totals
 from retrieval.measure import SCRATCH_PREFIX, measure_lease, measures_sweep, variants_resolve

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from collections_app.models import ApiKey
+from accounts.models import ApiKey
 from embedding import get_embedder
 from retrieval.search import (
     Hit,

@@ -313,7 +313,7 @@ def test_an_unknown_agent_is_refused_before_anything_is_searched(cast, judged, c
 
 
 def test_another_tenants_agent_is_unknown(cast, judged, chat) -> None:
-    from collections_app.models import Agent
+    from accounts.models import Agent
 
     Agent.objects.create(tenant=cast.outsider_tenant, name="their-bot")
     response = cast.viewer.post("/api/search", {"query": QUESTION, "on_behalf_of": "their-bot"}, format="json")

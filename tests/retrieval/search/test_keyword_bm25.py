@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from collections_app.models import Chunk, Collection, Document, KeywordStats, KeywordTerm, Tenant
+from accounts.models import Tenant
+from collections_app.models import Chunk, Collection, Document, KeywordStats, KeywordTerm
 from collections_app.sql import keyword_vector
 from retrieval.search import Visibility, keyword_retrieve
 

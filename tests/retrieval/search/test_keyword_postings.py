@@ -12,8 +12,9 @@ import math
 import pytest
 from django.db import connection
 
+from accounts.models import Tenant
 from collections_app.ingestion import text_search_config
-from collections_app.models import Chunk, Collection, Document, KeywordPosting, KeywordStats, KeywordTerm, Tenant
+from collections_app.models import Chunk, Collection, Document, KeywordPosting, KeywordStats, KeywordTerm
 from collections_app.services import reindex
 from collections_app.services.collections import collection_delete, collection_update
 from collections_app.services.documents import document_delete

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from collections_app.models import Chunk, Collection, Tenant
+from accounts.models import Tenant
+from collections_app.models import Chunk, Collection
 from collections_app.services.collections import collection_update
 from collections_app.sql import keyword_vector
 from retrieval.search import Visibility, _keyword, keyword_retrieve

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from collections_app.models import ApiKey, Chunk
+from accounts.models import ApiKey
+from collections_app.models import Chunk
 from embedding import get_embedder
 from retrieval.search import STAGE_ORDER, Visibility, keyword_retrieve, resolve_scope, search, vector_retrieve
 from tests.files.documents import html_bytes

@@ -9,7 +9,8 @@ from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collections_app.models import Chunk, ChunkKind, Collection, Document, Tenant
+from accounts.models import Tenant
+from collections_app.models import Chunk, ChunkKind, Collection, Document
 from retrieval.search import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from django.conf import settings as django_settings
 
-from collections_app.models import ApiKey, Chunk, Collection, Document
+from accounts.models import ApiKey
+from collections_app.models import Chunk, Collection, Document
 from retrieval.models import GoldenQuestion, SearchEvent
 from tests.collections_app.services.collection_file.corpus import OFFICE
 from tests.collections_app.services.collection_file.test_round_trip import export_bytes, import_file

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-from collections_app.models import Chunk, Collection, CollectionFile, Tenant
+from accounts.models import Tenant
+from collections_app.models import Chunk, Collection, CollectionFile
 from collections_app.services.collection_file import (
     _export,
     _import,

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 from django.db import transaction
 
-from collections_app.models import Membership, Role, Tenant
+from accounts.models import Membership, Role, Tenant
 
 
 @dataclass(frozen=True)
