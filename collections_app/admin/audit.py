@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -18,7 +18,7 @@ from collections_app.models import Build, Chunk, Collection, Role
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.gate import GATED_METRICS
 from collections_app.services.reindex import collection_cutover
-from doors.admin.base import AuditAdmin
+from doors.admin.base import AuditAdmin, ToolPage
 from doors.admin.display import LanguageFilter, key_value_rows
 from doors.admin.roles import may
 
@@ -180,16 +180,9 @@ class BuildAdmin(AuditAdmin):
             context["kb_cut_over_url"] = reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])
         return super().change_view(request, object_id, form_url, context)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path(
-                "<path:object_id>/cut-over-anyway/",
-                view(self.cut_over_anyway_view),
-                name="collections_app_build_cut_over_anyway",
-            ),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/cut-over-anyway/", "cut_over_anyway_view", "cut_over_anyway"),
+    )
 
     def cut_over_anyway_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """An admin of the tenant cuts a held-back generation over (POST only), named in the new build record."""

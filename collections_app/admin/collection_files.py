@@ -20,7 +20,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -35,7 +35,7 @@ from collections_app.models import (
     Tenant,
 )
 from collections_app.services.collection_file import collection_export_start, collection_file_remove, collection_import
-from doors.admin.base import TenantScopedAdmin, object_for_tool
+from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 from doors.admin.roles import tenants_where
 
 
@@ -179,15 +179,10 @@ class CollectionFileAdmin(TenantScopedAdmin):
         for record in queryset:
             collection_file_remove(record=record)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path(
-                "<path:object_id>/download/", view(self.download_view), name="collections_app_collectionfile_download"
-            ),
-            path("<path:object_id>/status/", view(self.status_view), name="collections_app_collectionfile_status"),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/download/", "download_view", "download"),
+        ToolPage("<path:object_id>/status/", "status_view", "status"),
+    )
 
     def add_view(self, request, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
         # Adding one is importing a file: a file to read, not a row to fill in.

@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.dateformat import format as date_format
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.text import Truncator
@@ -51,7 +51,7 @@ from collections_app.services.documents import (
 )
 from collections_app.services.metadata_schema import InvalidMetadata, upload_metadata_check
 from collections_app.validation import source_uri_problem
-from doors.admin.base import TenantScopedAdmin, object_for_tool
+from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge, table
 
 
@@ -591,14 +591,11 @@ class DocumentAdmin(
         if skipped := queryset.count() - len(documents):
             self.message_user(request, f"{skipped} document(s) left alone: you may only view them.", messages.WARNING)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path("status/", view(self.status_view), name="collections_app_document_status"),
-            path("<path:object_id>/reingest/", view(self.reingest_view), name="collections_app_document_reingest"),
-            path("<path:object_id>/download/", view(self.download_view), name="collections_app_document_download"),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("status/", "status_view", "status"),
+        ToolPage("<path:object_id>/reingest/", "reingest_view", "reingest"),
+        ToolPage("<path:object_id>/download/", "download_view", "download"),
+    )
 
     def reingest_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Asks first (GET), then queues (POST): the document shows `queued` at once."""

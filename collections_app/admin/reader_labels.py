@@ -16,7 +16,7 @@ from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 
 from collections_app.models import UNLABELLED, Build, Chunk, Collection, Role
@@ -28,7 +28,7 @@ from collections_app.services.labels import (
     unlabelled_warning,
 )
 from collections_app.services.reader_access import ReaderAccessNeedsAdmin
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.roles import role_in
 
 # Builds of the document shown on its labels page (the rest are in the builds list).
@@ -71,13 +71,9 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
     def get_list_filter(self, request):  # type: ignore[no-untyped-def]
         return [*super().get_list_filter(request), UnlabelledFilter]
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        labels = path(
-            "<path:object_id>/labels/",
-            self.admin_site.admin_view(self.labels_view),
-            name="collections_app_document_labels",
-        )
-        return [labels, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/labels/", "labels_view", "labels"),
+    )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
         context = dict(extra_context or {})

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -19,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
+from django.urls import URLPattern, path
 
 from collections_app.models import Role, Tenant
 from doors.admin.roles import grantable_roles, may, roles_of, tenants_where
@@ -37,9 +39,22 @@ def object_for_tool(model_admin: admin.ModelAdmin, request: HttpRequest, object_
     return found
 
 
+@dataclass(frozen=True)
+class ToolPage:
+    """One page an admin adds beside its stock ones (a preview, a re-index, an import): `route` under the admin's
+    URL, the name of the method that answers, and the last part of the URL name, which is
+    `<app>_<model>_<name>` as Django names its own admin pages."""
+
+    route: str
+    view: str
+    name: str
+
+
 class TenantScopedAdmin(admin.ModelAdmin):
     tenant_field = "tenant"  # the path from a row to its tenant
     manage_role: Role | None = Role.EDITOR  # None: nobody writes here (audit records)
+    # Each class in the MRO (an admin and each of its mixins) lists its own; get_urls gathers them all.
+    tool_pages: tuple[ToolPage, ...] = ()
 
     # --- what the person may do -------------------------------------------------------------------
 
@@ -82,6 +97,16 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
 
     # --- what the person sees ---------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        # In MRO order, before the stock pages: `<path:object_id>/` would otherwise swallow them.
+        pages = [page for klass in type(self).__mro__ for page in vars(klass).get("tool_pages", ())]
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        own = [
+            path(page.route, self.admin_site.admin_view(getattr(self, page.view)), name=f"{prefix}_{page.name}")
+            for page in pages
+        ]
+        return [*own, *super().get_urls()]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)

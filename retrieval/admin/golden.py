@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString, mark_safe
@@ -26,7 +26,7 @@ from django.utils.text import slugify
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Role
 from collections_app.services.collections import MAX_TOP_N
-from doors.admin.base import TenantScopedAdmin
+from doors.admin.base import TenantScopedAdmin, ToolPage
 from doors.admin.display import status_badge
 from doors.admin.roles import may, tenants_where
 from retrieval.golden import (
@@ -169,19 +169,13 @@ class GoldenQuestionAdmin(EditorsOnly):
 
     # --- tool pages: import, export, evaluate -----------------------------------------------------------
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        tools = [
-            path("import/", self.admin_site.admin_view(self.import_view), name="retrieval_goldenquestion_import"),
-            path("export/", self.admin_site.admin_view(self.export_view), name="retrieval_goldenquestion_export"),
-            path("evaluate/", self.admin_site.admin_view(self.evaluate_view), name="retrieval_goldenquestion_evaluate"),
-            path("measure/", self.admin_site.admin_view(self.measure_view), name="retrieval_goldenquestion_measure"),
-            path(
-                "from-search/",
-                self.admin_site.admin_view(self.from_search_view),
-                name="retrieval_goldenquestion_from_search",
-            ),
-        ]
-        return [*tools, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("import/", "import_view", "import"),
+        ToolPage("export/", "export_view", "export"),
+        ToolPage("evaluate/", "evaluate_view", "evaluate"),
+        ToolPage("measure/", "measure_view", "measure"),
+        ToolPage("from-search/", "from_search_view", "from_search"),
+    )
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         chosen = request.GET.get(COLLECTION_FILTER, "")
