@@ -12,6 +12,8 @@ whole paragraphs, which reader labels do not cut: starting one and downloading i
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -124,11 +126,11 @@ def import_state(collection: Collection) -> SafeString | None:
 class CollectionExportAdminMixin(TenantScopedAdmin):
     """Mixed into CollectionAdmin: the "Download as collection file" action, and each collection's import state."""
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         return with_import_state(super().get_queryset(request))
 
     @admin.action(description="Download as collection file", permissions=["change"])
-    def export_collection_file(self, request, queryset):  # type: ignore[no-untyped-def]
+    def export_collection_file(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         collections = list(self.manageable(request, queryset))
         started = []
         for collection in collections:
@@ -172,10 +174,10 @@ class CollectionFileAdmin(TenantScopedAdmin):
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
         return False
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: CollectionFile) -> None:
         collection_file_remove(record=obj)
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[CollectionFile]) -> None:
         for record in queryset:
             collection_file_remove(record=record)
 
@@ -184,7 +186,9 @@ class CollectionFileAdmin(TenantScopedAdmin):
         ToolPage("<path:object_id>/status/", "status_view", "status"),
     )
 
-    def add_view(self, request, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         # Adding one is importing a file: a file to read, not a row to fill in.
         if not self.has_add_permission(request):
             raise PermissionDenied

@@ -7,6 +7,8 @@ it); "Automatic" unpins it (document_language_unpin).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
@@ -41,11 +43,11 @@ class DocumentLanguageForm(forms.Form):
 class DocumentLanguageAdminMixin(admin.ModelAdmin):
     """Mixed into DocumentAdmin: a "Change language" button above the document, and its page."""
 
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/language/", "language_view", "language"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/language/", "language_view", "language"),)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         if "kb_tools" in context and request.method != "POST":
             document = self.get_object(request, unquote(object_id))

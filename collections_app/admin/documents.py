@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Model, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -260,16 +263,16 @@ class DocumentAdmin(
         "content_hash", "versions_shown",
     ]  # fmt: skip
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # No page of the admin shows a document's parser output (the preview reads its first blocks itself),
         # and `chunk_count` is stored (kept by triggers), not counted per row: a large document's page, its
         # tools and the list cost what a small one's do.
         return super().get_queryset(request).defer(*UNSHOWN_DOCUMENT_COLUMNS)
 
-    def get_changelist(self, request, **kwargs):  # type: ignore[no-untyped-def]
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return DocumentChangeList
 
-    def get_object(self, request, object_id, from_field=None):  # type: ignore[no-untyped-def]
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Document | None:
         # The document's page asks for its document once per mixin (tools, language, labels, paragraphs) and
         # again in Django's own view: read it once per GET. Anything that writes reads it afresh.
         if request.method != "GET":
@@ -281,7 +284,7 @@ class DocumentAdmin(
 
     # --- the page of one document: read-only, with its tools ------------------------------------------
 
-    def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_fieldsets(self, request: HttpRequest, obj: Document | None = None) -> Any:
         if obj is None:
             return [
                 (None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language", "replace"]}),
@@ -302,7 +305,9 @@ class DocumentAdmin(
                                                               "metadata_shown", "content_hash"]}),
         ]  # fmt: skip
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(
+        self, request: HttpRequest, obj: Document | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Document]]:
         if obj is None:
             collection = self.upload_collection(request)
             schema = (collection.metadata_schema or {}) if collection else {}
@@ -334,16 +339,18 @@ class DocumentAdmin(
         fields = [*metadata_form_fields(schema), METADATA_JSON_FIELD]
         return ("Metadata", {"fields": fields, "description": described})
 
-    def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         initial = super().get_changeform_initial_data(request)
         if "collection" not in initial and (collection := self.upload_collection(request)) is not None:
             initial["collection"] = str(collection.pk)  # the documents list's filter, carried by its "Add" button
         return initial
 
-    def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str] | tuple[str, ...]:
         return self.readonly_fields if obj is not None else []
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         # Nothing on this page is saved: no Save buttons, and a POST (an old form, a double click) changes
         # nothing and says nothing. Changes go through the tools (re-ingest, OCR, column roles).
         if request.method == "POST":
@@ -483,7 +490,7 @@ class DocumentAdmin(
 
     # --- upload ---------------------------------------------------------------------------------------
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
         if change:
             return
         uploads = form.cleaned_data["upload"]
@@ -506,8 +513,8 @@ class DocumentAdmin(
         for field in Document._meta.concrete_fields:
             setattr(obj, field.attname, getattr(result.document, field.attname))
         obj._state.adding = False
-        obj._kb_already_held = not result.accepted
-        obj._kb_version = result.version if result.versioned else None
+        obj._kb_already_held = not result.accepted  # type: ignore[attr-defined]
+        obj._kb_version = result.version if result.versioned else None  # type: ignore[attr-defined]
 
     def save_several(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
         """Several files in one submit: each through the same upload service as one file, and one message per
@@ -547,7 +554,7 @@ class DocumentAdmin(
                     request, f"{upload.name}: already held as {result.document.filename}; nothing added.", messages.INFO
                 )
 
-    def response_add(self, request, obj, post_url_continue=None):  # type: ignore[no-untyped-def]
+    def response_add(self, request: HttpRequest, obj: Document, post_url_continue: str | None = None) -> HttpResponse:
         if version := getattr(obj, "_kb_version", None):
             self.message_user(
                 request,
@@ -565,24 +572,25 @@ class DocumentAdmin(
             )
         return super().response_add(request, obj, post_url_continue)
 
-    def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
+    # The stub promises a LogEntry; an upload that added nothing logs nothing (the admin ignores the value).
+    def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> LogEntry | None:  # type: ignore[override]
         if getattr(obj, "_kb_already_held", False):
             return None  # nothing was added
         if version := getattr(obj, "_kb_version", None):  # a new version of a document held: a change of it
             return self.log_change(request, obj, f"Uploaded version {version}.")
         return super().log_addition(request, obj, message)
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: Document) -> None:
         document_delete(document=obj)  # its attachments and stored originals go too
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         for document in queryset:
             document_delete(document=document)
 
     # --- re-ingest, download, the live status of the list ------------------------------------------------
 
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
-    def reingest(self, request, queryset):  # type: ignore[no-untyped-def]
+    def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         documents = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
         with transaction.atomic():
             for document in documents:

@@ -62,11 +62,11 @@ def stale_edits_warning(count: int) -> str:
 
 
 class DocumentParagraphsAdminMixin(admin.ModelAdmin):
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/paragraphs/", "paragraphs_view", "paragraphs"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/paragraphs/", "paragraphs_view", "paragraphs"),)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         document = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if document is not None and self.has_change_permission(request, document):

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -68,14 +70,14 @@ def unlabelled_documents_url(collection: Collection) -> str:
 
 
 class DocumentLabelsAdminMixin(admin.ModelAdmin):
-    def get_list_filter(self, request):  # type: ignore[no-untyped-def]
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
         return [*super().get_list_filter(request), UnlabelledFilter]
 
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/labels/", "labels_view", "labels"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/labels/", "labels_view", "labels"),)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         document = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if document is not None and document.collection.per_reader:
@@ -124,7 +126,9 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
 
 
 class CollectionReadersAdminMixin(admin.ModelAdmin):
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         collection = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if collection is not None and collection.per_reader:
             count = unlabelled_paragraphs(collection=collection)

@@ -9,10 +9,11 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -96,7 +97,7 @@ def reindex_state(collection: Collection) -> SafeString:
 class ReindexAdminMixin(TenantScopedAdmin):
     """Mixed into CollectionAdmin: <collection>/reindex/ (editors), reindex/status/ and preview/ (readers)."""
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         # The stale count of every row in the list's one query (the same join as the document count).
         return super().get_queryset(request).annotate(stale_count=Count("documents", filter=Q(documents__stale=True)))
 
@@ -106,7 +107,9 @@ class ReindexAdminMixin(TenantScopedAdmin):
         ToolPage("<path:object_id>/preview/", "preview_view", "preview"),
     )
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         collection = self.get_object(request, unquote(object_id))
         if collection is not None:
@@ -125,7 +128,7 @@ class ReindexAdminMixin(TenantScopedAdmin):
         return reindex_state(obj)
 
     @admin.action(description="Re-index the selected collections", permissions=["change"])
-    def reindex(self, request, queryset):  # type: ignore[no-untyped-def]
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         collections = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
         for collection in collections:
             self._start(request, collection)

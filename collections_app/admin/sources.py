@@ -9,7 +9,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
+from django.contrib.admin.models import LogEntry
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -75,11 +79,11 @@ class ArchiveUploadAdminMixin:
         for warning in result.warnings:
             self.message_user(request, f"In {upload.name}: {warning}", messages.WARNING)  # type: ignore[attr-defined]
 
-    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         if not hasattr(form.instance, "_archive_collection"):
             super().save_related(request, form, formsets, change)  # type: ignore[misc]
 
-    def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
+    def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> LogEntry | None:
         if not hasattr(obj, "_archive_collection"):  # a zip is no one object; each member is its own document
             return super().log_addition(request, obj, message)  # type: ignore[misc]
         return None
@@ -102,7 +106,7 @@ class FolderSourceAdminMixin:
         return f"none (an admin of this tenant can choose a folder under KB_FOLDER_SOURCES_ROOT/{obj.tenant.name}/)"
 
     @admin.action(description="Sync the folder source now", permissions=["change"])
-    def sync_folder_source(self, request, queryset):  # type: ignore[no-untyped-def]
+    def sync_folder_source(self, request: HttpRequest, queryset: QuerySet[Model]) -> None:
         from django_q.tasks import async_task
 
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from uuid import UUID
 
 from django.conf import settings
 from django.http import FileResponse, Http404
@@ -44,7 +45,7 @@ class CollectionExportView(TenantScopedView):
         "section, ordinal, document name, metadata and reader labels: whole paragraphs, which reader labels do not "
         "cut, so it needs an editor or admin key. Never a server path, a key or a question.",
     )
-    def get(self, request: Request, collection_id) -> FileResponse:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> FileResponse:
         collection = self.get_collection(request, collection_id)
         descriptor, name = tempfile.mkstemp(suffix=".db", dir=settings.KB_STAGING_DIR or None)
         os.close(descriptor)
@@ -144,7 +145,7 @@ class CollectionImportDetailView(TenantScopedView):
         ],
         responses={200: CollectionFileOutput, **refusals(401, 404)},
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         imports = CollectionFile.objects.filter(collection=collection, kind=CollectionFileKind.IMPORT)
         found = imports.order_by("-created_at").first()

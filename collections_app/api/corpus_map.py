@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -82,7 +84,7 @@ class CollectionMapView(TenantScopedView):
         "give the same map. A per-reader collection is mapped for a registered `reader`: only headings over "
         "paragraphs it may read appear. Needs any valid key.",
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         data = CorpusMapInput(data=request.query_params)
         data.is_valid(raise_exception=True)

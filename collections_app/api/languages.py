@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
@@ -65,7 +67,7 @@ class DocumentLanguageView(TenantScopedView):
         "get their detected labels back at once when those were kept, else at the document's next build "
         "(`language_note` says which). Needs an editor or admin key.",
     )
-    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = DocumentLanguageInput(data=request.data)

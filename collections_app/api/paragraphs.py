@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -124,7 +125,7 @@ class _DocumentView(TenantScopedView):
     permission_classes = [EditorOnly]
     editors_material = "A document's paragraphs as its editors see them (hidden ones included)"
 
-    def get_document(self, request: Request, collection_id, document_id) -> Document:  # type: ignore[no-untyped-def]
+    def get_document(self, request: Request, collection_id: UUID, document_id: UUID) -> Document:
         collection = self.get_collection(request, collection_id)
         return get_object_or_404(selectors.documents_for(collection), pk=document_id)
 
@@ -138,7 +139,7 @@ class ParagraphListView(_DocumentView):
         description="In document order, hidden ones included (`hidden`: no reader gets them), `edited`: text "
         "changed by hand. Needs an editor or admin key.",
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         return page_of(request, document_paragraphs_for_editors(document), ParagraphOutput, page=ParagraphPage)
 
@@ -161,7 +162,7 @@ class ParagraphDetailView(_DocumentView):
         "detected again unless pinned. A hidden paragraph is returned by no search, window, parent section, corpus "
         "map or export. Every change is an edit of its own, replayed by re-chunks and re-indexes.",
     )
-    def patch(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID, paragraph_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphPatchInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -193,7 +194,7 @@ class ParagraphSplitView(_DocumentView):
         description="Both halves keep the paragraph's page, section and labels; the two are embedded, nothing else "
         "(a long paragraph's by a task: 202 with the pending edit).",
     )
-    def post(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, paragraph_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphSplitInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -213,7 +214,7 @@ class ParagraphMergeNextView(_DocumentView):
         description="Never across documents; across a section boundary only with `across_sections` (the merged "
         "paragraph takes the first one's section). Its labels are never wider than either paragraph's.",
     )
-    def post(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, paragraph_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphMergeInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -236,13 +237,13 @@ class ParagraphEditListView(_DocumentView):
         "in its request: a task is embedding it) or failed (it no longer applied when the task came to it: "
         "`params.error` says why). " + ARRAY_PAGE_NOTE,
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         return array_page_of(request, document_paragraph_edits(document), ParagraphEditOutput, page=EditPage)
 
 
 class _EditView(_DocumentView):
-    def get_edit(self, request: Request, collection_id, document_id, edit_id) -> ParagraphEdit:  # type: ignore[no-untyped-def]
+    def get_edit(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> ParagraphEdit:
         document = self.get_document(request, collection_id, document_id)
         return get_object_or_404(document_paragraph_edits(document), pk=edit_id)
 
@@ -257,7 +258,7 @@ class ParagraphEditRevertView(_EditView):
             **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
-    def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         edit = self.get_edit(request, collection_id, document_id, edit_id)
         return _answer(lambda: paragraph_edit_revert(edit=edit, by=_who(request)))
 
@@ -271,7 +272,7 @@ class ParagraphEditReapplyView(_EditView):
             **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
-    def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         edit = self.get_edit(request, collection_id, document_id, edit_id)
         data = ParagraphEditReapplyInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -285,6 +286,6 @@ class ParagraphEditDiscardView(_EditView):
         request=None,
         responses={204: None, **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE)},
     )
-    def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         paragraph_edit_discard(edit=self.get_edit(request, collection_id, document_id, edit_id))
         return Response(status=204)

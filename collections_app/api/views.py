@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
@@ -62,7 +63,7 @@ class TenantScopedView(APIView):
     # Domain errors raised by the services are answered by doors.api.errors, not caught here.
     permission_classes = [EditorWrites]
 
-    def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
+    def get_collection(self, request: Request, collection_id: UUID) -> Collection:
         return collection_or_404(request, collection_id)
 
 
@@ -132,7 +133,7 @@ class CollectionDetailView(TenantScopedView):
         ],
         responses={200: CollectionOutput, **refusals(401, 404)},
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         return Response(CollectionOutput(self.get_collection(request, collection_id)).data)
 
     @extend_schema(
@@ -153,7 +154,7 @@ class CollectionDetailView(TenantScopedView):
             ),
         },
     )
-    def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         data = CollectionInput(instance=collection, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
@@ -161,7 +162,7 @@ class CollectionDetailView(TenantScopedView):
         return Response(CollectionOutput(collection).data)
 
     @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(401, 403, 404)})
-    def delete(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def delete(self, request: Request, collection_id: UUID) -> Response:
         collection_delete(collection=self.get_collection(request, collection_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -197,7 +198,7 @@ class DocumentListView(TenantScopedView):
         ],
         responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         return page_of(request, selectors.documents_for(collection), DocumentOutput)
 
@@ -227,7 +228,7 @@ class DocumentListView(TenantScopedView):
         "that document's next version (same document_id, 202; `replace`: false keeps it a document of its own). "
         "A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
-    def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         data = DocumentUploadInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -292,7 +293,7 @@ class DocumentDetailView(TenantScopedView):
         ],
         responses={200: DocumentOutput, **refusals(401, 404)},
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         return Response(DocumentOutput(document).data)
@@ -304,7 +305,7 @@ class DocumentDetailView(TenantScopedView):
         "postings and statistics go with them, and the stored originals (every version's) are removed after it. "
         "Builds and search audits stay. An ingestion of the document under way stops within seconds.",
     )
-    def delete(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def delete(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document_delete(document=get_object_or_404(selectors.documents_for(collection), pk=document_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -328,7 +329,7 @@ class DocumentVersionListView(TenantScopedView):
         "The `current` one answers; a newer one `reading` or in `error` leaves it answering. An original is at "
         ".../versions/{number}/original (editor or admin key). " + ARRAY_PAGE_NOTE,
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         versions = selectors.document_versions_for(document)
@@ -348,7 +349,7 @@ class DocumentVersionOriginalView(TenantScopedView):
         description="Any version's original, the retired ones included, under the name it was uploaded by. Needs "
         "an editor or admin key: an original is the whole file, which reader labels do not cut.",
     )
-    def get(self, request: Request, collection_id, document_id, number: int) -> FileResponse:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID, number: int) -> FileResponse:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         version = get_object_or_404(selectors.document_versions_for(document), number=number)
@@ -381,7 +382,7 @@ class DocumentIngestOptionsView(TenantScopedView):
             ),
         },
     )
-    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = IngestOptionsInput(data=request.data)
@@ -404,7 +405,7 @@ class DocumentLabelsView(TenantScopedView):
         "[] makes them readable by every reader. Labels on a collection that is not per-reader are a 400. "
         "Needs an editor or admin key; adding a label or clearing them (more readers read it) needs an admin key.",
     )
-    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = DocumentLabelsInput(data=request.data)
@@ -426,7 +427,7 @@ class BuildListView(TenantScopedView):
         responses={200: BuildOutput(many=True), **refusals(400, 401, 404)},
         description=ARRAY_PAGE_NOTE,
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         return array_page_of(request, selectors.builds_for(collection).order_by("-built_at", "id"), BuildOutput,
                              page=BuildPage)  # fmt: skip
@@ -441,7 +442,7 @@ class DocumentChunkPreviewView(TenantScopedView):
         "here replacing the collection's. Nothing is saved, parsed or embedded. A large document is previewed "
         "from its beginning: `blocks_previewed` of its `blocks_total` parser blocks are cut.",
     )
-    def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = ChunkPreviewInput(data=request.data)
@@ -471,7 +472,7 @@ class DocumentRechunkView(TenantScopedView):
         description="Queued: the stored parser output is cut and embedded again; the new paragraphs replace the "
         "old in one transaction (searchable until then).",
     )
-    def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         document_rechunk(document=document)
@@ -487,7 +488,7 @@ class CollectionReindexView(TenantScopedView):
         description="Documents are rebuilt with the current settings and model beside the paragraphs searches "
         "read; one transaction switches the whole collection over. Progress: `reindex` on the collection.",
     )
-    def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID) -> Response:
         collection = collection_reindex(collection=self.get_collection(request, collection_id))
         collection = self.get_collection(request, collection.pk)
         return Response(CollectionOutput(collection).data, status=status.HTTP_202_ACCEPTED)

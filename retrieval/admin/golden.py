@@ -423,7 +423,9 @@ class EvaluationAdmin(EditorsOnly):
         request._kb_evaluation_list = True  # type: ignore[attr-defined]
         return super().changelist_view(request, {"kb_tools": tools, **(extra_context or {})})
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         evaluation = self.get_object(request, object_id)
         refresh = evaluation is not None and evaluation.status in ("queued", "running")
         return super().change_view(request, object_id, form_url, {"kb_refresh": refresh, **(extra_context or {})})

@@ -72,7 +72,9 @@ class MeasureAdmin(EditorsOnly):
         ToolPage("<path:object_id>/cancel/", "cancel_view", "cancel"),
     )
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         measure = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
         if measure is not None:

@@ -9,9 +9,10 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
 
 from collections_app.hooks import recovery_sweeps
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         "KB_RECOVERY_SECONDS it requeues documents left `parsing` by an ingestion that died."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--wait",
             type=float,
@@ -42,7 +43,7 @@ class Command(BaseCommand):
 
     _pruned_at: float | None = None
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         # Started by a supervisor to die with it (`manage.py serve` sets the death signal): a death signal
         # with another parent than the one we started with means that supervisor was killed.
         supervisor = os.getppid() if death_signal() else None
