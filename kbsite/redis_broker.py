@@ -48,10 +48,10 @@ class ReliableRedis(Redis):
         self.cluster_id = CLUSTER_ID
         super().__init__(list_key=list_key)
 
-    def __getstate__(self):  # type: ignore[no-untyped-def]
+    def __getstate__(self) -> tuple[Any, ...]:
         return (*super().__getstate__(), self.cluster_id)
 
-    def __setstate__(self, state):  # type: ignore[no-untyped-def]
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
         *rest, self.cluster_id = state
         super().__setstate__(tuple(rest))
 
@@ -63,7 +63,7 @@ class ReliableRedis(Redis):
     def started_key(self) -> str:
         return f"{self.list_key}:started"
 
-    def dequeue(self):  # type: ignore[no-untyped-def]
+    def dequeue(self) -> list[tuple[bytes, bytes]] | None:
         task = self.connection.blmove(self.list_key, self.taken_key, 1, "LEFT", "RIGHT")
         if task:
             return [(task, task)]  # the payload is its own acknowledgement id: removed from the list by value

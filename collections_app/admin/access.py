@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 from django.http import HttpRequest
 from django_q import models as q_models
 
@@ -56,7 +56,9 @@ class RoleGrantAdmin(TenantScopedAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         return type(form.__name__, (form,), {"granter": request})
 
-    def formfield_for_choice_field(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_choice_field(
+        self, db_field: Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> forms.TypedChoiceField | None:
         if db_field.name == "role":
             kwargs["choices"] = [(r.value, r.label) for r in grantable_roles(request)]
         return super().formfield_for_choice_field(db_field, request, **kwargs)
@@ -81,7 +83,7 @@ class AgentForm(forms.ModelForm):
         model = Agent
         fields = ["tenant", "name", "collections"]
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
         tenant = data.get("tenant")
         foreign = [c.name for c in data.get("collections") or [] if tenant is not None and c.tenant_id != tenant.pk]
@@ -106,7 +108,7 @@ class ApiKeyForm(RoleGrantForm):
         fields = ["tenant", "name", "role", "agent", "any_reader", "readers", "revoked"]
         labels = {"any_reader": "Acts for any reader", "readers": "Acts for these readers"}
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self) -> dict[str, Any]:
         data = super().clean()
         tenant, agent = data.get("tenant"), data.get("agent")
         if tenant is not None and agent is not None and agent.tenant_id != tenant.pk:

@@ -18,7 +18,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Model, OuterRef, QuerySet, Subquery
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
@@ -171,7 +171,7 @@ class CollectionFileAdmin(TenantScopedAdmin):
     readonly_fields = FIELDS
     actions = ["delete_selected"]
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
     def delete_model(self, request: HttpRequest, obj: CollectionFile) -> None:

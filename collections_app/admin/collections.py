@@ -97,8 +97,8 @@ class CollectionForm(forms.ModelForm):
             collection = folder_source_options_set(collection=collection, options=options, role=self.actor_role)
         return collection
 
-    def clean(self):  # type: ignore[no-untyped-def]
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
         if self.errors:
             return data
         # A dry run of the service in a savepoint that is always rolled back: its refusals become form
@@ -164,7 +164,7 @@ class CollectionAdmin(
             *self._folder_source_fieldset(request, obj),
         ]  # fmt: skip
 
-    def _folder_source_fieldset(self, request, obj):  # type: ignore[no-untyped-def]
+    def _folder_source_fieldset(self, request: HttpRequest, obj: Collection | None) -> list[tuple[str, dict[str, Any]]]:
         # Who reads what a folder holds is the tenant admins' call: only they see and set the folder.
         if obj is None or not may(request, obj.tenant_id, Role.ADMIN):
             return []

@@ -12,6 +12,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
@@ -65,11 +66,11 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     """Several files in one input: cleans to the list of files, each checked as one FileField checks it."""
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(*args, **kwargs)
 
-    def clean(self, data, initial=None):  # type: ignore[no-untyped-def]
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
         files = [f for f in (data if isinstance(data, list | tuple) else [data]) if f]
         if not files and self.required:
             raise forms.ValidationError(self.error_messages["required"], code="required")
@@ -108,11 +109,11 @@ class DocumentUploadForm(forms.ModelForm):
     class Media:
         js = ["kbsite/admin/upload_metadata.js"]
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields.update(metadata_form_fields(self.metadata_schema))
 
-    def clean_upload(self):  # type: ignore[no-untyped-def]
+    def clean_upload(self) -> list[UploadedFile]:
         """Each file checked whole, as document_create reads it. A file that fails is refused by name; with
         several files the others still go (save_model reports the refused ones), with one the form says why."""
         uploads = self.cleaned_data["upload"]
@@ -140,7 +141,7 @@ class DocumentUploadForm(forms.ModelForm):
     def clean_scanned_text_language(self) -> list[str]:
         return scanned_text_langs(self.cleaned_data.get("scanned_text_language", ""))
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
         uploads = data.get("upload") or []
         if len(uploads) + len(getattr(self, "refused", [])) > 1 and data.get("source_uri"):
@@ -203,15 +204,15 @@ class DocumentUploadForm(forms.ModelForm):
         return {"tesseract_langs": langs} if langs else {}
 
 
-def upload_problem(upload) -> str:  # type: ignore[no-untyped-def]
+def upload_problem(upload: UploadedFile) -> str:
     """Why an uploaded file cannot be taken ("" when it can): over the size limit, or its content contradicts
     its name. The whole file, as document_create reads it: a ZIP package (.docx, .xlsx, .pptx, .odt) keeps its
     directory at the end, so a check of the first bytes alone refused every real one over 8 KiB."""
     limit = settings.KB_MAX_UPLOAD_BYTES
-    if upload.size > limit:
+    if (upload.size or 0) > limit:
         return f"{upload.name} is larger than the upload limit of {limit} bytes"
     try:
-        check_upload(upload_filename(upload.name), upload.read(limit + 1))
+        check_upload(upload_filename(upload.name or ""), upload.read(limit + 1))
     except UnsupportedFile as exc:
         return str(exc)
     finally:
@@ -229,7 +230,9 @@ class DocumentChangeList(ChangeList):
     """The documents list (and its actions): rows without the JSON columns it shows nothing of, a large
     document's megabytes among them."""
 
-    def get_queryset(self, request, exclude_parameters=None):  # type: ignore[no-untyped-def]
+    def get_queryset(
+        self, request: HttpRequest, exclude_parameters: list[str | None] | None = None
+    ) -> QuerySet[Document]:
         return super().get_queryset(request, exclude_parameters).defer(*UNLISTED_DOCUMENT_COLUMNS)
 
 
@@ -516,11 +519,11 @@ class DocumentAdmin(
         obj._kb_already_held = not result.accepted  # type: ignore[attr-defined]
         obj._kb_version = result.version if result.versioned else None  # type: ignore[attr-defined]
 
-    def save_several(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
+    def save_several(self, request: HttpRequest, obj: Document, form: DocumentUploadForm) -> None:
         """Several files in one submit: each through the same upload service as one file, and one message per
         file (accepted, already held, or refused and why). The admin then lands on the collection's documents."""
         collection = form.cleaned_data["collection"]
-        obj._archive_collection = collection  # no one object was added: the list of the collection follows
+        obj._archive_collection = collection  # type: ignore[attr-defined]  # no one object was added: the list of the collection follows
         for name, problem in form.refused:
             self.message_user(request, f"{name}: refused — {problem}", messages.ERROR)
         for upload in form.cleaned_data["upload"]:

@@ -53,7 +53,7 @@ class UnlabelledFilter(admin.SimpleListFilter):
     title = "reader labels"
     parameter_name = "labelled"
 
-    def lookups(self, request, model_admin):  # type: ignore[no-untyped-def]
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [("no", "none (readable by every reader)"), ("yes", "some")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:

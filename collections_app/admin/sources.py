@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import LogEntry
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
@@ -57,14 +59,15 @@ class AttachmentsAdminMixin:
 class ArchiveUploadAdminMixin:
     """A .zip uploaded in the admin imports each member, as the API does (DocumentAdmin.save_model hands it over)."""
 
-    def save_archive(self, request, obj, form, upload) -> None:  # type: ignore[no-untyped-def]
+    def save_archive(self, request: HttpRequest, obj: Document, form: forms.ModelForm, upload: UploadedFile) -> None:
         """Called by the admin's save_model for a .zip; the admin then lands on the collection's documents."""
-        obj._archive_collection = form.cleaned_data["collection"]
+        collection = form.cleaned_data["collection"]
+        obj._archive_collection = collection  # type: ignore[attr-defined]
         try:
             result = archive_import(
-                collection=obj._archive_collection,
-                filename=upload.name,
-                content=upload,
+                collection=collection,
+                filename=upload.name or "",
+                content=upload,  # type: ignore[arg-type]  # an UploadedFile reads as the binary file it is
                 uploaded_by=request.user.get_username(),
                 source_uri=form.cleaned_data.get("source_uri", ""),
             )
@@ -88,7 +91,7 @@ class ArchiveUploadAdminMixin:
             return super().log_addition(request, obj, message)  # type: ignore[misc]
         return None
 
-    def response_add(self, request: HttpRequest, obj, post_url_continue=None) -> HttpResponse:  # type: ignore[no-untyped-def]
+    def response_add(self, request: HttpRequest, obj: Document, post_url_continue: str | None = None) -> HttpResponse:
         collection = getattr(obj, "_archive_collection", None)
         if collection is None:
             return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]

@@ -24,7 +24,7 @@ class MapSectionOutput(serializers.Serializer):
     paragraphs = serializers.IntegerField(help_text="paragraphs under this heading, its subsections' included")
     direct = serializers.IntegerField(help_text="paragraphs directly under this heading, before any subsection")
 
-    def get_fields(self):  # type: ignore[no-untyped-def]
+    def get_fields(self) -> dict[str, serializers.Field]:
         # A heading holds headings: the same component, referenced from itself in the schema.
         fields = super().get_fields()
         fields["sections"] = MapSectionOutput(many=True, help_text="subsections, in document order")

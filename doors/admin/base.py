@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import get_fields_from_path, unquote
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.db.models import ForeignKey, ManyToManyField, Model, QuerySet
 from django.http import Http404, HttpRequest
 from django.urls import URLPattern, path
 
@@ -118,13 +119,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
         # get_queryset), never every tenant's names.
         return [_related_only(self.model, spec) for spec in super().get_list_filter(request)]
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField | None:
         queryset = self.scoped_choices(db_field.related_model, request)
         if queryset is not None:
             kwargs["queryset"] = queryset
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def formfield_for_manytomany(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_manytomany(
+        self, db_field: ManyToManyField, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelMultipleChoiceField | None:
         queryset = self.scoped_choices(db_field.related_model, request)
         if queryset is not None:
             kwargs["queryset"] = queryset
@@ -144,7 +149,9 @@ class TenantScopedAdmin(admin.ModelAdmin):
             return model._default_manager.filter(tenant__in=tenants)
         return model._default_manager.none()  # an unscoped model offers nothing to non-superusers
 
-    def get_deleted_objects(self, objs, request):  # type: ignore[no-untyped-def]
+    def get_deleted_objects(
+        self, objs: Sequence[Model] | QuerySet, request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         # Audit rows go with what they record (a document's paragraphs, a collection's builds): deleting
         # the owner is the editor's call; deleting the records on their own is refused by AuditAdmin.

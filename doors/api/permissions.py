@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework import permissions
 from rest_framework.request import Request
-from rest_framework.views import APIView
 
 from collections_app.models import Role, role_at_least
 from doors.api.authentication import request_key
+
+if TYPE_CHECKING:  # rest_framework.views reads the permission and throttle settings: a runtime import circles
+    from rest_framework.views import APIView
 
 
 class HasApiKey(permissions.BasePermission):

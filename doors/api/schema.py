@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 
@@ -18,7 +20,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "doors.api.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "An API key: `Authorization: Bearer kb_...`"}
 
 
@@ -69,7 +71,7 @@ def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dic
     return answers
 
 
-def add_retry_after(result: dict[str, Any], generator, request, public) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def add_retry_after(result: dict[str, Any], generator: SchemaGenerator, request: Any, public: bool) -> dict[str, Any]:
     """Postprocessing hook: every 429 declares its Retry-After header (drf-spectacular has no per-response headers)."""
     for path in result.get("paths", {}).values():
         for operation in path.values():
@@ -98,7 +100,9 @@ ERROR_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
-def add_examples_and_descriptions(result: dict[str, Any], generator, request, public) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def add_examples_and_descriptions(
+    result: dict[str, Any], generator: SchemaGenerator, request: Any, public: bool
+) -> dict[str, Any]:
     """Postprocessing hook: an example on every error answer, and a description on every operation.
 
     An operation without a description of its own is described by its summary and the role it needs,

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
-from rest_framework.views import APIView
+
+if TYPE_CHECKING:  # rest_framework.views reads the permission and throttle settings: a runtime import circles
+    from rest_framework.views import APIView
 
 
 class KeyRateThrottle(BaseThrottle):

@@ -50,7 +50,7 @@ class JudgeInput(StrictInput):
         help_text="Instructions; empty: built-in.",
     )
 
-    def to_internal_value(self, data):  # type: ignore[no-untyped-def]
+    def to_internal_value(self, data: Any) -> Any:
         # DRF's FloatField takes true as 1.0: a timeout of `true` is a mistake, not one second.
         if isinstance(data, dict) and isinstance(data.get("timeout"), bool):
             raise serializers.ValidationError({"timeout": ["a number of seconds, not true or false"]})

@@ -9,11 +9,13 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
+from django_q.cluster import Cluster
 
 from collections_app.hooks import recovery_sweeps
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
@@ -73,7 +75,7 @@ class Command(BaseCommand):
         def orphaned() -> bool:
             return supervisor is not None and os.getppid() != supervisor
 
-        def stop(signum, frame):  # type: ignore[no-untyped-def]
+        def stop(signum: int, frame: FrameType | None) -> None:
             # Only set a flag: django-q2's own handler stops the cluster inside the handler, and a second
             # signal arriving meanwhile deadlocks it (django-q2 issue #346). The loop below stops it once.
             stopping.set()
@@ -104,7 +106,7 @@ class Command(BaseCommand):
             cluster.stop()
 
     @staticmethod
-    def _kill_sentinel(cluster) -> None:  # type: ignore[no-untyped-def]
+    def _kill_sentinel(cluster: Cluster) -> None:
         """SIGKILL the sentinel; its workers, pusher and monitor follow it (their death signal)."""
         if cluster.sentinel is not None and cluster.sentinel.pid is not None:
             with contextlib.suppress(ProcessLookupError):
