@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from collections_app.models import Chunk, Collection
 from collections_app.sql import session_lock, session_lock_held
+from kbsite.queueing import task_name_shown, task_queue_on_commit
 from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion, Reader
 from retrieval.search import SearchScope, UnknownReader, collection_scope, search
 
@@ -39,7 +40,6 @@ def evaluation_start(
     *, collection: Collection, reader: Reader | None = None, top_n: int = DEFAULT_TOP_N, requested_by: str = ""
 ) -> Evaluation:
     """Queue an evaluation of the collection's golden questions; it runs once this transaction commits."""
-    from django_q.tasks import async_task
 
     total = golden_questions_for(collection).count()
     if not total:
@@ -55,14 +55,11 @@ def evaluation_start(
             questions_total=total, requested_by=requested_by[:200],
         )  # fmt: skip
         evaluation_id = str(evaluation.pk)
-        shown = collection.name if len(collection.name) <= 44 else collection.name[:43] + "…"
-        transaction.on_commit(
-            lambda: async_task(
-                "retrieval.tasks.evaluate_collection",
-                evaluation_id,
-                task_name=f"{shown} (evaluate collection {evaluation_id})",
-                group="evaluation",
-            )
+        task_queue_on_commit(
+            "retrieval.tasks.evaluate_collection",
+            evaluation_id,
+            task_name=task_name_shown(collection.name, f"evaluate collection {evaluation_id}"),
+            group="evaluation",
         )
     return evaluation
 
