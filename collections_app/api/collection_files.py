@@ -23,7 +23,7 @@ from collections_app.services.collection_file import collection_export, collecti
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
 from doors.api.permissions import EditorOnly, EditorWritesNoAgent
-from doors.api.schema import refusals
+from doors.api.schema import GUARDED, READ, refusals
 
 
 class CollectionExportView(TenantScopedView):
@@ -39,7 +39,7 @@ class CollectionExportView(TenantScopedView):
                 "agent_id null when none is), collection_built (absent when the collection was never built). "
                 "The same build downloads as the same bytes."
             ),
-            **refusals(401, 403, 404),
+            **refusals(*GUARDED),
         },
         description="Every paragraph searches read, with its vector (float32 little-endian), language, page, "
         "section, ordinal, document name, metadata and reader labels: whole paragraphs, which reader labels do not "
@@ -143,7 +143,7 @@ class CollectionImportDetailView(TenantScopedView):
                 "An import done", value=examples.COLLECTION_IMPORT_DONE, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: CollectionFileOutput, **refusals(401, 404)},
+        responses={200: CollectionFileOutput, **refusals(*READ)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)

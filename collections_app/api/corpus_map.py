@@ -15,7 +15,7 @@ from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
-from doors.api.schema import refusals
+from doors.api.schema import GUARDED_LISTED, refusals
 from kbsite.db_routing import read_only_call
 
 
@@ -79,7 +79,7 @@ class CollectionMapView(TenantScopedView):
         examples=[
             OpenApiExample("A policy's headings", value=examples.CORPUS_MAP, response_only=True, status_codes=["200"])
         ],
-        responses={200: CorpusMapOutput, **refusals(400, 401, 403, 404)},
+        responses={200: CorpusMapOutput, **refusals(*GUARDED_LISTED)},
         description="Built from the headings the paragraphs store (no model call); the same paragraphs always "
         "give the same map. A per-reader collection is mapped for a registered `reader`: only headings over "
         "paragraphs it may read appear. Needs any valid key.",

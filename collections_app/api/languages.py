@@ -15,7 +15,7 @@ from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
 from collections_app.ingestion.languages import SH, language_name
 from collections_app.services.languages import document_language_set, document_language_unpin
-from doors.api.schema import refusals
+from doors.api.schema import BODY, refusals
 
 
 class DocumentLanguageInput(serializers.Serializer):
@@ -49,13 +49,8 @@ class DocumentLanguageView(TenantScopedView):
         responses={
             200: DocumentLanguageOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="the document is still being read (queued or parsing)",
                 conflict_example="handbook.docx is being read (parsing); set its language once it is done",
             ),

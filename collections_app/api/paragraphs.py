@@ -31,7 +31,7 @@ from collections_app.services.paragraph_edits import (
 from doors.api.authentication import request_key
 from doors.api.pages import ARRAY_PAGE_NOTE, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
 
 _CONFLICT = "the document is being read, a re-index is pending, or the edit clashes with a later one"
 _CONFLICT_EXAMPLE = "a later edit changed the paragraphs this edit left: revert that one first"
@@ -134,7 +134,7 @@ class ParagraphListView(_DocumentView):
     @extend_schema(
         summary="List a document's paragraphs as its editors see them, a page at a time",
         parameters=[ParagraphPage],
-        responses={200: ParagraphPageOutput, **refusals(400, 401, 403, 404)},
+        responses={200: ParagraphPageOutput, **refusals(*GUARDED_LISTED)},
         examples=[OpenApiExample("A page", value=PARAGRAPH_PAGE, response_only=True, status_codes=["200"])],
         description="In document order, hidden ones included (`hidden`: no reader gets them), `edited`: text "
         "changed by hand. Needs an editor or admin key.",
@@ -155,7 +155,7 @@ class ParagraphDetailView(_DocumentView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="One transaction: searches see the paragraph before or after. New text is embedded again "
         "(that paragraph only) and its keyword index rebuilt; labels, page and section carry over, the language is "
@@ -189,7 +189,7 @@ class ParagraphSplitView(_DocumentView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="Both halves keep the paragraph's page, section and labels; the two are embedded, nothing else "
         "(a long paragraph's by a task: 202 with the pending edit).",
@@ -209,7 +209,7 @@ class ParagraphMergeNextView(_DocumentView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="Never across documents; across a section boundary only with `across_sections` (the merged "
         "paragraph takes the first one's section). Its labels are never wider than either paragraph's.",
@@ -230,7 +230,7 @@ class ParagraphEditListView(_DocumentView):
     @extend_schema(
         summary="A document's paragraph edits, newest first",
         parameters=[EditPage],
-        responses={200: ParagraphEditOutput(many=True), **refusals(400, 401, 403, 404)},
+        responses={200: ParagraphEditOutput(many=True), **refusals(*GUARDED_LISTED)},
         examples=[OpenApiExample("History", value=PARAGRAPH_EDIT, response_only=True, status_codes=["200"])],
         description="`status`: applied, stale (a new version of the file changed the paragraph: not applied, "
         "re-apply it to another paragraph or discard it), reverted, reapplied, discarded, pending (too long to embed "
@@ -255,7 +255,7 @@ class ParagraphEditRevertView(_EditView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*GUARDED, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
     def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
@@ -269,7 +269,7 @@ class ParagraphEditReapplyView(_EditView):
         request=ParagraphEditReapplyInput,
         responses={
             200: ParagraphsOutput,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
     def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
@@ -284,7 +284,7 @@ class ParagraphEditDiscardView(_EditView):
     @extend_schema(
         summary="Discard an edit that no longer applies",
         request=None,
-        responses={204: None, **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE)},
+        responses={204: None, **refusals(*GUARDED, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE)},
     )
     def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         paragraph_edit_discard(edit=self.get_edit(request, collection_id, document_id, edit_id))

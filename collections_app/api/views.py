@@ -50,7 +50,7 @@ from collections_app.services.reindex import collection_reindex, document_rechun
 from doors.api.authentication import request_key, request_role
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, LISTED, NEW_BODY, READ, refusals
 from doors.api.scope import collection_or_404
 from doors.api.throttles import UploadsOnly
 
@@ -102,12 +102,8 @@ class CollectionListView(TenantScopedView):
         responses={
             201: CollectionOutput,
             **refusals(
-                400,
-                401,
-                403,
+                *NEW_BODY,
                 409,
-                413,
-                415,
                 conflict="a collection of that name already exists in this tenant",
                 conflict_example="a collection named 'handbook' already exists",
             ),
@@ -131,7 +127,7 @@ class CollectionDetailView(TenantScopedView):
                 status_codes=["200"],
             )
         ],
-        responses={200: CollectionOutput, **refusals(401, 404)},
+        responses={200: CollectionOutput, **refusals(*READ)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         return Response(CollectionOutput(self.get_collection(request, collection_id)).data)
@@ -142,13 +138,8 @@ class CollectionDetailView(TenantScopedView):
         responses={
             200: CollectionOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="another collection of this tenant already has that name",
                 conflict_example="a collection named 'handbook' already exists",
             ),
@@ -161,7 +152,7 @@ class CollectionDetailView(TenantScopedView):
         collection = collection_update(collection=collection, role=request_role(request), **data.validated_data)
         return Response(CollectionOutput(collection).data)
 
-    @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(401, 403, 404)})
+    @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(*GUARDED)})
     def delete(self, request: Request, collection_id: UUID) -> Response:
         collection_delete(collection=self.get_collection(request, collection_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -196,7 +187,7 @@ class DocumentListView(TenantScopedView):
                 status_codes=["200"],
             )
         ],
-        responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
+        responses={200: DocumentPageOutput, **refusals(*LISTED)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -209,13 +200,8 @@ class DocumentListView(TenantScopedView):
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 429,
                 507,
                 conflict=_UPLOAD_CONFLICT,
@@ -291,7 +277,7 @@ class DocumentDetailView(TenantScopedView):
                 "A document read and searchable", value=examples.DOCUMENT, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: DocumentOutput, **refusals(401, 404)},
+        responses={200: DocumentOutput, **refusals(*READ)},
     )
     def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -300,7 +286,7 @@ class DocumentDetailView(TenantScopedView):
 
     @extend_schema(
         summary="Delete a document: its paragraphs, versions, attachments and stored originals",
-        responses={204: None, **refusals(401, 403, 404)},
+        responses={204: None, **refusals(*GUARDED)},
         description="One transaction: the document's paragraphs stop answering at its commit, their keyword "
         "postings and statistics go with them, and the stored originals (every version's) are removed after it. "
         "Builds and search audits stay. An ingestion of the document under way stops within seconds.",
@@ -315,7 +301,7 @@ class DocumentVersionListView(TenantScopedView):
     @extend_schema(
         summary="List a document's versions, newest first",
         parameters=[LongListPage],
-        responses={200: DocumentVersionOutput(many=True), **refusals(400, 401, 404)},
+        responses={200: DocumentVersionOutput(many=True), **refusals(*LISTED)},
         examples=[
             OpenApiExample(
                 # drf-spectacular lists a many=True answer's example itself: one version here is a list of one.
@@ -344,7 +330,7 @@ class DocumentVersionOriginalView(TenantScopedView):
         summary="Download the original file of one version of a document",
         responses={
             (200, "application/octet-stream"): OpenApiResponse(description="the file, under its own name"),
-            **refusals(401, 403, 404),
+            **refusals(*GUARDED),
         },
         description="Any version's original, the retired ones included, under the name it was uploaded by. Needs "
         "an editor or admin key: an original is the whole file, which reader labels do not cut.",
@@ -370,13 +356,8 @@ class DocumentIngestOptionsView(TenantScopedView):
         responses={
             202: DocumentOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict='re-parsing loses manual chunk edits, so it needs "confirm_reparse": true',
                 conflict_example=REPARSE_WARNING,
             ),
@@ -400,7 +381,7 @@ class DocumentLabelsView(TenantScopedView):
         summary="Change a document's reader labels (its paragraphs at once; no re-parse, no re-embedding)",
         request=DocumentLabelsInput,
         examples=[OpenApiExample("Readable by HR only", value={"labels": ["hr"]}, request_only=True)],
-        responses={200: DocumentOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: DocumentOutput, **refusals(*BODY)},
         description="Per-reader collections: a reader holding one of the labels may read the document's paragraphs; "
         "[] makes them readable by every reader. Labels on a collection that is not per-reader are a 400. "
         "Needs an editor or admin key; adding a label or clearing them (more readers read it) needs an admin key.",
@@ -424,7 +405,7 @@ class BuildListView(TenantScopedView):
             )
         ],
         parameters=[BuildPage],
-        responses={200: BuildOutput(many=True), **refusals(400, 401, 404)},
+        responses={200: BuildOutput(many=True), **refusals(*LISTED)},
         description=ARRAY_PAGE_NOTE,
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
@@ -437,7 +418,7 @@ class DocumentChunkPreviewView(TenantScopedView):
     @extend_schema(
         summary="Preview the paragraphs some chunking settings would cut from a document (writes nothing)",
         request=ChunkPreviewInput,
-        responses={200: ChunkPreviewOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: ChunkPreviewOutput, **refusals(*BODY)},
         description="The document's stored parser output cut with the collection's settings, each one given "
         "here replacing the collection's. Nothing is saved, parsed or embedded. A large document is previewed "
         "from its beginning: `blocks_previewed` of its `blocks_total` parser blocks are cut.",
@@ -461,9 +442,7 @@ class DocumentRechunkView(TenantScopedView):
         responses={
             202: DocumentOutput,
             **refusals(
-                401,
-                403,
-                404,
+                *GUARDED,
                 409,
                 conflict="the document is being read (queued or parsing), or has no stored parser output",
                 conflict_example="handbook.docx is being read; re-chunk it once it is done",
@@ -484,7 +463,7 @@ class CollectionReindexView(TenantScopedView):
     @extend_schema(
         summary="Re-index every document of a collection in the background (resumes a stopped one)",
         request=None,
-        responses={202: CollectionOutput, **refusals(401, 403, 404)},
+        responses={202: CollectionOutput, **refusals(*GUARDED)},
         description="Documents are rebuilt with the current settings and model beside the paragraphs searches "
         "read; one transaction switches the whole collection over. Progress: `reindex` on the collection.",
     )

@@ -48,6 +48,18 @@ REFUSALS = {
 }
 
 
+# The refusals operations share, named once: `refusals(*GUARDED)`, and one with more adds its own codes
+# (`refusals(*BODY, 409, conflict=..., conflict_example=...)`). 401: no valid key; 403: the key's role or agent
+# may not; 404: no such row in the key's tenant; 400: what the request says is wrong; 413/415: a body too large
+# or not JSON.
+READ = (401, 404)  # any key reads it
+GUARDED = (401, 403, 404)  # a role decides: an editor's reading, a delete, an action without a body
+LISTED = (400, 401, 404)  # a page of a list any key reads (400: a bad page or filter)
+GUARDED_LISTED = (400, 401, 403, 404)
+BODY = (400, 401, 403, 404, 413, 415)  # a JSON body to one of the tenant's rows
+NEW_BODY = (400, 401, 403, 413, 415)  # a JSON body that makes something new
+
+
 def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dict[int, OpenApiResponse]:
     """The error answers of an operation, for `extend_schema(responses={..., **refusals(400, 401)})`.
 
@@ -57,7 +69,7 @@ def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dic
     if 409 in codes and not (conflict and conflict_example):
         raise ValueError("a 409 needs its conflict= description and its conflict_example= message")
     answers = {}
-    for code in codes:
+    for code in sorted(set(codes)):
         if code == 409:
             answers[code] = OpenApiResponse(
                 ErrorOutput,
