@@ -17,7 +17,7 @@ from collections_app.models import Role
 from doors.admin.base import ToolPage
 from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
-from retrieval.admin.golden import EditorsOnly
+from retrieval.admin.editors_only import EditorsOnly
 from retrieval.measure import measure_apply, measure_cancel
 from retrieval.measure._charts import found_ranks_svg, scores_svg, variant_label
 from retrieval.models import Measure
