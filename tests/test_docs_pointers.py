@@ -73,3 +73,29 @@ def test_each_pointer_names_what_exists(doc: str, line: int, path: str, name: st
     assert files, f"{where}: no file {path}"
     if name:
         assert any(defines(f, name) for f in files), f"{where}: {name} is not defined in {path}"
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    return [(len(m[1]), m[2]) for m in re.finditer(r"^(#{1,6}) (.+)$", text, re.M)]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_link_inside_a_doc_reaches_a_heading(doc: Path) -> None:
+    text = re.sub(r"`[^`]*`", "", doc.read_text())  # a link in code is an example, not a link
+    anchors = {anchor(title) for _, title in headings(text)}
+    broken = sorted({link for link in re.findall(r"\]\(#([^)]+)\)", text) if link not in anchors})
+    assert not broken, f"docs/{doc.name} links to no heading: {broken}"
+
+
+def test_every_section_of_the_decisions_is_in_their_contents() -> None:
+    text = (ROOT / "docs" / "DECISIONS.md").read_text()
+    contents = text.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"\]\(#([^)]+)\)", contents))
+    sections = [title for level, title in headings(text) if level == 2 and title != "Contents"]
+    missing = [title for title in sections if anchor(title) not in listed]
+    assert not missing, f"sections missing from the Contents of docs/DECISIONS.md: {missing}"
