@@ -76,9 +76,7 @@ class ColumnRolesAdminMixin(admin.ModelAdmin):
             url,
         )
 
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/columns/", "column_roles_view", "columns"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/columns/", "column_roles_view", "columns"),)
 
     def column_roles_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=True)

@@ -81,9 +81,7 @@ class OcrAdminMixin(admin.ModelAdmin):
             url,
         )
 
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/ocr/", "ocr_view", "ocr"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/ocr/", "ocr_view", "ocr"),)
 
     def ocr_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=True)

@@ -215,9 +215,7 @@ class PreviewAdminMixin(admin.ModelAdmin):
     """Mixed into DocumentAdmin: <document>/preview/, read by anybody who may read the document; applying its
     settings to the collection needs an editor of the collection's tenant."""
 
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/preview/", "preview_view", "preview"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/preview/", "preview_view", "preview"),)
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=False)

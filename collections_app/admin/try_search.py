@@ -64,9 +64,7 @@ class TrySearchForm(forms.Form):
 class TrySearchAdminMixin(admin.ModelAdmin):
     """Mixed into CollectionAdmin: <collection>/search/, for anybody who may read the collection."""
 
-    tool_pages: tuple[ToolPage, ...] = (
-        ToolPage("<path:object_id>/search/", "try_search_view", "search"),
-    )
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/search/", "try_search_view", "search"),)
 
     def try_search_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         collection = object_for_tool(self, request, object_id, change=False)
