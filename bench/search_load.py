@@ -215,7 +215,7 @@ def main() -> int:
     servers, databases = loopback_servers(args.databases, var_dir)
     env = prepare_platform(var_dir, port, remove=args.var_dir is None, **databases)
     if args.databases == "replica":
-        import _pg_pair as pg_pair
+        from bench import _pg_pair as pg_pair
 
         standby = pg_pair.standby_create(servers[0], var_dir / "pg")
         servers.append(standby)
@@ -373,7 +373,7 @@ def loopback_servers(databases: str, var_dir: Path) -> tuple[list, dict[str, str
         return [], {}
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    import _pg_pair as pg_pair
+    from bench import _pg_pair as pg_pair
 
     primary = pg_pair.primary_create(var_dir / "pg")
     return [primary], {"DATABASE_URL": primary.url}
