@@ -15,7 +15,7 @@ long the last one took after the load stopped). Also the machine's core count an
 average, since the figures are only as good as the CPU the run had.
 
 With --databases primary or replica (docs/SCALING.md): instead of the embedded server, a PostgreSQL primary of
-its own on loopback (tests/ops/pg_pair.py: the wheel's binaries, wal_level=replica), and with `replica` also a
+its own on loopback (bench/_pg_pair.py: the wheel's binaries, wal_level=replica), and with `replica` also a
 streaming standby made by pg_basebackup -R, named in KB_DATABASE_REPLICA_URLS; the two runs share the servers'
 settings, so their figures compare. --reindex re-indexes the collection on the primary throughout the load (as
 soon as one re-index ends, the next starts). Reported too: which database answered the searches (the trace's
@@ -215,7 +215,7 @@ def main() -> int:
     servers, databases = loopback_servers(args.databases, var_dir)
     env = prepare_platform(var_dir, port, remove=args.var_dir is None, **databases)
     if args.databases == "replica":
-        from tests.ops import pg_pair
+        from bench import _pg_pair as pg_pair
 
         standby = pg_pair.standby_create(servers[0], var_dir / "pg")
         servers.append(standby)
@@ -374,7 +374,7 @@ def loopback_servers(databases: str, var_dir: Path) -> tuple[list, dict[str, str
         return [], {}
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.ops import pg_pair
+    from bench import _pg_pair as pg_pair
 
     primary = pg_pair.primary_create(var_dir / "pg")
     return [primary], {"DATABASE_URL": primary.url}

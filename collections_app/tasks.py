@@ -1,6 +1,7 @@
 """django-q2 tasks: take primitive ids, call one service, safe to run twice."""
 
 import logging
+from typing import Any
 
 from django.dispatch import receiver
 from django_q.signals import post_execute_in_worker, pre_execute
@@ -35,13 +36,13 @@ _queue_row: object | None = None
 
 
 @receiver(pre_execute, dispatch_uid="kbsite-ingest-queue-row")
-def _remember_queue_row(sender, func, task, **kwargs):  # type: ignore[no-untyped-def]
+def _remember_queue_row(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) -> None:
     global _queue_row
     _queue_row = task.get("ack_id") if func is ingest_document else None
 
 
 @receiver(post_execute_in_worker, dispatch_uid="kbsite-ingest-outcome")
-def _errored_ingestion_is_a_failure(sender, func, task, **kwargs):  # type: ignore[no-untyped-def]
+def _errored_ingestion_is_a_failure(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) -> None:
     # A document that ended in `error` is listed among django-q2's failed tasks (with its reason), not its
     # successes. Not raised from the task: django-q2's synchronous mode (tests, in-process runs) would hand
     # the exception to whoever queued it. The recovery requeues only queued/parsing documents, so this

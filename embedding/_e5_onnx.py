@@ -58,7 +58,7 @@ def packed_nibbles(blocks: np.ndarray) -> np.ndarray:
     return (nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)).astype(np.uint8)
 
 
-def _graph(source: E5File):  # type: ignore[no-untyped-def]
+def _graph(source: E5File):  # type: ignore[no-untyped-def]  # onnx's ModelProto: onnx is imported lazily, only to build the graph
     from onnx import TensorProto, helper, numpy_helper
 
     h = source.header

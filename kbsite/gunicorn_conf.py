@@ -25,7 +25,7 @@ proc_name = "kbsite-web"
 control_socket = str(var_dir() / "run" / "gunicorn.ctl")
 
 
-def post_worker_init(worker):  # type: ignore[no-untyped-def]
+def post_worker_init(worker: object) -> None:
     """Each worker, once Django is set up and before it takes a request, loads what its first search needs
     (kbsite/warmup.py; KB_WARM_EMBEDDING=0 turns it off)."""
     from kbsite.warmup import web_worker_warm_up

@@ -23,10 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections
 from django_q.brokers.redis_broker import Redis
 
-from collections_app.sql import advisory_try_lock, advisory_unlock
+from collections_app.sql import session_lock, session_lock_held
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +47,10 @@ class ReliableRedis(Redis):
         self.cluster_id = CLUSTER_ID
         super().__init__(list_key=list_key)
 
-    def __getstate__(self):  # type: ignore[no-untyped-def]
+    def __getstate__(self) -> tuple[Any, ...]:
         return (*super().__getstate__(), self.cluster_id)
 
-    def __setstate__(self, state):  # type: ignore[no-untyped-def]
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
         *rest, self.cluster_id = state
         super().__setstate__(tuple(rest))
 
@@ -63,7 +62,7 @@ class ReliableRedis(Redis):
     def started_key(self) -> str:
         return f"{self.list_key}:started"
 
-    def dequeue(self):  # type: ignore[no-untyped-def]
+    def dequeue(self) -> list[tuple[bytes, bytes]] | None:
         task = self.connection.blmove(self.list_key, self.taken_key, 1, "LEFT", "RIGHT")
         if task:
             return [(task, task)]  # the payload is its own acknowledgement id: removed from the list by value
@@ -116,25 +115,14 @@ class TakenTask:
 @contextmanager
 def cluster_alive_lease() -> Iterator[None]:
     """Hold this cluster's liveness lock while it runs (a session advisory lock on a connection of its own)."""
-    wrapper = connections["default"]
-    raw = wrapper.get_new_connection(wrapper.get_connection_params())
-    try:
-        raw.autocommit = True
-        raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-cluster {CLUSTER_ID}"])
-        with raw.cursor() as cursor:
-            if not advisory_try_lock(cursor, _alive_key(CLUSTER_ID)):
-                raise RuntimeError("another process holds this cluster's id")
+    with session_lock(_alive_key(CLUSTER_ID), application_name=f"kbsite-cluster {CLUSTER_ID}") as taken:
+        if not taken:
+            raise RuntimeError("another process holds this cluster's id")
         yield
-    finally:
-        raw.close()
 
 
 def cluster_alive(*, cluster_id: str) -> bool:
     """Whether the cluster of this id still runs (its lock is held), on any machine."""
     if cluster_id == CLUSTER_ID:
         return True
-    with connections["default"].cursor() as cursor:
-        if not advisory_try_lock(cursor, _alive_key(cluster_id)):
-            return True
-        advisory_unlock(cursor, _alive_key(cluster_id))
-    return False
+    return session_lock_held(_alive_key(cluster_id))

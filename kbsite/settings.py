@@ -233,7 +233,7 @@ KB_PARSE_SECONDS = env_int("KB_PARSE_SECONDS", 1800)
 KB_FOLDER_SOURCES_ROOT = env_str("KB_FOLDER_SOURCES_ROOT")
 # Legacy: KB_COLLECTION_<NAME>_FOLDER named a collection's folder by the collection's name alone (NAME upper-cased,
 # anything but A-Z and 0-9 turned into `_`), and _FOLDER_OPTIONS its import options. Each is bound once to the one
-# collection of that name (services/folder_sources.py: folder_sources_adopt_legacy), and refused when two
+# collection of that name (services/folder_sources/_legacy.py: folder_sources_adopt_legacy), and refused when two
 # tenants have one. Collected here, by NAME, once at start-up.
 KB_COLLECTION_FOLDERS = env_named("KB_COLLECTION_", "_FOLDER")
 KB_COLLECTION_FOLDER_OPTIONS = env_named("KB_COLLECTION_", "_FOLDER_OPTIONS")

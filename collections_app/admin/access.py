@@ -5,10 +5,14 @@ A tenant's admin gives memberships and keys, never a role above its own (RoleGra
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db.models import Field, Model, QuerySet
+from django.http import HttpRequest
 from django_q import models as q_models
 
 from accounts.models import Agent, ApiKey, Membership, Role, Tenant
@@ -40,11 +44,15 @@ class RoleGrantAdmin(TenantScopedAdmin):
 
     manage_role = Role.ADMIN
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(
+        self, request: HttpRequest, obj: Model | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Model]]:
         form = super().get_form(request, obj, change=change, **kwargs)
         return type(form.__name__, (form,), {"granter": request})
 
-    def formfield_for_choice_field(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_choice_field(
+        self, db_field: Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> forms.TypedChoiceField | None:
         if db_field.name == "role":
             kwargs["choices"] = [(r.value, r.label) for r in grantable_roles(request)]
         return super().formfield_for_choice_field(db_field, request, **kwargs)
@@ -69,7 +77,7 @@ class AgentForm(forms.ModelForm):
         model = Agent
         fields = ["tenant", "name", "collections"]
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
         tenant = data.get("tenant")
         foreign = [c.name for c in data.get("collections") or [] if tenant is not None and c.tenant_id != tenant.pk]
@@ -94,7 +102,7 @@ class ApiKeyForm(RoleGrantForm):
         fields = ["tenant", "name", "role", "agent", "any_reader", "readers", "revoked"]
         labels = {"any_reader": "Acts for any reader", "readers": "Acts for these readers"}
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self) -> dict[str, Any]:
         data = super().clean()
         tenant, agent = data.get("tenant"), data.get("agent")
         if tenant is not None and agent is not None and agent.tenant_id != tenant.pk:
@@ -120,25 +128,25 @@ class ApiKeyAdmin(RoleGrantAdmin):
     readonly_fields = ["prefix", "created_at", "last_used_at"]
     filter_horizontal = ["readers"]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApiKey]:
         return super().get_queryset(request).prefetch_related("readers")  # one query for the list's readers
 
     @admin.display(description="acts for readers")
     def acts_for_readers(self, obj: ApiKey) -> str:
         return delegation_label(obj)
 
-    def get_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> Any:
         # A new key is issued live; revoking is a change to an existing one.
         if obj is None:
             return ["tenant", "name", "role", "agent", "any_reader", "readers"]
         return super().get_fields(request, obj)
 
-    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         # The key's only many-to-many is its readers, and the service sets them (api_key_delegate checks their
         # tenant), in place of the form's own save_m2m. The key has no inlines, so there are no formsets to save.
         api_key_delegate(key=form.instance, readers=form.delegation())
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if change:
             return super().save_model(request, obj, form, change)
         # Issued by the service, which checks the agent's tenant and keeps only the secret's hash.

@@ -7,8 +7,9 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -19,7 +20,7 @@ from collections_app.models import Build, Chunk, Collection
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.gate import GATED_METRICS
 from collections_app.services.reindex import collection_cutover
-from doors.admin.base import AuditAdmin
+from doors.admin.base import AuditAdmin, ToolPage
 from doors.admin.display import LanguageFilter, key_value_rows
 from doors.admin.roles import may
 
@@ -34,7 +35,7 @@ class ChunkAdmin(AuditAdmin):
               "text", "metadata_shown"]  # fmt: skip
     readonly_fields = ["document_link", "section_trail", "language_name", "metadata_shown"]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
         # Its document by name only (a large one's JSON columns are megabytes, read once per listed row), and
         # no vector nor keyword index: nothing here shows them.
         return (
@@ -44,7 +45,7 @@ class ChunkAdmin(AuditAdmin):
             .defer("embedding", "search_vector", *(f"document__{c}" for c in UNLISTED_DOCUMENT_COLUMNS))
         )
 
-    def get_ordering(self, request):  # type: ignore[no-untyped-def]
+    def get_ordering(self, request: HttpRequest) -> list[Any] | tuple[Any, ...]:
         if request.GET.get("document__id__exact"):
             # One document's paragraphs (the document page's link): in the order of the unique index
             # (document, generation, ordinal), so a page of a large document reads that page's rows, not all
@@ -52,7 +53,7 @@ class ChunkAdmin(AuditAdmin):
             return ["document_id", "generation", "ordinal"]
         return super().get_ordering(request)
 
-    def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # Filter by document through the URL (?document__id__exact=...), linked from the document page.
         return lookup in {"document__id__exact", "document"} or super().lookup_allowed(lookup, value, request)
 
@@ -95,7 +96,7 @@ class BuildAdmin(AuditAdmin):
     readonly_fields = ["built_at", "collection_link", "document_link", "method_shown", "refused_names", "warning_lines",
                        "gate_shown"]  # fmt: skip
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Build]:
         # Each build's document by name only: a large one's JSON columns would be read once per listed build.
         return (
             super()
@@ -104,7 +105,7 @@ class BuildAdmin(AuditAdmin):
             .defer(*(f"document__{c}" for c in UNLISTED_DOCUMENT_COLUMNS))
         )
 
-    def lookup_allowed(self, lookup, value, request=None) -> bool:  # type: ignore[no-untyped-def]
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # Filter by document through the URL, linked from the document page's "Builds".
         return lookup in {"document__id__exact", "document"} or super().lookup_allowed(lookup, value, request)
 
@@ -172,7 +173,9 @@ class BuildAdmin(AuditAdmin):
             return format_html("{}{}<p>Cut over anyway by {} at {}.</p>", reason, table, anyway["by"], anyway["at"])
         return format_html("{}{}", reason, table)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         # A held-back re-index still waiting: its admins get "Cut over anyway" (templates/.../build/change_form).
         build = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
@@ -181,16 +184,9 @@ class BuildAdmin(AuditAdmin):
             context["kb_cut_over_url"] = reverse("admin:collections_app_build_cut_over_anyway", args=[build.pk])
         return super().change_view(request, object_id, form_url, context)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path(
-                "<path:object_id>/cut-over-anyway/",
-                view(self.cut_over_anyway_view),
-                name="collections_app_build_cut_over_anyway",
-            ),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/cut-over-anyway/", "cut_over_anyway_view", "cut_over_anyway"),
+    )
 
     def cut_over_anyway_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """An admin of the tenant cuts a held-back generation over (POST only), named in the new build record."""

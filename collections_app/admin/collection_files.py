@@ -12,15 +12,17 @@ whole paragraphs, which reader labels do not cut: starting one and downloading i
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Model, OuterRef, QuerySet, Subquery
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -34,7 +36,7 @@ from collections_app.models import (
     CollectionFileStatus,
 )
 from collections_app.services.collection_file import collection_export_start, collection_file_remove, collection_import
-from doors.admin.base import TenantScopedAdmin, object_for_tool
+from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 from doors.admin.roles import tenants_where
 
 
@@ -123,11 +125,11 @@ def import_state(collection: Collection) -> SafeString | None:
 class CollectionExportAdminMixin(TenantScopedAdmin):
     """Mixed into CollectionAdmin: the "Download as collection file" action, and each collection's import state."""
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         return with_import_state(super().get_queryset(request))
 
     @admin.action(description="Download as collection file", permissions=["change"])
-    def export_collection_file(self, request, queryset):  # type: ignore[no-untyped-def]
+    def export_collection_file(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         collections = list(self.manageable(request, queryset))
         started = []
         for collection in collections:
@@ -168,27 +170,24 @@ class CollectionFileAdmin(TenantScopedAdmin):
     readonly_fields = FIELDS
     actions = ["delete_selected"]
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: CollectionFile) -> None:
         collection_file_remove(record=obj)
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[CollectionFile]) -> None:
         for record in queryset:
             collection_file_remove(record=record)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path(
-                "<path:object_id>/download/", view(self.download_view), name="collections_app_collectionfile_download"
-            ),
-            path("<path:object_id>/status/", view(self.status_view), name="collections_app_collectionfile_status"),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/download/", "download_view", "download"),
+        ToolPage("<path:object_id>/status/", "status_view", "status"),
+    )
 
-    def add_view(self, request, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         # Adding one is importing a file: a file to read, not a row to fill in.
         if not self.has_add_permission(request):
             raise PermissionDenied

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.html import format_html
 
 from collections_app.ingestion.languages import SH, SUPPORTED_LANGUAGES, language_name, language_shown
@@ -31,11 +33,13 @@ PINNED_HELP = (
 class CollectionLanguagesAdminMixin(admin.ModelAdmin):
     """Mixed into CollectionAdmin: the measured shares beside the pinned list (see languages_fieldset)."""
 
-    def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_readonly_fields(self, request: HttpRequest, obj: Collection | None = None) -> list[str] | tuple[str, ...]:
         readonly = list(super().get_readonly_fields(request, obj))
         return [*readonly, "language_shares_shown"] if obj is not None else readonly
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(
+        self, request: HttpRequest, obj: Collection | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Collection]]:
         form = super().get_form(request, obj, change=change, **kwargs)
         if "languages" in form.base_fields:
             form.base_fields["languages"].label = "Pinned languages"

@@ -8,7 +8,8 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -97,8 +98,8 @@ class CollectionForm(forms.ModelForm):
             collection = folder_source_options_set(collection=collection, options=options, role=self.actor_role)
         return collection
 
-    def clean(self):  # type: ignore[no-untyped-def]
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
         if self.errors:
             return data
         # A dry run of the service in a savepoint that is always rolled back: its refusals become form
@@ -146,10 +147,10 @@ class CollectionAdmin(
                        "created_at", "updated_at"]  # fmt: skip
     actions = ["sync_folder_source", "reindex", "export_collection_file"]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         return super().get_queryset(request).annotate(document_count=Count("documents"))
 
-    def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_fieldsets(self, request: HttpRequest, obj: Collection | None = None) -> Any:
         basics = BASICS if obj is None else [*BASICS, "documents_by_status", "reindex_shown", "folder_source_shown"]
         advanced = ["exclude_patterns"] if obj is None else ["metadata_schema_shown", "exclude_patterns",
                                                                "created_at", "updated_at"]  # fmt: skip
@@ -164,7 +165,7 @@ class CollectionAdmin(
             *self._folder_source_fieldset(request, obj),
         ]  # fmt: skip
 
-    def _folder_source_fieldset(self, request, obj):  # type: ignore[no-untyped-def]
+    def _folder_source_fieldset(self, request: HttpRequest, obj: Collection | None) -> list[tuple[str, dict[str, Any]]]:
         # Who reads what a folder holds is the tenant admins' call: only they see and set the folder.
         if obj is None or not may(request, obj.tenant_id, Role.ADMIN):
             return []
@@ -180,19 +181,22 @@ class CollectionAdmin(
             )
         ]
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(
+        self, request: HttpRequest, obj: Collection | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Collection]]:
         form = super().get_form(request, obj, change, **kwargs)
         # The service decides what this person's role may change (per_reader: admins only).
-        form.actor_role = role_in(request, obj.tenant_id) if obj is not None else Role.VIEWER
+        role = role_in(request, obj.tenant_id) if obj is not None else Role.VIEWER
+        form.actor_role = role  # type: ignore[attr-defined]
         return form
 
-    def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_readonly_fields(self, request: HttpRequest, obj: Collection | None = None) -> list[str] | tuple[str, ...]:
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and not may(request, obj.tenant_id, Role.ADMIN):
             fields.append("per_reader")  # who reads what is the tenant admins' decision
         return fields
 
-    def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         # The chunking fields start at the model's defaults (CHUNKING_DEFAULTS), the API's too.
         initial: dict[str, Any] = dict(super().get_changeform_initial_data(request))
         tenants = tenants_where(request, Role.EDITOR)
@@ -200,7 +204,9 @@ class CollectionAdmin(
             initial["tenant"] = tenants[0]  # the one tenant this person may add collections to
         return initial
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         search = reverse(f"{self.admin_site.name}:collections_app_collection_search", args=[unquote(object_id)])
         # The golden questions page is the retrieval app's list filtered to this collection: a URL, not an import.
         golden = reverse(f"{self.admin_site.name}:retrieval_goldenquestion_changelist")
@@ -238,16 +244,16 @@ class CollectionAdmin(
             rows.append((name, spec.get("type", ""), "; ".join(f"{k}: {shown_value(v)}" for k, v in rest.items())))
         return table(["field", "type", "details"], rows, empty="no metadata fields declared")
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: Collection, form: Any, change: bool) -> None:
         saved = form.save_through_service()
         for field in Collection._meta.concrete_fields:  # the admin goes on with (logs, redirects to) this row
             setattr(obj, field.attname, getattr(saved, field.attname))
         obj._state.adding = False
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: Collection) -> None:
         collection_delete(collection=obj)  # its stored originals go too
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         for collection in queryset:
             collection_delete(collection=collection)
 

@@ -13,7 +13,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
@@ -25,7 +25,7 @@ from collections_app.services.ingest_options import (
     ReparseNeedsConfirmation,
     document_options_update,
 )
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 
 ROLE_HELP = {
     "index": "in the paragraph's text (searched)",
@@ -76,13 +76,7 @@ class ColumnRolesAdminMixin(admin.ModelAdmin):
             url,
         )
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        columns = path(
-            "<path:object_id>/columns/",
-            self.admin_site.admin_view(self.column_roles_view),
-            name="collections_app_document_columns",
-        )
-        return [columns, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/columns/", "column_roles_view", "columns"),)
 
     def column_roles_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=True)

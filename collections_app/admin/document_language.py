@@ -7,19 +7,21 @@ it); "Automatic" unpins it (document_language_unpin).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 
 from collections_app.exceptions import DomainError
 from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name, language_shown
 from collections_app.models import Chunk
 from collections_app.services.languages import document_language_set, document_language_unpin
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 
 AUTOMATIC = ("", "Automatic: detected from the text")
 
@@ -41,15 +43,11 @@ class DocumentLanguageForm(forms.Form):
 class DocumentLanguageAdminMixin(admin.ModelAdmin):
     """Mixed into DocumentAdmin: a "Change language" button above the document, and its page."""
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        page = path(
-            "<path:object_id>/language/",
-            self.admin_site.admin_view(self.language_view),
-            name="collections_app_document_language",
-        )
-        return [page, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/language/", "language_view", "language"),)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         if "kb_tools" in context and request.method != "POST":
             document = self.get_object(request, unquote(object_id))

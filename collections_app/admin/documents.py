@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import Model, QuerySet
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.dateformat import format as date_format
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.text import Truncator
@@ -51,7 +55,7 @@ from collections_app.services.documents import (
 )
 from collections_app.services.metadata_schema import InvalidMetadata, upload_metadata_check
 from collections_app.validation import source_uri_problem
-from doors.admin.base import TenantScopedAdmin, object_for_tool
+from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge, table
 
 
@@ -62,11 +66,11 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     """Several files in one input: cleans to the list of files, each checked as one FileField checks it."""
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(*args, **kwargs)
 
-    def clean(self, data, initial=None):  # type: ignore[no-untyped-def]
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
         files = [f for f in (data if isinstance(data, list | tuple) else [data]) if f]
         if not files and self.required:
             raise forms.ValidationError(self.error_messages["required"], code="required")
@@ -105,11 +109,11 @@ class DocumentUploadForm(forms.ModelForm):
     class Media:
         js = ["kbsite/admin/upload_metadata.js"]
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields.update(metadata_form_fields(self.metadata_schema))
 
-    def clean_upload(self):  # type: ignore[no-untyped-def]
+    def clean_upload(self) -> list[UploadedFile]:
         """Each file checked whole, as document_create reads it. A file that fails is refused by name; with
         several files the others still go (save_model reports the refused ones), with one the form says why."""
         uploads = self.cleaned_data["upload"]
@@ -137,7 +141,7 @@ class DocumentUploadForm(forms.ModelForm):
     def clean_scanned_text_language(self) -> list[str]:
         return scanned_text_langs(self.cleaned_data.get("scanned_text_language", ""))
 
-    def clean(self):  # type: ignore[no-untyped-def]
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
         uploads = data.get("upload") or []
         if len(uploads) + len(getattr(self, "refused", [])) > 1 and data.get("source_uri"):
@@ -200,15 +204,15 @@ class DocumentUploadForm(forms.ModelForm):
         return {"tesseract_langs": langs} if langs else {}
 
 
-def upload_problem(upload) -> str:  # type: ignore[no-untyped-def]
+def upload_problem(upload: UploadedFile) -> str:
     """Why an uploaded file cannot be taken ("" when it can): over the size limit, or its content contradicts
     its name. The whole file, as document_create reads it: a ZIP package (.docx, .xlsx, .pptx, .odt) keeps its
     directory at the end, so a check of the first bytes alone refused every real one over 8 KiB."""
     limit = settings.KB_MAX_UPLOAD_BYTES
-    if upload.size > limit:
+    if (upload.size or 0) > limit:
         return f"{upload.name} is larger than the upload limit of {limit} bytes"
     try:
-        check_upload(upload_filename(upload.name), upload.read(limit + 1))
+        check_upload(upload_filename(upload.name or ""), upload.read(limit + 1))
     except UnsupportedFile as exc:
         return str(exc)
     finally:
@@ -226,7 +230,9 @@ class DocumentChangeList(ChangeList):
     """The documents list (and its actions): rows without the JSON columns it shows nothing of, a large
     document's megabytes among them."""
 
-    def get_queryset(self, request, exclude_parameters=None):  # type: ignore[no-untyped-def]
+    def get_queryset(
+        self, request: HttpRequest, exclude_parameters: list[str | None] | None = None
+    ) -> QuerySet[Document]:
         return super().get_queryset(request, exclude_parameters).defer(*UNLISTED_DOCUMENT_COLUMNS)
 
 
@@ -260,16 +266,16 @@ class DocumentAdmin(
         "content_hash", "versions_shown",
     ]  # fmt: skip
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # No page of the admin shows a document's parser output (the preview reads its first blocks itself),
         # and `chunk_count` is stored (kept by triggers), not counted per row: a large document's page, its
         # tools and the list cost what a small one's do.
         return super().get_queryset(request).defer(*UNSHOWN_DOCUMENT_COLUMNS)
 
-    def get_changelist(self, request, **kwargs):  # type: ignore[no-untyped-def]
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return DocumentChangeList
 
-    def get_object(self, request, object_id, from_field=None):  # type: ignore[no-untyped-def]
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Document | None:
         # The document's page asks for its document once per mixin (tools, language, labels, paragraphs) and
         # again in Django's own view: read it once per GET. Anything that writes reads it afresh.
         if request.method != "GET":
@@ -281,7 +287,7 @@ class DocumentAdmin(
 
     # --- the page of one document: read-only, with its tools ------------------------------------------
 
-    def get_fieldsets(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_fieldsets(self, request: HttpRequest, obj: Document | None = None) -> Any:
         if obj is None:
             return [
                 (None, {"fields": ["collection", "upload", "source_uri", "scanned_text_language", "replace"]}),
@@ -302,7 +308,9 @@ class DocumentAdmin(
                                                               "metadata_shown", "content_hash"]}),
         ]  # fmt: skip
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(
+        self, request: HttpRequest, obj: Document | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Document]]:
         if obj is None:
             collection = self.upload_collection(request)
             schema = (collection.metadata_schema or {}) if collection else {}
@@ -334,16 +342,18 @@ class DocumentAdmin(
         fields = [*metadata_form_fields(schema), METADATA_JSON_FIELD]
         return ("Metadata", {"fields": fields, "description": described})
 
-    def get_changeform_initial_data(self, request):  # type: ignore[no-untyped-def]
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         initial = super().get_changeform_initial_data(request)
         if "collection" not in initial and (collection := self.upload_collection(request)) is not None:
             initial["collection"] = str(collection.pk)  # the documents list's filter, carried by its "Add" button
         return initial
 
-    def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str] | tuple[str, ...]:
         return self.readonly_fields if obj is not None else []
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         # Nothing on this page is saved: no Save buttons, and a POST (an old form, a double click) changes
         # nothing and says nothing. Changes go through the tools (re-ingest, OCR, column roles).
         if request.method == "POST":
@@ -483,7 +493,7 @@ class DocumentAdmin(
 
     # --- upload ---------------------------------------------------------------------------------------
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
         if change:
             return
         uploads = form.cleaned_data["upload"]
@@ -506,14 +516,14 @@ class DocumentAdmin(
         for field in Document._meta.concrete_fields:
             setattr(obj, field.attname, getattr(result.document, field.attname))
         obj._state.adding = False
-        obj._kb_already_held = not result.accepted
-        obj._kb_version = result.version if result.versioned else None
+        obj._kb_already_held = not result.accepted  # type: ignore[attr-defined]
+        obj._kb_version = result.version if result.versioned else None  # type: ignore[attr-defined]
 
-    def save_several(self, request, obj, form) -> None:  # type: ignore[no-untyped-def]
+    def save_several(self, request: HttpRequest, obj: Document, form: DocumentUploadForm) -> None:
         """Several files in one submit: each through the same upload service as one file, and one message per
         file (accepted, already held, or refused and why). The admin then lands on the collection's documents."""
         collection = form.cleaned_data["collection"]
-        obj._archive_collection = collection  # no one object was added: the list of the collection follows
+        obj._archive_collection = collection  # type: ignore[attr-defined]  # no one object was added: the list of the collection follows
         for name, problem in form.refused:
             self.message_user(request, f"{name}: refused — {problem}", messages.ERROR)
         for upload in form.cleaned_data["upload"]:
@@ -547,7 +557,7 @@ class DocumentAdmin(
                     request, f"{upload.name}: already held as {result.document.filename}; nothing added.", messages.INFO
                 )
 
-    def response_add(self, request, obj, post_url_continue=None):  # type: ignore[no-untyped-def]
+    def response_add(self, request: HttpRequest, obj: Document, post_url_continue: str | None = None) -> HttpResponse:
         if version := getattr(obj, "_kb_version", None):
             self.message_user(
                 request,
@@ -565,24 +575,25 @@ class DocumentAdmin(
             )
         return super().response_add(request, obj, post_url_continue)
 
-    def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
+    # The stub promises a LogEntry; an upload that added nothing logs nothing (the admin ignores the value).
+    def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> LogEntry | None:  # type: ignore[override]
         if getattr(obj, "_kb_already_held", False):
             return None  # nothing was added
         if version := getattr(obj, "_kb_version", None):  # a new version of a document held: a change of it
             return self.log_change(request, obj, f"Uploaded version {version}.")
         return super().log_addition(request, obj, message)
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: Document) -> None:
         document_delete(document=obj)  # its attachments and stored originals go too
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         for document in queryset:
             document_delete(document=document)
 
     # --- re-ingest, download, the live status of the list ------------------------------------------------
 
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
-    def reingest(self, request, queryset):  # type: ignore[no-untyped-def]
+    def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         documents = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
         with transaction.atomic():
             for document in documents:
@@ -591,14 +602,11 @@ class DocumentAdmin(
         if skipped := queryset.count() - len(documents):
             self.message_user(request, f"{skipped} document(s) left alone: you may only view them.", messages.WARNING)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path("status/", view(self.status_view), name="collections_app_document_status"),
-            path("<path:object_id>/reingest/", view(self.reingest_view), name="collections_app_document_reingest"),
-            path("<path:object_id>/download/", view(self.download_view), name="collections_app_document_download"),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("status/", "status_view", "status"),
+        ToolPage("<path:object_id>/reingest/", "reingest_view", "reingest"),
+        ToolPage("<path:object_id>/download/", "download_view", "download"),
+    )
 
     def reingest_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Asks first (GET), then queues (POST): the document shows `queued` at once."""

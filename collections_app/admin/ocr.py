@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
@@ -23,7 +23,7 @@ from collections_app.services.ingest_options import (
     document_options_update,
     ingest_options_validate,
 )
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 
 
 def scanned_text_field() -> forms.ChoiceField:
@@ -81,13 +81,7 @@ class OcrAdminMixin(admin.ModelAdmin):
             url,
         )
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        ocr = path(
-            "<path:object_id>/ocr/",
-            self.admin_site.admin_view(self.ocr_view),
-            name="collections_app_document_ocr",
-        )
-        return [ocr, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/ocr/", "ocr_view", "ocr"),)
 
     def ocr_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=True)

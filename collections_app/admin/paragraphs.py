@@ -17,7 +17,7 @@ from django.contrib.admin.utils import unquote
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 
 from collections_app.exceptions import DomainError
 from collections_app.models import Chunk, Document, ParagraphEdit
@@ -37,7 +37,7 @@ from collections_app.services.paragraph_edits import (
     paragraph_split,
 )
 from collections_app.services.preview import document_paragraph_numbers
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 from embedding import UnsearchableVector
 
 # Paragraphs on one page of the paragraphs page; the history shows the latest edits.
@@ -62,15 +62,11 @@ def stale_edits_warning(count: int) -> str:
 
 
 class DocumentParagraphsAdminMixin(admin.ModelAdmin):
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        page = path(
-            "<path:object_id>/paragraphs/",
-            self.admin_site.admin_view(self.paragraphs_view),
-            name="collections_app_document_paragraphs",
-        )
-        return [page, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/paragraphs/", "paragraphs_view", "paragraphs"),)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         document = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if document is not None and self.has_change_permission(request, document):

@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 
 from accounts.models import Role
 from collections_app.exceptions import DomainError
@@ -37,7 +37,7 @@ from collections_app.services.preview import (
     document_chunk_preview,
     document_preview_blocks,
 )
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.roles import role_in
 
 # Paragraphs listed per side; the numbers are of every block previewed (a large document's first blocks).
@@ -216,13 +216,7 @@ class PreviewAdminMixin(admin.ModelAdmin):
     """Mixed into DocumentAdmin: <document>/preview/, read by anybody who may read the document; applying its
     settings to the collection needs an editor of the collection's tenant."""
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        preview = path(
-            "<path:object_id>/preview/",
-            self.admin_site.admin_view(self.preview_view),
-            name="collections_app_document_preview",
-        )
-        return [preview, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/preview/", "preview_view", "preview"),)
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=False)

@@ -10,13 +10,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts.models import Role
@@ -29,7 +31,7 @@ from collections_app.services.labels import (
     unlabelled_warning,
 )
 from collections_app.services.reader_access import ReaderAccessNeedsAdmin
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.roles import role_in
 
 # Builds of the document shown on its labels page (the rest are in the builds list).
@@ -52,7 +54,7 @@ class UnlabelledFilter(admin.SimpleListFilter):
     title = "reader labels"
     parameter_name = "labelled"
 
-    def lookups(self, request, model_admin):  # type: ignore[no-untyped-def]
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [("no", "none (readable by every reader)"), ("yes", "some")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
@@ -69,18 +71,14 @@ def unlabelled_documents_url(collection: Collection) -> str:
 
 
 class DocumentLabelsAdminMixin(admin.ModelAdmin):
-    def get_list_filter(self, request):  # type: ignore[no-untyped-def]
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
         return [*super().get_list_filter(request), UnlabelledFilter]
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        labels = path(
-            "<path:object_id>/labels/",
-            self.admin_site.admin_view(self.labels_view),
-            name="collections_app_document_labels",
-        )
-        return [labels, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/labels/", "labels_view", "labels"),)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         document = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if document is not None and document.collection.per_reader:
@@ -129,7 +127,9 @@ class DocumentLabelsAdminMixin(admin.ModelAdmin):
 
 
 class CollectionReadersAdminMixin(admin.ModelAdmin):
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         collection = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
         if collection is not None and collection.per_reader:
             count = unlabelled_paragraphs(collection=collection)

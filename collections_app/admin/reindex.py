@@ -9,13 +9,14 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -25,7 +26,7 @@ from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.reindex import collection_reindex
-from doors.admin.base import TenantScopedAdmin, object_for_tool
+from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 
 STALE_HELP = "built with chunking or embedding settings the collection no longer has; a re-index rebuilds it"
 
@@ -96,24 +97,19 @@ def reindex_state(collection: Collection) -> SafeString:
 class ReindexAdminMixin(TenantScopedAdmin):
     """Mixed into CollectionAdmin: <collection>/reindex/ (editors), reindex/status/ and preview/ (readers)."""
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         # The stale count of every row in the list's one query (the same join as the document count).
         return super().get_queryset(request).annotate(stale_count=Count("documents", filter=Q(documents__stale=True)))
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path("<path:object_id>/reindex/", view(self.reindex_view), name="collections_app_collection_reindex"),
-            path(
-                "<path:object_id>/reindex/status/",
-                view(self.reindex_status_view),
-                name="collections_app_collection_reindex_status",
-            ),
-            path("<path:object_id>/preview/", view(self.preview_view), name="collections_app_collection_preview"),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/reindex/", "reindex_view", "reindex"),
+        ToolPage("<path:object_id>/reindex/status/", "reindex_status_view", "reindex_status"),
+        ToolPage("<path:object_id>/preview/", "preview_view", "preview"),
+    )
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         context = dict(extra_context or {})
         collection = self.get_object(request, unquote(object_id))
         if collection is not None:
@@ -132,7 +128,7 @@ class ReindexAdminMixin(TenantScopedAdmin):
         return reindex_state(obj)
 
     @admin.action(description="Re-index the selected collections", permissions=["change"])
-    def reindex(self, request, queryset):  # type: ignore[no-untyped-def]
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         collections = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
         for collection in collections:
             self._start(request, collection)

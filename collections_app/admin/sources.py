@@ -9,7 +9,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.models import LogEntry
+from django.core.files.uploadedfile import UploadedFile
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -53,14 +59,15 @@ class AttachmentsAdminMixin:
 class ArchiveUploadAdminMixin:
     """A .zip uploaded in the admin imports each member, as the API does (DocumentAdmin.save_model hands it over)."""
 
-    def save_archive(self, request, obj, form, upload) -> None:  # type: ignore[no-untyped-def]
+    def save_archive(self, request: HttpRequest, obj: Document, form: forms.ModelForm, upload: UploadedFile) -> None:
         """Called by the admin's save_model for a .zip; the admin then lands on the collection's documents."""
-        obj._archive_collection = form.cleaned_data["collection"]
+        collection = form.cleaned_data["collection"]
+        obj._archive_collection = collection  # type: ignore[attr-defined]
         try:
             result = archive_import(
-                collection=obj._archive_collection,
-                filename=upload.name,
-                content=upload,
+                collection=collection,
+                filename=upload.name or "",
+                content=upload,  # type: ignore[arg-type]  # an UploadedFile reads as the binary file it is
                 uploaded_by=request.user.get_username(),
                 source_uri=form.cleaned_data.get("source_uri", ""),
             )
@@ -75,16 +82,16 @@ class ArchiveUploadAdminMixin:
         for warning in result.warnings:
             self.message_user(request, f"In {upload.name}: {warning}", messages.WARNING)  # type: ignore[attr-defined]
 
-    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         if not hasattr(form.instance, "_archive_collection"):
             super().save_related(request, form, formsets, change)  # type: ignore[misc]
 
-    def log_addition(self, request, obj, message):  # type: ignore[no-untyped-def]
+    def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> LogEntry | None:
         if not hasattr(obj, "_archive_collection"):  # a zip is no one object; each member is its own document
             return super().log_addition(request, obj, message)  # type: ignore[misc]
         return None
 
-    def response_add(self, request: HttpRequest, obj, post_url_continue=None) -> HttpResponse:  # type: ignore[no-untyped-def]
+    def response_add(self, request: HttpRequest, obj: Document, post_url_continue: str | None = None) -> HttpResponse:
         collection = getattr(obj, "_archive_collection", None)
         if collection is None:
             return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]
@@ -102,7 +109,7 @@ class FolderSourceAdminMixin:
         return f"none (an admin of this tenant can choose a folder under KB_FOLDER_SOURCES_ROOT/{obj.tenant.name}/)"
 
     @admin.action(description="Sync the folder source now", permissions=["change"])
-    def sync_folder_source(self, request, queryset):  # type: ignore[no-untyped-def]
+    def sync_folder_source(self, request: HttpRequest, queryset: QuerySet[Model]) -> None:
         from django_q.tasks import async_task
 
         try:

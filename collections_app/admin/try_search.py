@@ -19,13 +19,13 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 
 from accounts.models import Role
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_AROUND, MAX_TOP_N
-from doors.admin.base import object_for_tool
+from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.display import marked_text, stage_rows
 from doors.admin.roles import may
 from retrieval.models import Reader
@@ -65,13 +65,7 @@ class TrySearchForm(forms.Form):
 class TrySearchAdminMixin(admin.ModelAdmin):
     """Mixed into CollectionAdmin: <collection>/search/, for anybody who may read the collection."""
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        page = path(
-            "<path:object_id>/search/",
-            self.admin_site.admin_view(self.try_search_view),
-            name="collections_app_collection_search",
-        )
-        return [page, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/search/", "try_search_view", "search"),)
 
     def try_search_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         collection = object_for_tool(self, request, object_id, change=False)

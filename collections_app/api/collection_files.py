@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from uuid import UUID
 
 from django.conf import settings
 from django.http import FileResponse, Http404
@@ -22,7 +23,7 @@ from collections_app.services.collection_file import collection_export, collecti
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
 from doors.api.permissions import EditorOnly, EditorWritesNoAgent
-from doors.api.schema import refusals
+from doors.api.schema import GUARDED, READ, refusals
 
 
 class CollectionExportView(TenantScopedView):
@@ -38,13 +39,13 @@ class CollectionExportView(TenantScopedView):
                 "agent_id null when none is), collection_built (absent when the collection was never built). "
                 "The same build downloads as the same bytes."
             ),
-            **refusals(401, 403, 404),
+            **refusals(*GUARDED),
         },
         description="Every paragraph searches read, with its vector (float32 little-endian), language, page, "
         "section, ordinal, document name, metadata and reader labels: whole paragraphs, which reader labels do not "
         "cut, so it needs an editor or admin key. Never a server path, a key or a question.",
     )
-    def get(self, request: Request, collection_id) -> FileResponse:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> FileResponse:
         collection = self.get_collection(request, collection_id)
         descriptor, name = tempfile.mkstemp(suffix=".db", dir=settings.KB_STAGING_DIR or None)
         os.close(descriptor)
@@ -142,9 +143,9 @@ class CollectionImportDetailView(TenantScopedView):
                 "An import done", value=examples.COLLECTION_IMPORT_DONE, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: CollectionFileOutput, **refusals(401, 404)},
+        responses={200: CollectionFileOutput, **refusals(*READ)},
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         imports = CollectionFile.objects.filter(collection=collection, kind=CollectionFileKind.IMPORT)
         found = imports.order_by("-created_at").first()

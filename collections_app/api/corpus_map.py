@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,7 +15,7 @@ from collections_app.selectors.corpus_map import collection_map_for_reader
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
-from doors.api.schema import refusals
+from doors.api.schema import GUARDED_LISTED, refusals
 from kbsite.db_routing import read_only_call
 
 
@@ -22,7 +24,7 @@ class MapSectionOutput(serializers.Serializer):
     paragraphs = serializers.IntegerField(help_text="paragraphs under this heading, its subsections' included")
     direct = serializers.IntegerField(help_text="paragraphs directly under this heading, before any subsection")
 
-    def get_fields(self):  # type: ignore[no-untyped-def]
+    def get_fields(self) -> dict[str, serializers.Field]:
         # A heading holds headings: the same component, referenced from itself in the schema.
         fields = super().get_fields()
         fields["sections"] = MapSectionOutput(many=True, help_text="subsections, in document order")
@@ -77,12 +79,12 @@ class CollectionMapView(TenantScopedView):
         examples=[
             OpenApiExample("A policy's headings", value=examples.CORPUS_MAP, response_only=True, status_codes=["200"])
         ],
-        responses={200: CorpusMapOutput, **refusals(400, 401, 403, 404)},
+        responses={200: CorpusMapOutput, **refusals(*GUARDED_LISTED)},
         description="Built from the headings the paragraphs store (no model call); the same paragraphs always "
         "give the same map. A per-reader collection is mapped for a registered `reader`: only headings over "
         "paragraphs it may read appear. Needs any valid key.",
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         data = CorpusMapInput(data=request.query_params)
         data.is_valid(raise_exception=True)

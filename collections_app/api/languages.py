@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
@@ -13,7 +15,7 @@ from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
 from collections_app.ingestion.languages import SH, language_name
 from collections_app.services.languages import document_language_set, document_language_unpin
-from doors.api.schema import refusals
+from doors.api.schema import BODY, refusals
 
 
 class DocumentLanguageInput(serializers.Serializer):
@@ -47,13 +49,8 @@ class DocumentLanguageView(TenantScopedView):
         responses={
             200: DocumentLanguageOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="the document is still being read (queued or parsing)",
                 conflict_example="handbook.docx is being read (parsing); set its language once it is done",
             ),
@@ -65,7 +62,7 @@ class DocumentLanguageView(TenantScopedView):
         "get their detected labels back at once when those were kept, else at the document's next build "
         "(`language_note` says which). Needs an editor or admin key.",
     )
-    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = DocumentLanguageInput(data=request.data)

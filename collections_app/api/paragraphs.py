@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -30,7 +31,7 @@ from collections_app.services.paragraph_edits import (
 from doors.api.authentication import request_key
 from doors.api.pages import ARRAY_PAGE_NOTE, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
 
 _CONFLICT = "the document is being read, a re-index is pending, or the edit clashes with a later one"
 _CONFLICT_EXAMPLE = "a later edit changed the paragraphs this edit left: revert that one first"
@@ -124,7 +125,7 @@ class _DocumentView(TenantScopedView):
     permission_classes = [EditorOnly]
     editors_material = "A document's paragraphs as its editors see them (hidden ones included)"
 
-    def get_document(self, request: Request, collection_id, document_id) -> Document:  # type: ignore[no-untyped-def]
+    def get_document(self, request: Request, collection_id: UUID, document_id: UUID) -> Document:
         collection = self.get_collection(request, collection_id)
         return get_object_or_404(selectors.documents_for(collection), pk=document_id)
 
@@ -133,12 +134,12 @@ class ParagraphListView(_DocumentView):
     @extend_schema(
         summary="List a document's paragraphs as its editors see them, a page at a time",
         parameters=[ParagraphPage],
-        responses={200: ParagraphPageOutput, **refusals(400, 401, 403, 404)},
+        responses={200: ParagraphPageOutput, **refusals(*GUARDED_LISTED)},
         examples=[OpenApiExample("A page", value=PARAGRAPH_PAGE, response_only=True, status_codes=["200"])],
         description="In document order, hidden ones included (`hidden`: no reader gets them), `edited`: text "
         "changed by hand. Needs an editor or admin key.",
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         return page_of(request, document_paragraphs_for_editors(document), ParagraphOutput, page=ParagraphPage)
 
@@ -154,14 +155,14 @@ class ParagraphDetailView(_DocumentView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="One transaction: searches see the paragraph before or after. New text is embedded again "
         "(that paragraph only) and its keyword index rebuilt; labels, page and section carry over, the language is "
         "detected again unless pinned. A hidden paragraph is returned by no search, window, parent section, corpus "
         "map or export. Every change is an edit of its own, replayed by re-chunks and re-indexes.",
     )
-    def patch(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID, paragraph_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphPatchInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -188,12 +189,12 @@ class ParagraphSplitView(_DocumentView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="Both halves keep the paragraph's page, section and labels; the two are embedded, nothing else "
         "(a long paragraph's by a task: 202 with the pending edit).",
     )
-    def post(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, paragraph_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphSplitInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -208,12 +209,12 @@ class ParagraphMergeNextView(_DocumentView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
         description="Never across documents; across a section boundary only with `across_sections` (the merged "
         "paragraph takes the first one's section). Its labels are never wider than either paragraph's.",
     )
-    def post(self, request: Request, collection_id, document_id, paragraph_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, paragraph_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphMergeInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -229,20 +230,20 @@ class ParagraphEditListView(_DocumentView):
     @extend_schema(
         summary="A document's paragraph edits, newest first",
         parameters=[EditPage],
-        responses={200: ParagraphEditOutput(many=True), **refusals(400, 401, 403, 404)},
+        responses={200: ParagraphEditOutput(many=True), **refusals(*GUARDED_LISTED)},
         examples=[OpenApiExample("History", value=PARAGRAPH_EDIT, response_only=True, status_codes=["200"])],
         description="`status`: applied, stale (a new version of the file changed the paragraph: not applied, "
         "re-apply it to another paragraph or discard it), reverted, reapplied, discarded, pending (too long to embed "
         "in its request: a task is embedding it) or failed (it no longer applied when the task came to it: "
         "`params.error` says why). " + ARRAY_PAGE_NOTE,
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         document = self.get_document(request, collection_id, document_id)
         return array_page_of(request, document_paragraph_edits(document), ParagraphEditOutput, page=EditPage)
 
 
 class _EditView(_DocumentView):
-    def get_edit(self, request: Request, collection_id, document_id, edit_id) -> ParagraphEdit:  # type: ignore[no-untyped-def]
+    def get_edit(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> ParagraphEdit:
         document = self.get_document(request, collection_id, document_id)
         return get_object_or_404(document_paragraph_edits(document), pk=edit_id)
 
@@ -254,10 +255,10 @@ class ParagraphEditRevertView(_EditView):
         responses={
             200: ParagraphsOutput,
             202: _PENDING,
-            **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*GUARDED, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
-    def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         edit = self.get_edit(request, collection_id, document_id, edit_id)
         return _answer(lambda: paragraph_edit_revert(edit=edit, by=_who(request)))
 
@@ -268,10 +269,10 @@ class ParagraphEditReapplyView(_EditView):
         request=ParagraphEditReapplyInput,
         responses={
             200: ParagraphsOutput,
-            **refusals(400, 401, 403, 404, 409, 413, 415, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
+            **refusals(*BODY, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE),
         },
     )
-    def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         edit = self.get_edit(request, collection_id, document_id, edit_id)
         data = ParagraphEditReapplyInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -283,8 +284,8 @@ class ParagraphEditDiscardView(_EditView):
     @extend_schema(
         summary="Discard an edit that no longer applies",
         request=None,
-        responses={204: None, **refusals(401, 403, 404, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE)},
+        responses={204: None, **refusals(*GUARDED, 409, conflict=_CONFLICT, conflict_example=_CONFLICT_EXAMPLE)},
     )
-    def post(self, request: Request, collection_id, document_id, edit_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID, edit_id: UUID) -> Response:
         paragraph_edit_discard(edit=self.get_edit(request, collection_id, document_id, edit_id))
         return Response(status=204)

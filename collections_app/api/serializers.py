@@ -89,7 +89,7 @@ class CollectionInput(serializers.ModelSerializer):
         # Uniqueness is the service's business (409), not a 400 from the serializer.
         validators: list = []
 
-    def validate_languages(self, value):  # type: ignore[no-untyped-def]
+    def validate_languages(self, value: list[str] | None) -> list[str] | None:
         if value is not None and not value:
             return None
         return value
@@ -152,7 +152,7 @@ class CollectionOutput(CollectionLanguagesOutput, serializers.ModelSerializer):
 class UploadFileField(serializers.FileField):
     """The file's name must be storable text; its length is the upload service's business (it shortens)."""
 
-    def to_internal_value(self, data):  # type: ignore[no-untyped-def]
+    def to_internal_value(self, data: Any) -> Any:
         file = super().to_internal_value(data)
         problem = text_problem(file.name or "")
         if problem:

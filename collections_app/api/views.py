@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
@@ -49,7 +50,7 @@ from collections_app.services.reindex import collection_reindex, document_rechun
 from doors.api.authentication import request_key, request_role
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, LISTED, NEW_BODY, READ, refusals
 from doors.api.scope import collection_or_404
 from doors.api.throttles import UploadsOnly
 
@@ -62,7 +63,7 @@ class TenantScopedView(APIView):
     # Domain errors raised by the services are answered by doors.api.errors, not caught here.
     permission_classes = [EditorWrites]
 
-    def get_collection(self, request: Request, collection_id) -> Collection:  # type: ignore[no-untyped-def]
+    def get_collection(self, request: Request, collection_id: UUID) -> Collection:
         return collection_or_404(request, collection_id)
 
 
@@ -101,12 +102,8 @@ class CollectionListView(TenantScopedView):
         responses={
             201: CollectionOutput,
             **refusals(
-                400,
-                401,
-                403,
+                *NEW_BODY,
                 409,
-                413,
-                415,
                 conflict="a collection of that name already exists in this tenant",
                 conflict_example="a collection named 'handbook' already exists",
             ),
@@ -130,9 +127,9 @@ class CollectionDetailView(TenantScopedView):
                 status_codes=["200"],
             )
         ],
-        responses={200: CollectionOutput, **refusals(401, 404)},
+        responses={200: CollectionOutput, **refusals(*READ)},
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         return Response(CollectionOutput(self.get_collection(request, collection_id)).data)
 
     @extend_schema(
@@ -141,27 +138,22 @@ class CollectionDetailView(TenantScopedView):
         responses={
             200: CollectionOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="another collection of this tenant already has that name",
                 conflict_example="a collection named 'handbook' already exists",
             ),
         },
     )
-    def patch(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         data = CollectionInput(instance=collection, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         collection = collection_update(collection=collection, role=request_role(request), **data.validated_data)
         return Response(CollectionOutput(collection).data)
 
-    @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(401, 403, 404)})
-    def delete(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(*GUARDED)})
+    def delete(self, request: Request, collection_id: UUID) -> Response:
         collection_delete(collection=self.get_collection(request, collection_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -195,9 +187,9 @@ class DocumentListView(TenantScopedView):
                 status_codes=["200"],
             )
         ],
-        responses={200: DocumentPageOutput, **refusals(400, 401, 404)},
+        responses={200: DocumentPageOutput, **refusals(*LISTED)},
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         return page_of(request, selectors.documents_for(collection), DocumentOutput)
 
@@ -208,13 +200,8 @@ class DocumentListView(TenantScopedView):
             202: OpenApiResponse(_UPLOAD_ANSWER, description="accepted: new content, queued for ingestion"),
             200: OpenApiResponse(_UPLOAD_ANSWER, description="the same content was already held"),
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 429,
                 507,
                 conflict=_UPLOAD_CONFLICT,
@@ -227,7 +214,7 @@ class DocumentListView(TenantScopedView):
         "that document's next version (same document_id, 202; `replace`: false keeps it a document of its own). "
         "A .zip imports each member as a document and answers with the list (see ArchiveImportOutput).",
     )
-    def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         data = DocumentUploadInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -290,21 +277,21 @@ class DocumentDetailView(TenantScopedView):
                 "A document read and searchable", value=examples.DOCUMENT, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: DocumentOutput, **refusals(401, 404)},
+        responses={200: DocumentOutput, **refusals(*READ)},
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         return Response(DocumentOutput(document).data)
 
     @extend_schema(
         summary="Delete a document: its paragraphs, versions, attachments and stored originals",
-        responses={204: None, **refusals(401, 403, 404)},
+        responses={204: None, **refusals(*GUARDED)},
         description="One transaction: the document's paragraphs stop answering at its commit, their keyword "
         "postings and statistics go with them, and the stored originals (every version's) are removed after it. "
         "Builds and search audits stay. An ingestion of the document under way stops within seconds.",
     )
-    def delete(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def delete(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document_delete(document=get_object_or_404(selectors.documents_for(collection), pk=document_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -314,7 +301,7 @@ class DocumentVersionListView(TenantScopedView):
     @extend_schema(
         summary="List a document's versions, newest first",
         parameters=[LongListPage],
-        responses={200: DocumentVersionOutput(many=True), **refusals(400, 401, 404)},
+        responses={200: DocumentVersionOutput(many=True), **refusals(*LISTED)},
         examples=[
             OpenApiExample(
                 # drf-spectacular lists a many=True answer's example itself: one version here is a list of one.
@@ -328,7 +315,7 @@ class DocumentVersionListView(TenantScopedView):
         "The `current` one answers; a newer one `reading` or in `error` leaves it answering. An original is at "
         ".../versions/{number}/original (editor or admin key). " + ARRAY_PAGE_NOTE,
     )
-    def get(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         versions = selectors.document_versions_for(document)
@@ -343,12 +330,12 @@ class DocumentVersionOriginalView(TenantScopedView):
         summary="Download the original file of one version of a document",
         responses={
             (200, "application/octet-stream"): OpenApiResponse(description="the file, under its own name"),
-            **refusals(401, 403, 404),
+            **refusals(*GUARDED),
         },
         description="Any version's original, the retired ones included, under the name it was uploaded by. Needs "
         "an editor or admin key: an original is the whole file, which reader labels do not cut.",
     )
-    def get(self, request: Request, collection_id, document_id, number: int) -> FileResponse:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID, document_id: UUID, number: int) -> FileResponse:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         version = get_object_or_404(selectors.document_versions_for(document), number=number)
@@ -369,19 +356,14 @@ class DocumentIngestOptionsView(TenantScopedView):
         responses={
             202: DocumentOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict='re-parsing loses manual chunk edits, so it needs "confirm_reparse": true',
                 conflict_example=REPARSE_WARNING,
             ),
         },
     )
-    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = IngestOptionsInput(data=request.data)
@@ -399,12 +381,12 @@ class DocumentLabelsView(TenantScopedView):
         summary="Change a document's reader labels (its paragraphs at once; no re-parse, no re-embedding)",
         request=DocumentLabelsInput,
         examples=[OpenApiExample("Readable by HR only", value={"labels": ["hr"]}, request_only=True)],
-        responses={200: DocumentOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: DocumentOutput, **refusals(*BODY)},
         description="Per-reader collections: a reader holding one of the labels may read the document's paragraphs; "
         "[] makes them readable by every reader. Labels on a collection that is not per-reader are a 400. "
         "Needs an editor or admin key; adding a label or clearing them (more readers read it) needs an admin key.",
     )
-    def patch(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def patch(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = DocumentLabelsInput(data=request.data)
@@ -423,10 +405,10 @@ class BuildListView(TenantScopedView):
             )
         ],
         parameters=[BuildPage],
-        responses={200: BuildOutput(many=True), **refusals(400, 401, 404)},
+        responses={200: BuildOutput(many=True), **refusals(*LISTED)},
         description=ARRAY_PAGE_NOTE,
     )
-    def get(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         return array_page_of(request, selectors.builds_for(collection).order_by("-built_at", "id"), BuildOutput,
                              page=BuildPage)  # fmt: skip
@@ -436,12 +418,12 @@ class DocumentChunkPreviewView(TenantScopedView):
     @extend_schema(
         summary="Preview the paragraphs some chunking settings would cut from a document (writes nothing)",
         request=ChunkPreviewInput,
-        responses={200: ChunkPreviewOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: ChunkPreviewOutput, **refusals(*BODY)},
         description="The document's stored parser output cut with the collection's settings, each one given "
         "here replacing the collection's. Nothing is saved, parsed or embedded. A large document is previewed "
         "from its beginning: `blocks_previewed` of its `blocks_total` parser blocks are cut.",
     )
-    def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         data = ChunkPreviewInput(data=request.data)
@@ -460,9 +442,7 @@ class DocumentRechunkView(TenantScopedView):
         responses={
             202: DocumentOutput,
             **refusals(
-                401,
-                403,
-                404,
+                *GUARDED,
                 409,
                 conflict="the document is being read (queued or parsing), or has no stored parser output",
                 conflict_example="handbook.docx is being read; re-chunk it once it is done",
@@ -471,7 +451,7 @@ class DocumentRechunkView(TenantScopedView):
         description="Queued: the stored parser output is cut and embedded again; the new paragraphs replace the "
         "old in one transaction (searchable until then).",
     )
-    def post(self, request: Request, collection_id, document_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
         document_rechunk(document=document)
@@ -483,11 +463,11 @@ class CollectionReindexView(TenantScopedView):
     @extend_schema(
         summary="Re-index every document of a collection in the background (resumes a stopped one)",
         request=None,
-        responses={202: CollectionOutput, **refusals(401, 403, 404)},
+        responses={202: CollectionOutput, **refusals(*GUARDED)},
         description="Documents are rebuilt with the current settings and model beside the paragraphs searches "
         "read; one transaction switches the whole collection over. Progress: `reindex` on the collection.",
     )
-    def post(self, request: Request, collection_id) -> Response:  # type: ignore[no-untyped-def]
+    def post(self, request: Request, collection_id: UUID) -> Response:
         collection = collection_reindex(collection=self.get_collection(request, collection_id))
         collection = self.get_collection(request, collection.pk)
         return Response(CollectionOutput(collection).data, status=status.HTTP_202_ACCEPTED)

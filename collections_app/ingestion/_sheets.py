@@ -248,7 +248,7 @@ def _ods_sheets(path: Path) -> list[Sheet]:
 ODS_MAX_REPEAT = 10_000  # a style applied to "all rows" repeats an empty row a million times
 
 
-def _ods_rows(table):  # type: ignore[no-untyped-def]
+def _ods_rows(table):  # type: ignore[no-untyped-def]  # odfpy ships no types: its elements are untyped nodes
     from odf.namespaces import TABLENS
 
     number = 0
@@ -271,7 +271,7 @@ def _ods_rows(table):  # type: ignore[no-untyped-def]
             yield number, list(cells)
 
 
-def _ods_row_elements(table):  # type: ignore[no-untyped-def]
+def _ods_row_elements(table):  # type: ignore[no-untyped-def]  # odfpy ships no types: its elements are untyped nodes
     """Rows in order, including those inside header-rows and row-groups."""
     from odf.namespaces import TABLENS
 
@@ -282,7 +282,7 @@ def _ods_row_elements(table):  # type: ignore[no-untyped-def]
             yield from _ods_row_elements(node)
 
 
-def _ods_value(cell) -> Any:  # type: ignore[no-untyped-def]
+def _ods_value(cell) -> Any:  # type: ignore[no-untyped-def]  # odfpy ships no types: its elements are untyped nodes
     from odf import teletype
     from odf.namespaces import TEXTNS
 

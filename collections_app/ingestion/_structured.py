@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.etree.ElementTree import Element
 
 from ._sheets import Row, Table
 from .blocks import Block
@@ -232,7 +233,7 @@ def _flatten(node: Any, path: list[str], out: list[Block], depth: int) -> None:
 # --- XML ----------------------------------------------------------------------------------------------------
 
 
-def _parse_xml(data: bytes):  # type: ignore[no-untyped-def]
+def _parse_xml(data: bytes) -> Element:
     import defusedxml
     from defusedxml import ElementTree
 
@@ -277,7 +278,7 @@ def _xml_at_path(root: Any, dotted: str) -> list[Any]:
     return current
 
 
-def _xml_record(element, prefix: str = "") -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _xml_record(element: Element, prefix: str = "") -> dict[str, Any]:
     """Attributes and child elements as columns; nested elements as dotted columns; repeats joined."""
     record: dict[str, Any] = {}
 
@@ -300,7 +301,7 @@ def _xml_record(element, prefix: str = "") -> dict[str, Any]:  # type: ignore[no
     return record
 
 
-def _flatten_xml(element, path: list[str], out: list[Block], depth: int) -> None:  # type: ignore[no-untyped-def]
+def _flatten_xml(element: Element, path: list[str], out: list[Block], depth: int) -> None:
     lines = [f"{_local(name)}: {value.strip()}" for name, value in element.attrib.items() if value.strip()]
 
     def flush() -> None:
@@ -308,16 +309,16 @@ def _flatten_xml(element, path: list[str], out: list[Block], depth: int) -> None
             out.append(Block("\n".join(lines), "paragraph", section=list(path)))
             lines.clear()
 
-    if (element.text or "").strip():
-        lines.append(element.text.strip())
+    if text := (element.text or "").strip():
+        lines.append(text)
     for child in element:
         tag = _local(child.tag)
         if len(child) == 0 and not child.attrib:
-            if (child.text or "").strip():
-                lines.append(f"{tag}: {child.text.strip()}")
+            if text := (child.text or "").strip():
+                lines.append(f"{tag}: {text}")
         elif depth < _MAX_DEPTH:
             flush()
             _flatten_xml(child, [*path, tag], out, depth + 1)
-        if (child.tail or "").strip():
-            lines.append(child.tail.strip())
+        if tail := (child.tail or "").strip():
+            lines.append(tail)
     flush()

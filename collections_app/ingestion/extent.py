@@ -24,6 +24,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree.ElementTree import Element
 
 from ._sheets import ODS_MAX_REPEAT
 from .budgets import Budgets, pages_of_text_over, pages_over, rows_over
@@ -107,7 +108,7 @@ def _pdf(path: Path) -> Extent:
         pdf.close()
 
 
-def _scanned(page) -> bool:  # type: ignore[no-untyped-def]
+def _scanned(page) -> bool:  # type: ignore[no-untyped-def]  # pypdfium2's page, imported lazily where it is read
     """No text, and something drawn: what the PDF parser sends to OCR (pdf.py)."""
     try:
         text = page.get_textpage()
@@ -190,7 +191,7 @@ def _ods(path: Path) -> Extent:
     return Extent(kind="spreadsheet", rows=rows, rows_exact=True)
 
 
-def _ods_cell_holds_something(cell) -> bool:  # type: ignore[no-untyped-def]
+def _ods_cell_holds_something(cell: Element) -> bool:
     # As the reader (_sheets._ods_value): a typed value (number, date, boolean) or text that is not blank.
     if cell.get(f"{_OFFICE}value-type") not in (None, "string"):
         return True

@@ -40,11 +40,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from collections_app.models import Document, DocumentStatus
-from collections_app.sql import advisory_try_lock, advisory_unlock
+from collections_app.sql import session_lock, session_lock_held
 from kbsite.redis_broker import REDIS_BROKER, ReliableRedis
 
 logger = logging.getLogger(__name__)
@@ -69,30 +69,18 @@ def document_lease(*, document_id: str) -> Iterator[bool]:
     default connection (closing it, a rolled-back transaction) can drop it early. Session
     advisory locks need a direct connection or a session-mode pooler, not transaction pooling.
     """
-    wrapper = connections["default"]
-    raw = wrapper.get_new_connection(wrapper.get_connection_params())
-    try:
-        raw.autocommit = True
-        # Named after the worker's pid, so an operator (or a test) can see who holds what in pg_stat_activity.
-        raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-ingest pid={os.getpid()}"])
-        with raw.cursor() as cursor:
-            acquired = advisory_try_lock(cursor, _lease_key(document_id))
+    # Named after the worker's pid, so an operator (or a test) can see who holds what in pg_stat_activity.
+    with session_lock(_lease_key(document_id), application_name=f"kbsite-ingest pid={os.getpid()}") as acquired:
         if not acquired:
             logger.info(
                 "document %s is already being ingested by a live worker; this delivery does nothing", document_id
             )
         yield acquired
-    finally:
-        raw.close()  # closing the session releases the lock
 
 
 def document_lease_held(*, document_id: str) -> bool:
     """Whether a live process holds the document's lease (checked by taking it for an instant)."""
-    with connection.cursor() as cursor:
-        if not advisory_try_lock(cursor, _lease_key(document_id)):
-            return True
-        advisory_unlock(cursor, _lease_key(document_id))
-    return False
+    return session_lock_held(_lease_key(document_id))
 
 
 def ingest_task_started(*, queue_row_id: object) -> None:

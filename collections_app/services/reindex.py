@@ -32,6 +32,7 @@ from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
 from collections_app.sql import keyword_vector
 from embedding import get_embedder, get_model
+from kbsite.queueing import task_name_shown, task_queue_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,6 @@ def collection_mark_stale(*, collection: Collection, changed: list[str]) -> int:
 
 def collection_reindex(*, collection: Collection) -> Collection:
     """Start (or resume) rebuilding every document into the next generation; queued once this commits."""
-    from django_q.tasks import async_task
 
     with transaction.atomic():
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
@@ -104,14 +104,11 @@ def collection_reindex(*, collection: Collection) -> Collection:
             update_fields=["reindex_generation", "reindex_total", "reindex_done", "reindex_error", "updated_at"]
         )
         collection_id = str(locked.pk)
-        shown = locked.name if len(locked.name) <= 44 else locked.name[:43] + "…"
-        transaction.on_commit(
-            lambda: async_task(
-                "collections_app.tasks.reindex_collection",
-                collection_id,
-                task_name=f"{shown} (reindex collection {collection_id})",
-                group="reindex",
-            )
+        task_queue_on_commit(
+            "collections_app.tasks.reindex_collection",
+            collection_id,
+            task_name=task_name_shown(locked.name, f"reindex collection {collection_id}"),
+            group="reindex",
         )
     return locked
 

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -17,8 +19,9 @@ from django.contrib import admin
 from django.contrib.admin.utils import get_fields_from_path, unquote
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.db.models import ForeignKey, ManyToManyField, Model, QuerySet
 from django.http import Http404, HttpRequest
+from django.urls import URLPattern, path
 
 from accounts.models import Role, Tenant
 from doors.admin.roles import grantable_roles, may, roles_of, tenants_where
@@ -37,9 +40,22 @@ def object_for_tool(model_admin: admin.ModelAdmin, request: HttpRequest, object_
     return found
 
 
+@dataclass(frozen=True)
+class ToolPage:
+    """One page an admin adds beside its stock ones (a preview, a re-index, an import): `route` under the admin's
+    URL, the name of the method that answers, and the last part of the URL name, which is
+    `<app>_<model>_<name>` as Django names its own admin pages."""
+
+    route: str
+    view: str
+    name: str
+
+
 class TenantScopedAdmin(admin.ModelAdmin):
     tenant_field = "tenant"  # the path from a row to its tenant
     manage_role: Role | None = Role.EDITOR  # None: nobody writes here (audit records)
+    # Each class in the MRO (an admin and each of its mixins) lists its own; get_urls gathers them all.
+    tool_pages: tuple[ToolPage, ...] = ()
 
     # --- what the person may do -------------------------------------------------------------------
 
@@ -83,6 +99,16 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     # --- what the person sees ---------------------------------------------------------------------
 
+    def get_urls(self) -> list[URLPattern]:
+        # In MRO order, before the stock pages: `<path:object_id>/` would otherwise swallow them.
+        pages = [page for klass in type(self).__mro__ for page in vars(klass).get("tool_pages", ())]
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
+        own = [
+            path(page.route, self.admin_site.admin_view(getattr(self, page.view)), name=f"{prefix}_{page.name}")
+            for page in pages
+        ]
+        return [*own, *super().get_urls()]
+
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)
         tenants = tenants_where(request, Role.VIEWER)
@@ -93,13 +119,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
         # get_queryset), never every tenant's names.
         return [_related_only(self.model, spec) for spec in super().get_list_filter(request)]
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField | None:
         queryset = self.scoped_choices(db_field.related_model, request)
         if queryset is not None:
             kwargs["queryset"] = queryset
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def formfield_for_manytomany(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_manytomany(
+        self, db_field: ManyToManyField, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelMultipleChoiceField | None:
         queryset = self.scoped_choices(db_field.related_model, request)
         if queryset is not None:
             kwargs["queryset"] = queryset
@@ -119,7 +149,9 @@ class TenantScopedAdmin(admin.ModelAdmin):
             return model._default_manager.filter(tenant__in=tenants)
         return model._default_manager.none()  # an unscoped model offers nothing to non-superusers
 
-    def get_deleted_objects(self, objs, request):  # type: ignore[no-untyped-def]
+    def get_deleted_objects(
+        self, objs: Sequence[Model] | QuerySet, request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         # Audit rows go with what they record (a document's paragraphs, a collection's builds): deleting
         # the owner is the editor's call; deleting the records on their own is refused by AuditAdmin.

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.template.defaultfilters import filesizeformat
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from collections_app.ingestion.languages import language_shown
 from collections_app.models import DocumentStatus
+
+if TYPE_CHECKING:
+    from django.contrib.admin.filters import _ListFilterChoices  # the stubs' name for one choice
 
 IN_FLIGHT = {DocumentStatus.QUEUED, DocumentStatus.PARSING}
 
@@ -26,7 +30,7 @@ class LanguageFilter(admin.AllValuesFieldListFilter):
     """A list filter on a language label that names each language ("Greek (el)", "Serbo-Croatian (sr/hr/bs)",
     "undetected"), not its bare code."""
 
-    def choices(self, changelist):  # type: ignore[no-untyped-def]
+    def choices(self, changelist: ChangeList) -> Iterator[_ListFilterChoices]:
         codes = {str(code) for code in self.lookup_choices if code is not None}
         for choice in super().choices(changelist):
             if choice.get("display") in codes:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from rest_framework import exceptions
@@ -25,7 +26,9 @@ class BoundedJSONParser(JSONParser):
     with a 400 that names where (e.g. {"filters.status": [...]}).
     """
 
-    def parse(self, stream, media_type=None, parser_context=None) -> Any:  # type: ignore[no-untyped-def]
+    def parse(
+        self, stream: IO[Any] | None, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         limit: int = settings.KB_MAX_JSON_BYTES
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 
@@ -18,7 +20,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "doors.api.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "An API key: `Authorization: Bearer kb_...`"}
 
 
@@ -46,6 +48,18 @@ REFUSALS = {
 }
 
 
+# The refusals operations share, named once: `refusals(*GUARDED)`, and one with more adds its own codes
+# (`refusals(*BODY, 409, conflict=..., conflict_example=...)`). 401: no valid key; 403: the key's role or agent
+# may not; 404: no such row in the key's tenant; 400: what the request says is wrong; 413/415: a body too large
+# or not JSON.
+READ = (401, 404)  # any key reads it
+GUARDED = (401, 403, 404)  # a role decides: an editor's reading, a delete, an action without a body
+LISTED = (400, 401, 404)  # a page of a list any key reads (400: a bad page or filter)
+GUARDED_LISTED = (400, 401, 403, 404)
+BODY = (400, 401, 403, 404, 413, 415)  # a JSON body to one of the tenant's rows
+NEW_BODY = (400, 401, 403, 413, 415)  # a JSON body that makes something new
+
+
 def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dict[int, OpenApiResponse]:
     """The error answers of an operation, for `extend_schema(responses={..., **refusals(400, 401)})`.
 
@@ -55,7 +69,7 @@ def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dic
     if 409 in codes and not (conflict and conflict_example):
         raise ValueError("a 409 needs its conflict= description and its conflict_example= message")
     answers = {}
-    for code in codes:
+    for code in sorted(set(codes)):
         if code == 409:
             answers[code] = OpenApiResponse(
                 ErrorOutput,
@@ -69,7 +83,7 @@ def refusals(*codes: int, conflict: str = "", conflict_example: str = "") -> dic
     return answers
 
 
-def add_retry_after(result: dict[str, Any], generator, request, public) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def add_retry_after(result: dict[str, Any], generator: SchemaGenerator, request: Any, public: bool) -> dict[str, Any]:
     """Postprocessing hook: every 429 declares its Retry-After header (drf-spectacular has no per-response headers)."""
     for path in result.get("paths", {}).values():
         for operation in path.values():
@@ -98,7 +112,9 @@ ERROR_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
-def add_examples_and_descriptions(result: dict[str, Any], generator, request, public) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def add_examples_and_descriptions(
+    result: dict[str, Any], generator: SchemaGenerator, request: Any, public: bool
+) -> dict[str, Any]:
     """Postprocessing hook: an example on every error answer, and a description on every operation.
 
     An operation without a description of its own is described by its summary and the role it needs,

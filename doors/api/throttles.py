@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
+
+if TYPE_CHECKING:  # rest_framework.views reads the permission and throttle settings: a runtime import circles
+    from rest_framework.views import APIView
 
 
 class KeyRateThrottle(BaseThrottle):
@@ -34,7 +39,7 @@ class KeyRateThrottle(BaseThrottle):
     def __init__(self) -> None:
         self.retry_after: float | None = None
 
-    def allow_request(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+    def allow_request(self, request: Request, view: APIView) -> bool:
         rate = self.rate()
         if not rate or request.auth is None:  # no limit, or refused by authentication anyway
             return True
@@ -83,7 +88,7 @@ class UploadThrottle(KeyRateThrottle):
 class UploadsOnly(UploadThrottle):
     """The upload limit on a view that also lists: only POST counts."""
 
-    def allow_request(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+    def allow_request(self, request: Request, view: APIView) -> bool:
         if request.method != "POST":
             return True
         return super().allow_request(request, view)

@@ -1,4 +1,6 @@
-"""Admin: golden questions per collection (list, add, edit, delete, import, export), "Evaluate", and evaluations.
+"""Admin: golden questions per collection (list, add, edit, delete, import, export), "Evaluate" and "Measure".
+
+Evaluations have their page in evaluations.py; the forms are in golden_forms.py.
 
 Editors and admins of the tenant only, reading included (the API's rule). The pages call retrieval.golden's
 services; forms check through the same `golden_question_clean` the API uses, so the messages are the same.
@@ -13,129 +15,39 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model, QuerySet
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 
 from accounts.models import Role
 from collections_app.exceptions import DomainError
 from collections_app.models import Collection
-from collections_app.services.collections import MAX_TOP_N
-from doors.admin.base import TenantScopedAdmin
-from doors.admin.display import status_badge
-from doors.admin.roles import may, tenants_where
+from doors.admin.base import ToolPage
+from doors.admin.roles import tenants_where
+from retrieval.admin.editors_only import EditorsOnly
+from retrieval.admin.golden_forms import EvaluateForm, ExportForm, GoldenQuestionForm, ImportForm, MeasureForm
 from retrieval.golden import (
     DEFAULT_TOP_N,
     MAX_IMPORT_BYTES,
     GoldenQuestionTaken,
     InvalidGolden,
-    document_names,
     evaluation_start,
     golden_export_beir,
     golden_export_jsonl,
     golden_import_beir,
     golden_import_jsonl,
-    golden_question_clean,
     golden_question_create,
     golden_question_from_search,
     golden_question_update,
 )
-from retrieval.measure import MEASURED, PRESETS, measure_start, preset_shown, variants_from_text
-from retrieval.models import Evaluation, GoldenQuestion, Reader
+from retrieval.measure import measure_start
+from retrieval.models import GoldenQuestion, Reader
 
 COLLECTION_FILTER = "collection__id__exact"
-
-
-def _lines(value: str) -> list[str]:
-    return [line.strip() for line in value.splitlines() if line.strip()]
-
-
-class GoldenQuestionForm(forms.ModelForm):
-    markers_text = forms.CharField(
-        label="Markers", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="One phrase per line that must appear in the returned text (survives rechunking).",
-    )  # fmt: skip
-    documents_text = forms.CharField(
-        label="Documents", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="One per line: a document that answers it, by file name, file name without extension, source or id.",
-    )  # fmt: skip
-    paragraphs_text = forms.CharField(
-        label="Paragraphs", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="One paragraph id per line (a search result's chunk_id).",
-    )  # fmt: skip
-
-    class Meta:
-        model = GoldenQuestion
-        fields = ["collection", "question", "control", "note"]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        golden = self.instance
-        if not golden._state.adding:
-            names = document_names(golden.collection).names_of
-            self.initial["markers_text"] = "\n".join(golden.markers)
-            self.initial["documents_text"] = "\n".join(names.get(str(d), str(d)) for d in golden.documents)
-            self.initial["paragraphs_text"] = "\n".join(str(p) for p in golden.paragraphs)
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or self.cleaned_data
-        collection = data.get("collection") or (None if self.instance._state.adding else self.instance.collection)
-        if collection is None or self.errors:
-            return data
-        values = {
-            "question": data.get("question", ""), "control": bool(data.get("control")), "note": data.get("note", ""),
-            "markers": _lines(data.get("markers_text", "")), "documents": _lines(data.get("documents_text", "")),
-            "paragraphs": _lines(data.get("paragraphs_text", "")),
-        }  # fmt: skip
-        try:
-            self.golden_values = golden_question_clean(collection=collection, values=values)
-        except InvalidGolden as exc:
-            field = {"markers": "markers_text", "documents": "documents_text", "paragraphs": "paragraphs_text"}
-            self.add_error(field.get(exc.field or "", exc.field if exc.field in self.fields else None), str(exc))
-            return data
-        taken = GoldenQuestion.objects.filter(collection=collection, question=self.golden_values["question"])
-        if taken.exclude(pk=self.instance.pk).exists():
-            self.add_error("question", "This collection already has that golden question.")
-        return data
-
-
-class EditorsOnly(TenantScopedAdmin):
-    """Read and written by the tenant's editors and admins only."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return super().has_module_permission(request) and may(request, None, Role.EDITOR)
-
-    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        if request.user.is_superuser:
-            return super().has_view_permission(request, obj)
-        return may(request, None if obj is None else self.tenant_id_of(obj), Role.EDITOR)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
-        tenants = tenants_where(request, Role.EDITOR)
-        return queryset if tenants is None else queryset.filter(tenant__in=tenants)
-
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
-        # A viewer of the row's tenant is told "forbidden" (403), as on every kbsite page; only another tenant's
-        # row does not exist for it. The list itself shows the tenants where the person is an editor.
-        tenants = tenants_where(request, Role.VIEWER)
-        rows = self.model._default_manager.all()
-        rows = rows if tenants is None else rows.filter(tenant__in=tenants)
-        try:
-            return rows.get(pk=object_id)
-        except (self.model.DoesNotExist, ValidationError, ValueError):
-            return None
-
-    def editable_collections(self, request: HttpRequest) -> QuerySet[Collection]:
-        tenants = tenants_where(request, Role.EDITOR)
-        collections = Collection.objects.order_by("name")
-        return collections if tenants is None else collections.filter(tenant__in=tenants)
 
 
 @admin.register(GoldenQuestion)
@@ -170,19 +82,13 @@ class GoldenQuestionAdmin(EditorsOnly):
 
     # --- tool pages: import, export, evaluate -----------------------------------------------------------
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        tools = [
-            path("import/", self.admin_site.admin_view(self.import_view), name="retrieval_goldenquestion_import"),
-            path("export/", self.admin_site.admin_view(self.export_view), name="retrieval_goldenquestion_export"),
-            path("evaluate/", self.admin_site.admin_view(self.evaluate_view), name="retrieval_goldenquestion_evaluate"),
-            path("measure/", self.admin_site.admin_view(self.measure_view), name="retrieval_goldenquestion_measure"),
-            path(
-                "from-search/",
-                self.admin_site.admin_view(self.from_search_view),
-                name="retrieval_goldenquestion_from_search",
-            ),
-        ]
-        return [*tools, *super().get_urls()]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("import/", "import_view", "import"),
+        ToolPage("export/", "export_view", "export"),
+        ToolPage("evaluate/", "evaluate_view", "evaluate"),
+        ToolPage("measure/", "measure_view", "measure"),
+        ToolPage("from-search/", "from_search_view", "from_search"),
+    )
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         chosen = request.GET.get(COLLECTION_FILTER, "")
@@ -350,179 +256,3 @@ def _uuid_or_none(value: Any) -> uuid.UUID | None:
 
 def _read(upload: Any) -> bytes:
     return upload.read(MAX_IMPORT_BYTES + 1)  # one byte past the limit: the service says it is too large
-
-
-class ImportForm(forms.Form):
-    collection = forms.ModelChoiceField(queryset=Collection.objects.none())
-    jsonl = forms.FileField(label="JSON lines", required=False)
-    queries = forms.FileField(label="BEIR queries.jsonl", required=False)
-    qrels = forms.FileField(label="BEIR qrels (TSV)", required=False)
-    skip_unknown = forms.BooleanField(
-        required=False, help_text="BEIR: skip (and report) qrels naming no document instead of refusing the import."
-    )
-
-
-class ExportForm(forms.Form):
-    collection = forms.ModelChoiceField(queryset=Collection.objects.none())
-    kind = forms.ChoiceField(label="Format", choices=[("jsonl", "JSON lines"), ("beir", "BEIR (zip)")])
-
-
-class EvaluateForm(forms.Form):
-    collection = forms.ModelChoiceField(queryset=Collection.objects.none())
-    reader = forms.ModelChoiceField(
-        queryset=Reader.objects.none(), required=False,
-        help_text="Search as this registered reader (needed for a per-reader collection).",
-    )  # fmt: skip
-    top_n = forms.IntegerField(
-        label="Results per question", min_value=1, max_value=MAX_TOP_N, initial=DEFAULT_TOP_N, required=False
-    )
-
-
-class MeasureForm(EvaluateForm):
-    preset = forms.ChoiceField(
-        required=False,
-        choices=[("", "— the variants below —"),
-                 *((name, f"{name} ({len(grid)} variants)") for name, grid in PRESETS.items())],
-        help_text=format_html_join(mark_safe("<br>"), "<strong>{}</strong>: {}",
-                                   ((name, preset_shown(name)) for name in PRESETS)),
-    )  # fmt: skip
-    variants = forms.CharField(
-        label="Variants", required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
-        help_text="Or one variant per line, as setting=value pairs (chunk_strategy=fixed chunk_size=128 around=0) or "
-        "a JSON object. Settings: " + ", ".join(MEASURED) + ". What a variant leaves out is the collection's.",
-    )  # fmt: skip
-    floor = forms.FloatField(required=False, min_value=0, max_value=1,
-                             help_text="Search every design with this floor (empty: unfloored).")  # fmt: skip
-    field_order = ["collection", "preset", "variants", "floor", "reader", "top_n"]
-
-    def clean_variants(self) -> list[dict[str, Any]]:
-        try:
-            return variants_from_text(self.cleaned_data.get("variants") or "")
-        except DomainError as exc:
-            raise ValidationError(str(exc)) from exc
-
-
-# Every field of an evaluation's page is read-only (nobody edits an evaluation).
-EVALUATION_SHOWN = ["collection", "status_shown", "progress", "error", "requested_by", "created_at", "finished_at",
-                    "metrics_shown", "settings_shown", "rows_shown"]  # fmt: skip
-
-
-@admin.register(Evaluation)
-class EvaluationAdmin(EditorsOnly):
-    """Evaluations: written by "Evaluate" only, read here with a row per question."""
-
-    manage_role = None  # nobody adds, changes or deletes one by hand
-    list_display = ["created_at", "collection", "status_shown", "progress", "hit_at_1", "hit_at_5", "mrr", "ndcg",
-                    "controls"]  # fmt: skip
-    list_filter = ["collection", "status"]
-    list_select_related = ["collection"]
-    fields = ["collection", "status_shown", "progress", "error", "requested_by", "created_at", "finished_at",
-              "metrics_shown", "settings_shown", "rows_shown"]  # fmt: skip
-    readonly_fields = EVALUATION_SHOWN
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
-        # The list shows no per-question rows: not read for it (hundreds of questions per evaluation).
-        return queryset.defer("rows") if getattr(request, "_kb_evaluation_list", False) else queryset
-
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        tools = [("Evaluate a collection", reverse("admin:retrieval_goldenquestion_evaluate"))]
-        request._kb_evaluation_list = True  # type: ignore[attr-defined]
-        return super().changelist_view(request, {"kb_tools": tools, **(extra_context or {})})
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
-        evaluation = self.get_object(request, object_id)
-        refresh = evaluation is not None and evaluation.status in ("queued", "running")
-        return super().change_view(request, object_id, form_url, {"kb_refresh": refresh, **(extra_context or {})})
-
-    @admin.display(description="status", ordering="status")
-    def status_shown(self, obj: Evaluation) -> SafeString:
-        return status_badge(obj.status)
-
-    @admin.display(description="questions done")
-    def progress(self, obj: Evaluation) -> str:
-        return f"{obj.questions_done} / {obj.questions_total}"
-
-    def _metric(self, obj: Evaluation, name: str) -> str:
-        value = (obj.metrics or {}).get(name)
-        return "—" if value is None else f"{value:.3f}"
-
-    @admin.display(description="hit@1")
-    def hit_at_1(self, obj: Evaluation) -> str:
-        return self._metric(obj, "hit_at_1")
-
-    @admin.display(description="hit@5")
-    def hit_at_5(self, obj: Evaluation) -> str:
-        return self._metric(obj, "hit_at_5")
-
-    @admin.display(description="MRR")
-    def mrr(self, obj: Evaluation) -> str:
-        return self._metric(obj, "mrr")
-
-    @admin.display(description="nDCG@10")
-    def ndcg(self, obj: Evaluation) -> str:
-        return self._metric(obj, "ndcg_at_10")
-
-    @admin.display(description="controls answered / refused")
-    def controls(self, obj: Evaluation) -> str:
-        metrics = obj.metrics or {}
-        if not metrics:
-            return "—"
-        return f"{metrics.get('controls_answered', 0)} / {metrics.get('controls_refused', 0)}"
-
-    @admin.display(description="metrics")
-    def metrics_shown(self, obj: Evaluation) -> SafeString:
-        metrics = obj.metrics or {}
-        if not metrics:
-            return format_html("{}", "— (not finished)")
-        latency = metrics.get("latency_ms") or {}
-        rows = [
-            ("questions found", f"{metrics['found']} of {metrics['questions']}"),
-            ("hit@1", self.hit_at_1(obj)), ("hit@5", self.hit_at_5(obj)), ("MRR", self.mrr(obj)),
-            ("nDCG@10", self.ndcg(obj)),
-            ("controls", f"{metrics['controls']}: {metrics['controls_answered']} answered, "
-                         f"{metrics['controls_refused']} refused"),
-            ("latency (ms)", f"p50 {latency.get('p50')}, p95 {latency.get('p95')}, max {latency.get('max')}"),
-        ]  # fmt: skip
-        body = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows)
-        return format_html('<table class="kb-evaluation-metrics">{}</table>', body)
-
-    @admin.display(description="searched with")
-    def settings_shown(self, obj: Evaluation) -> SafeString:
-        items = sorted((obj.settings or {}).items())
-        return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", items))
-
-    @admin.display(description="questions")
-    def rows_shown(self, obj: Evaluation) -> SafeString:
-        if not obj.rows:
-            return format_html("{}", "—")
-        head = format_html(
-            "<tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr>",
-            "question", "kind", "found", "rank", "nDCG@10", "top score", "ms",
-        )  # fmt: skip
-        body = format_html_join(
-            "",
-            '<tr class="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
-            (
-                (
-                    "kb-control" if row["control"] else ("kb-found" if row["found"] else "kb-missed"),
-                    row["question"],
-                    "control" if row["control"] else "answer",
-                    _found(row),
-                    row["rank"] if row["rank"] is not None else "—",
-                    "—" if row["control"] else f"{row['ndcg']:.3f}",
-                    "—" if row["top_score"] is None else f"{row['top_score']:.3f}",
-                    row["latency_ms"],
-                )
-                for row in obj.rows
-            ),
-        )
-        return format_html('<table id="evaluation-rows"><thead>{}</thead><tbody>{}</tbody></table>', head, body)
-
-
-def _found(row: dict[str, Any]) -> str:
-    if row["control"]:
-        return "answered (should not be)" if row["answered"] else f"refused ({row['reason'] or 'nothing returned'})"
-    if row["found"]:
-        return "yes"
-    return "no" + (f" — {len(row['gone'])} judged paragraph(s) no longer exist" if row["gone"] else "")

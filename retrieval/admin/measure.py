@@ -9,14 +9,15 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from accounts.models import Role
 from collections_app.exceptions import DomainError
+from doors.admin.base import ToolPage
 from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
-from retrieval.admin.golden import EditorsOnly
+from retrieval.admin.editors_only import EditorsOnly
 from retrieval.measure import measure_apply, measure_cancel
 from retrieval.measure._charts import found_ranks_svg, scores_svg, variant_label
 from retrieval.models import Measure
@@ -66,15 +67,14 @@ class MeasureAdmin(EditorsOnly):
         request._kb_measure_list = True  # type: ignore[attr-defined]
         return super().changelist_view(request, extra_context)
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
-        view = self.admin_site.admin_view
-        return [
-            path("<path:object_id>/apply/", view(self.apply_view), name="retrieval_measure_apply"),
-            path("<path:object_id>/cancel/", view(self.cancel_view), name="retrieval_measure_cancel"),
-            *super().get_urls(),
-        ]
+    tool_pages: tuple[ToolPage, ...] = (
+        ToolPage("<path:object_id>/apply/", "apply_view", "apply"),
+        ToolPage("<path:object_id>/cancel/", "cancel_view", "cancel"),
+    )
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):  # type: ignore[no-untyped-def]
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         measure = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
         if measure is not None:

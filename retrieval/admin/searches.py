@@ -119,7 +119,7 @@ LISTED_DOCUMENTS = 2
 class SearchEventChangeList(ChangeList):
     """The audit list: the file names of the page's returned documents read in one query, not one per row."""
 
-    def get_results(self, request):  # type: ignore[no-untyped-def]
+    def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
         events = list(self.result_list)  # evaluated once: the template iterates the same cached rows
         names = document_filenames((e.tenant_id, d) for e in events for d in e.documents)

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
-from doors.api.schema import refusals
+from doors.api.schema import NEW_BODY, refusals
 from doors.api.throttles import SearchThrottle
 from retrieval.api import examples
 from retrieval.citations import MAX_CITATIONS, MAX_QUOTE_CHARS, Citation, citations_verify
@@ -124,7 +124,7 @@ class CitationsVerifyView(APIView):
             OpenApiExample("Citations of an answer", value=examples.CITATIONS_REQUEST, request_only=True),
             OpenApiExample("Checked", value=examples.CITATIONS_CHECKED, response_only=True, status_codes=["200"]),
         ],
-        responses={200: CitationsVerifyOutput, **refusals(400, 401, 403, 413, 415, 429)},
+        responses={200: CitationsVerifyOutput, **refusals(*NEW_BODY, 429)},
     )
     def post(self, request: Request) -> Response:
         data = CitationsVerifyInput(data=request.data)

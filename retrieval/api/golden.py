@@ -30,7 +30,7 @@ from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
 from doors.api.pages import PageInput, page_of
 from doors.api.permissions import EditorOnly
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
 from doors.api.scope import collection_or_404
 from retrieval.api import examples
 from retrieval.golden import (
@@ -160,7 +160,7 @@ class GoldenListView(CollectionDoor):
         summary="A collection's golden questions, a page at a time",
         operation_id="manage_collections_golden_list",
         parameters=[PageInput],
-        responses={200: GoldenPageOutput, **refusals(400, 401, 403, 404)},
+        responses={200: GoldenPageOutput, **refusals(*GUARDED_LISTED)},
         examples=[
             OpenApiExample(
                 "A question and a control", value=examples.GOLDEN_PAGE, response_only=True, status_codes=["200"]
@@ -186,13 +186,8 @@ class GoldenListView(CollectionDoor):
         responses={
             201: GoldenOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="the collection already has that question",
                 conflict_example="this collection already has that golden question",
             ),
@@ -215,7 +210,7 @@ class GoldenDetailView(CollectionDoor):
 
     @extend_schema(
         summary="A golden question",
-        responses={200: GoldenOutput, **refusals(401, 403, 404)},
+        responses={200: GoldenOutput, **refusals(*GUARDED)},
         examples=[OpenApiExample("A golden question", value=examples.GOLDEN, response_only=True, status_codes=["200"])],
     )
     def get(self, request: Request, collection_id: UUID, golden_id: UUID) -> Response:
@@ -227,13 +222,8 @@ class GoldenDetailView(CollectionDoor):
         responses={
             200: GoldenOutput,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="the collection already has that question",
                 conflict_example="this collection already has that golden question",
             ),
@@ -245,7 +235,7 @@ class GoldenDetailView(CollectionDoor):
         data.is_valid(raise_exception=True)
         return Response(GoldenOutput(golden_question_update(golden=golden, **data.validated_data)).data)
 
-    @extend_schema(summary="Remove a golden question", responses={204: None, **refusals(401, 403, 404)})
+    @extend_schema(summary="Remove a golden question", responses={204: None, **refusals(*GUARDED)})
     def delete(self, request: Request, collection_id: UUID, golden_id: UUID) -> Response:
         golden_question_delete(golden=self.get_golden(request, collection_id, golden_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -265,7 +255,7 @@ class GoldenJsonlView(CollectionDoor):
 
     @extend_schema(
         summary="Export the golden questions as JSON lines",
-        responses={(200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **refusals(401, 403, 404)},
+        responses={(200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **refusals(*GUARDED)},
     )
     def get(self, request: Request, collection_id: UUID) -> HttpResponse:
         collection = self.get_collection(request, collection_id)
@@ -274,7 +264,7 @@ class GoldenJsonlView(CollectionDoor):
     @extend_schema(
         summary="Import golden questions from JSON lines (all or nothing)",
         request={"multipart/form-data": JsonlImportInput},
-        responses={200: ImportOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: ImportOutput, **refusals(*BODY)},
     )
     def post(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -291,7 +281,7 @@ class GoldenBeirView(CollectionDoor):
 
     @extend_schema(
         summary="Export the golden questions as BEIR (a zip of queries.jsonl and qrels/test.tsv)",
-        responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY), **refusals(401, 403, 404)},
+        responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY), **refusals(*GUARDED)},
     )
     def get(self, request: Request, collection_id: UUID) -> HttpResponse:
         collection = self.get_collection(request, collection_id)
@@ -302,7 +292,7 @@ class GoldenBeirView(CollectionDoor):
         description="A qrels corpus-id names a document by its id, file name, file name without extension, "
         "source, or the source's last part. Queries nothing judges are skipped.",
         request={"multipart/form-data": BeirImportInput},
-        responses={200: ImportOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: ImportOutput, **refusals(*BODY)},
     )
     def post(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -327,7 +317,7 @@ class EvaluateView(CollectionDoor):
         summary="Evaluate the collection as it is: every golden question through the search pipeline",
         description="Queued in the background; follow it at .../evaluations/{id} (status, progress, metrics).",
         request=EvaluateInput,
-        responses={202: EvaluationStarted, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={202: EvaluationStarted, **refusals(*BODY)},
     )
     def post(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -348,7 +338,7 @@ class EvaluationListView(CollectionDoor):
         summary="A collection's evaluations, newest first (without their per-question rows)",
         operation_id="manage_collections_evaluations_list",
         parameters=[PageInput],
-        responses={200: EvaluationPageOutput, **refusals(400, 401, 403, 404)},
+        responses={200: EvaluationPageOutput, **refusals(*GUARDED_LISTED)},
         examples=[
             OpenApiExample("One evaluation", value=examples.EVALUATION_PAGE, response_only=True, status_codes=["200"])
         ],
@@ -364,7 +354,7 @@ class EvaluationDetailView(CollectionDoor):
 
     @extend_schema(
         summary="One evaluation with a row per question",
-        responses={200: EvaluationDetailOutput, **refusals(401, 403, 404)},
+        responses={200: EvaluationDetailOutput, **refusals(*GUARDED)},
         examples=[
             OpenApiExample(
                 "A question found first, a control refused",

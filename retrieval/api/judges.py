@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from collections_app.models import Collection
 from doors.api.inputs import StrictInput
 from doors.api.permissions import EditorWrites
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, READ, refusals
 from doors.api.scope import collection_or_404
 from retrieval.api import examples
 from retrieval.models import CollectionJudge
@@ -50,7 +50,7 @@ class JudgeInput(StrictInput):
         help_text="Instructions; empty: built-in.",
     )
 
-    def to_internal_value(self, data):  # type: ignore[no-untyped-def]
+    def to_internal_value(self, data: Any) -> Any:
         # DRF's FloatField takes true as 1.0: a timeout of `true` is a mistake, not one second.
         if isinstance(data, dict) and isinstance(data.get("timeout"), bool):
             raise serializers.ValidationError({"timeout": ["a number of seconds, not true or false"]})
@@ -98,7 +98,7 @@ class CollectionJudgeView(APIView):
         examples=[
             OpenApiExample("A judge with a short wait", value=examples.JUDGE, response_only=True, status_codes=["200"])
         ],
-        responses={200: JudgeOutput, **refusals(401, 404)},
+        responses={200: JudgeOutput, **refusals(*READ)},
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -113,7 +113,7 @@ class CollectionJudgeView(APIView):
         examples=[
             OpenApiExample("A judge with a short wait", value={"enabled": True, "timeout": 5}, request_only=True)
         ],
-        responses={200: JudgeOutput, **refusals(400, 401, 403, 404, 413, 415)},
+        responses={200: JudgeOutput, **refusals(*BODY)},
     )
     def put(self, request: Request, collection_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
@@ -124,7 +124,7 @@ class CollectionJudgeView(APIView):
     @extend_schema(
         summary="Remove a collection's judge",
         description="The collection's searches can no longer be refused: `refused` is null.",
-        responses={204: None, **refusals(401, 403, 404)},
+        responses={204: None, **refusals(*GUARDED)},
     )
     def delete(self, request: Request, collection_id: UUID) -> Response:
         collection_judge_remove(collection=self.get_collection(request, collection_id))

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key, request_role
 from doors.api.inputs import StrictInput
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
 from retrieval.api import examples
 from retrieval.api.golden import CollectionDoor
 from retrieval.golden import DEFAULT_TOP_N
@@ -88,13 +88,8 @@ class MeasureView(CollectionDoor):
         responses={
             202: MeasureStarted,
             **refusals(
-                400,
-                401,
-                403,
-                404,
+                *BODY,
                 409,
-                413,
-                415,
                 conflict="the collection is being measured already",
                 conflict_example="handbook is being measured already: wait for it, or cancel it",
             ),
@@ -117,7 +112,7 @@ class MeasureView(CollectionDoor):
 class MeasureDetailView(CollectionDoor):
     @extend_schema(
         summary="One measure: status, progress, variants and the floor read off",
-        responses={200: MeasureOutput, **refusals(401, 403, 404)},
+        responses={200: MeasureOutput, **refusals(*GUARDED)},
         examples=[
             OpenApiExample("Two chunkings measured", value=examples.MEASURE, response_only=True, status_codes=["200"])
         ],
@@ -130,7 +125,7 @@ class MeasureDetailView(CollectionDoor):
 
 class MeasureCancelView(CollectionDoor):
     @extend_schema(summary="Cancel a measure (its scratch store is removed)", request=None,
-                   responses={200: MeasureOutput, **refusals(401, 403, 404)})  # fmt: skip
+                   responses={200: MeasureOutput, **refusals(*GUARDED)})  # fmt: skip
     def post(self, request: Request, collection_id: UUID, measure_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         measure = get_object_or_404(Measure.objects.filter(collection=collection), pk=measure_id)
@@ -141,7 +136,7 @@ class MeasureApplyView(CollectionDoor):
     @extend_schema(
         summary="Apply a measured variant: its settings saved, documents marked stale, a re-index to run",
         request=ApplyInput,
-        responses={200: Applied, **refusals(400, 401, 403, 404)},
+        responses={200: Applied, **refusals(*GUARDED_LISTED)},
     )
     def post(self, request: Request, collection_id: UUID, measure_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)

@@ -15,7 +15,7 @@ from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, array_page_of
 from doors.api.permissions import AdminOnly
-from doors.api.schema import refusals
+from doors.api.schema import BODY, GUARDED, NEW_BODY, refusals
 from retrieval.api import examples
 from retrieval.models import Reader
 from retrieval.services import reader_create, reader_delete, reader_update
@@ -65,7 +65,7 @@ class ReaderListView(APIView):
         summary="Register a reader and its labels",
         request=ReaderInput,
         examples=[OpenApiExample("A reader of HR paragraphs", value={"name": "ada@example.com", "labels": ["hr"]})],
-        responses={201: ReaderOutput, **refusals(400, 401, 403, 409, 413, 415, **NAME_TAKEN)},
+        responses={201: ReaderOutput, **refusals(*NEW_BODY, 409, **NAME_TAKEN)},
     )
     def post(self, request: Request) -> Response:
         data = ReaderInput(data=request.data)
@@ -88,7 +88,7 @@ class ReaderDetailView(APIView):
                 "A reader of HR and finance paragraphs", value=examples.READER, response_only=True, status_codes=["200"]
             )
         ],
-        responses={200: ReaderOutput, **refusals(401, 403, 404)},
+        responses={200: ReaderOutput, **refusals(*GUARDED)},
     )
     def get(self, request: Request, reader_id: UUID) -> Response:
         return Response(ReaderOutput(self.get_reader(request, reader_id)).data)
@@ -96,7 +96,7 @@ class ReaderDetailView(APIView):
     @extend_schema(
         summary="Rename a reader or change its labels (the next search uses them)",
         request=ReaderInput(partial=True),
-        responses={200: ReaderOutput, **refusals(400, 401, 403, 404, 409, 413, 415, **NAME_TAKEN)},
+        responses={200: ReaderOutput, **refusals(*BODY, 409, **NAME_TAKEN)},
     )
     def patch(self, request: Request, reader_id: UUID) -> Response:
         reader = self.get_reader(request, reader_id)
@@ -104,7 +104,7 @@ class ReaderDetailView(APIView):
         data.is_valid(raise_exception=True)
         return Response(ReaderOutput(reader_update(reader=reader, **data.validated_data)).data)
 
-    @extend_schema(summary="Remove a reader", responses={204: None, **refusals(401, 403, 404)})
+    @extend_schema(summary="Remove a reader", responses={204: None, **refusals(*GUARDED)})
     def delete(self, request: Request, reader_id: UUID) -> Response:
         reader_delete(reader=self.get_reader(request, reader_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

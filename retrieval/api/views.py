@@ -10,7 +10,7 @@ from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX
 from collections_app.validation import SafeJSONField
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
-from doors.api.schema import LABEL_HELP, refusals
+from doors.api.schema import LABEL_HELP, NEW_BODY, refusals
 from doors.api.throttles import SearchThrottle
 from kbsite.db_routing import read_only_call
 from retrieval.api import examples
@@ -226,12 +226,8 @@ class SearchView(APIView):
         responses={
             200: SearchOutput,
             **refusals(
-                400,
-                401,
-                403,
+                *NEW_BODY,
                 409,
-                413,
-                415,
                 429,
                 conflict="a searched collection was built with a model of another width than the question's; "
                 "rebuild it (re-index) with its current model",

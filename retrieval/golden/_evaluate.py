@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection, connections, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from collections_app.models import Chunk, Collection
-from collections_app.sql import advisory_try_lock, advisory_unlock
+from collections_app.sql import session_lock, session_lock_held
+from kbsite.queueing import task_name_shown, task_queue_on_commit
 from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion, Reader
 from retrieval.search import SearchScope, UnknownReader, collection_scope, search
 
@@ -39,7 +40,6 @@ def evaluation_start(
     *, collection: Collection, reader: Reader | None = None, top_n: int = DEFAULT_TOP_N, requested_by: str = ""
 ) -> Evaluation:
     """Queue an evaluation of the collection's golden questions; it runs once this transaction commits."""
-    from django_q.tasks import async_task
 
     total = golden_questions_for(collection).count()
     if not total:
@@ -55,14 +55,11 @@ def evaluation_start(
             questions_total=total, requested_by=requested_by[:200],
         )  # fmt: skip
         evaluation_id = str(evaluation.pk)
-        shown = collection.name if len(collection.name) <= 44 else collection.name[:43] + "…"
-        transaction.on_commit(
-            lambda: async_task(
-                "retrieval.tasks.evaluate_collection",
-                evaluation_id,
-                task_name=f"{shown} (evaluate collection {evaluation_id})",
-                group="evaluation",
-            )
+        task_queue_on_commit(
+            "retrieval.tasks.evaluate_collection",
+            evaluation_id,
+            task_name=task_name_shown(collection.name, f"evaluate collection {evaluation_id}"),
+            group="evaluation",
         )
     return evaluation
 
@@ -85,23 +82,12 @@ def _lease_key(evaluation_id: Any) -> str:
 def evaluation_lease(*, evaluation_id: Any) -> Iterator[bool]:
     """Hold the evaluation's lease while the block runs: a session advisory lock on a connection of its own,
     which the server drops when the worker's process dies. Yields False if a live worker holds it."""
-    wrapper = connections["default"]
-    raw = wrapper.get_new_connection(wrapper.get_connection_params())
-    try:
-        raw.autocommit = True
-        raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-evaluation pid={os.getpid()}"])
-        with raw.cursor() as cursor:
-            yield advisory_try_lock(cursor, _lease_key(evaluation_id))
-    finally:
-        raw.close()
+    with session_lock(_lease_key(evaluation_id), application_name=f"kbsite-evaluation pid={os.getpid()}") as taken:
+        yield taken
 
 
 def evaluation_lease_held(*, evaluation_id: Any) -> bool:
-    with connection.cursor() as cursor:
-        if not advisory_try_lock(cursor, _lease_key(evaluation_id)):
-            return True
-        advisory_unlock(cursor, _lease_key(evaluation_id))
-    return False
+    return session_lock_held(_lease_key(evaluation_id))
 
 
 WORKER_STOPPED = "the worker stopped: the evaluation did not finish; evaluate again"

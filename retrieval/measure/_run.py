@@ -20,6 +20,7 @@ from django.utils import timezone
 from collections_app.exceptions import Conflict
 from collections_app.models import Collection
 from embedding import get_embedder, get_model
+from kbsite.queueing import task_name_shown, task_queue_on_commit
 from retrieval.golden import DEFAULT_TOP_N, InvalidGolden, golden_questions_for, questions_evaluate, totals
 from retrieval.models import Measure, MeasureStatus, Reader
 from retrieval.search import collection_scope
@@ -52,7 +53,6 @@ def measure_start(
     requested_by: str = "",
 ) -> Measure:
     """Check the variants and queue the measure; it runs once this transaction commits."""
-    from django_q.tasks import async_task
 
     resolved = variants_resolve(collection=collection, variants=variants, preset=preset)
     total = golden_questions_for(collection).count()
@@ -74,14 +74,11 @@ def measure_start(
                 requested_by=requested_by[:200],
             )  # fmt: skip
             measure_id = str(measure.pk)
-            shown = collection.name if len(collection.name) <= 44 else collection.name[:43] + "…"
-            transaction.on_commit(
-                lambda: async_task(
-                    "retrieval.tasks.measure_collection",
-                    measure_id,
-                    task_name=f"{shown} (measure collection {measure_id})",
-                    group="measure",
-                )
+            task_queue_on_commit(
+                "retrieval.tasks.measure_collection",
+                measure_id,
+                task_name=task_name_shown(collection.name, f"measure collection {measure_id}"),
+                group="measure",
             )
     except IntegrityError as exc:
         if "measure_one_at_a_time_per_collection" in str(exc):

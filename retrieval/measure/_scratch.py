@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection, connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Tenant
 from collections_app.models import Chunk, Collection, Document, DocumentStatus, RetiredParagraph
 from collections_app.services.reindex import collection_cutover, document_stage
-from collections_app.sql import advisory_try_lock, advisory_unlock
+from collections_app.sql import session_lock, session_lock_held
 from retrieval.models import MEASURE_IN_FLIGHT, Measure, MeasureStatus
 
 logger = logging.getLogger(__name__)
@@ -48,23 +48,12 @@ def _lease_key(measure_id: Any) -> str:
 def measure_lease(*, measure_id: Any) -> Iterator[bool]:
     """Hold the measure's lease while the block runs (a session advisory lock on a connection of its own, which
     the server drops when the worker's process dies); yields False if a live worker holds it."""
-    wrapper = connections["default"]
-    raw = wrapper.get_new_connection(wrapper.get_connection_params())
-    try:
-        raw.autocommit = True
-        raw.execute("SELECT set_config('application_name', %s, false)", [f"kbsite-measure pid={os.getpid()}"])
-        with raw.cursor() as cursor:
-            yield advisory_try_lock(cursor, _lease_key(measure_id))
-    finally:
-        raw.close()
+    with session_lock(_lease_key(measure_id), application_name=f"kbsite-measure pid={os.getpid()}") as taken:
+        yield taken
 
 
 def measure_lease_held(*, measure_id: Any) -> bool:
-    with connection.cursor() as cursor:
-        if not advisory_try_lock(cursor, _lease_key(measure_id)):
-            return True
-        advisory_unlock(cursor, _lease_key(measure_id))
-    return False
+    return session_lock_held(_lease_key(measure_id))
 
 
 def scratch_open(*, measure: Measure) -> Tenant:

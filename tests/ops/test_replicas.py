@@ -1,4 +1,4 @@
-"""Searches from a PostgreSQL read replica, on loopback: a primary and its streaming standby (tests/ops/pg_pair.py).
+"""Searches from a PostgreSQL read replica, on loopback: a primary and its streaming standby (bench/_pg_pair.py).
 
 The primary starts as a copy of the migrated test database (pg_dump: migrating a new database takes a minute on
 two busy cores); the standby is made from it by pg_basebackup -R and streams from it. The platform runs in
@@ -25,7 +25,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.ops import pg_pair
+from bench import _pg_pair as pg_pair
 
 # django_db: so that the session sets up the test database this module copies.
 pytestmark = [pytest.mark.ops, pytest.mark.django_db]

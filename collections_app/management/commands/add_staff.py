@@ -1,8 +1,9 @@
 import os
+from typing import Any
 
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.keys import tenant_get_or_create
 from accounts.memberships import staff_member_add
@@ -15,7 +16,7 @@ class Command(BaseCommand):
         "A generated password is printed once, alone on the last line. Safe to run again."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--tenant", required=True)
         parser.add_argument("--role", required=True, choices=[r.value for r in Role])
@@ -26,7 +27,9 @@ class Command(BaseCommand):
             "be kept in the shell history)",
         )
 
-    def handle(self, *args, username: str, tenant: str, role: str, password_from_env: str | None, **options):  # type: ignore[no-untyped-def]
+    def handle(
+        self, *args: Any, username: str, tenant: str, role: str, password_from_env: str | None, **options: Any
+    ) -> None:
         if not username.strip() or not tenant.strip():
             raise CommandError("the username and --tenant must not be empty")
         password = None

@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from accounts.keys import tenant_get_or_create
@@ -10,7 +12,7 @@ from collections_app.services.keys import ANY_READER, api_key_create, readers_na
 class Command(BaseCommand):
     help = "Create an API key (creating the tenant if missing); prints the key alone on the last line."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True)
         parser.add_argument("--role", required=True, choices=[r.value for r in Role])
         parser.add_argument("--agent", help="name of the agent this key acts for (created if missing)")
@@ -22,7 +24,9 @@ class Command(BaseCommand):
             f"names, or '{ANY_READER}' for every reader of the tenant. Default: none",
         )
 
-    def handle(self, *args, tenant: str, role: str, agent: str | None, name: str, readers: str, **options):  # type: ignore[no-untyped-def]
+    def handle(
+        self, *args: Any, tenant: str, role: str, agent: str | None, name: str, readers: str, **options: Any
+    ) -> None:
         if not tenant.strip():
             raise CommandError("--tenant must not be empty")
         try:

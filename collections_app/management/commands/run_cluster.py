@@ -9,10 +9,13 @@ import signal
 import sys
 import threading
 import time
+from types import FrameType
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
+from django_q.cluster import Cluster
 
 from collections_app.hooks import recovery_sweeps
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
@@ -32,7 +35,7 @@ class Command(BaseCommand):
         "KB_RECOVERY_SECONDS it requeues documents left `parsing` by an ingestion that died."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--wait",
             type=float,
@@ -42,7 +45,7 @@ class Command(BaseCommand):
 
     _pruned_at: float | None = None
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         # Started by a supervisor to die with it (`manage.py serve` sets the death signal): a death signal
         # with another parent than the one we started with means that supervisor was killed.
         supervisor = os.getppid() if death_signal() else None
@@ -72,7 +75,7 @@ class Command(BaseCommand):
         def orphaned() -> bool:
             return supervisor is not None and os.getppid() != supervisor
 
-        def stop(signum, frame):  # type: ignore[no-untyped-def]
+        def stop(signum: int, frame: FrameType | None) -> None:
             # Only set a flag: django-q2's own handler stops the cluster inside the handler, and a second
             # signal arriving meanwhile deadlocks it (django-q2 issue #346). The loop below stops it once.
             stopping.set()
@@ -103,7 +106,7 @@ class Command(BaseCommand):
             cluster.stop()
 
     @staticmethod
-    def _kill_sentinel(cluster) -> None:  # type: ignore[no-untyped-def]
+    def _kill_sentinel(cluster: Cluster) -> None:
         """SIGKILL the sentinel; its workers, pusher and monitor follow it (their death signal)."""
         if cluster.sentinel is not None and cluster.sentinel.pid is not None:
             with contextlib.suppress(ProcessLookupError):

@@ -30,9 +30,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kbsite.runlock import AlreadyRunning, run_lock
 from kbsite.supervision import SUPERVISOR_VARIABLE, die_with_parent, stale_cluster, stale_cluster_stop
@@ -54,10 +55,10 @@ def read_procfile(path: Path, env: dict[str, str]) -> dict[str, list[str]]:
 class Command(BaseCommand):
     help = "Run the web server and the django-q2 cluster (the Procfile) as one unit; a second one refuses to start."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--procfile", default=str(Path(settings.BASE_DIR) / "Procfile"))
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         die_with_parent()  # `make` killed: we stop too
         try:
             run_lock(settings.VAR_DIR, "kbsite")

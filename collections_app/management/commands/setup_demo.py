@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -50,7 +51,7 @@ class Command(BaseCommand):
     help = "Create the demo tenant with an admin login and one editor API key, once; print them on every run."
 
     @transaction.atomic
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         credentials = _read_credentials()
         tenant = tenant_get_or_create(name="demo")
         User = get_user_model()

@@ -4,6 +4,7 @@ variables are bound to their one collection first (or refused while two tenants 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -34,7 +35,7 @@ class Command(BaseCommand):
             help="create, update or remove the django-q2 sync schedules per KB_SYNC_EVERY_MINUTES, then exit",
         )
 
-    def handle(self, *args, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             for line in folder_sources_adopt_legacy():
                 self.stdout.write(self.style.WARNING(line))

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
-from django.db.models import BinaryField, F, Func
+from django.db.models import BinaryField, F, Func, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent
@@ -130,7 +130,7 @@ def _settings(collection: Collection) -> str:
     return json.dumps(values, sort_keys=True, ensure_ascii=False)
 
 
-def _live(collection: Collection):  # type: ignore[no-untyped-def]
+def _live(collection: Collection) -> QuerySet[Chunk]:
     # A paragraph without a vector (none is written so today) would be no row a reader can rank: not exported.
     return Chunk.objects.live().paragraphs().filter(collection=collection, embedding__isnull=False)
 

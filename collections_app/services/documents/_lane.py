@@ -24,13 +24,12 @@ import datetime as dt
 import logging
 
 from django.conf import settings
-from django.db import connections
 from django.utils import timezone
 
 from collections_app.ingestion import Extent
 from collections_app.models import Document, DocumentStatus
 from collections_app.services.documents._queue import INGEST_FUNC, ingest_task_options
-from collections_app.sql import advisory_try_lock
+from collections_app.sql import advisory_try_lock, own_session
 
 logger = logging.getLogger(__name__)
 
@@ -82,10 +81,8 @@ class Lane:
         lanes = settings.KB_LARGE_DOCUMENT_LANES
         if self._connection is not None or lanes <= 0:
             return
-        wrapper = connections["default"]
-        raw = wrapper.get_new_connection(wrapper.get_connection_params())
+        raw = own_session()
         try:
-            raw.autocommit = True
             with raw.cursor() as cursor:
                 for number in range(lanes):
                     if advisory_try_lock(cursor, lane_key(number)):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from collections_app.models import Document, DocumentStatus
+from kbsite.queueing import task_name_shown, task_queue_on_commit
 
 INGEST_FUNC = "collections_app.tasks.ingest_document"
 
@@ -19,23 +19,19 @@ def document_queue_ingest(*, document: Document, reingest: bool = False) -> None
     paragraphs stay searchable meanwhile. The task is named after the file, with the document's id for the
     recovery (services/recovery.py finds a document's tasks by "ingest document <id>").
     """
-    from django_q.tasks import async_task
-
     document_id = str(document.pk)
     if reingest:
         document.status, document.progress, document.error = DocumentStatus.QUEUED, 0, ""
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.QUEUED, progress=0, error="", updated_at=timezone.now()
         )
-    options = ingest_task_options(document)
-    transaction.on_commit(lambda: async_task(INGEST_FUNC, document_id, **options))
+    task_queue_on_commit(INGEST_FUNC, document_id, **ingest_task_options(document))
 
 
 def ingest_task_options(document: Document) -> dict[str, str]:
     """The task's name and group, and its cluster when the document is large and a cluster of its own is set up."""
     document_id = str(document.pk)
-    shown = document.filename if len(document.filename) <= 44 else document.filename[:43] + "…"
-    options = {"task_name": f"{shown} (ingest document {document_id})", "group": "ingestion"}
+    options = {"task_name": task_name_shown(document.filename, f"ingest document {document_id}"), "group": "ingestion"}
     large_queue = settings.KB_LARGE_DOCUMENT_QUEUE
     if large_queue and document.size > settings.KB_LARGE_DOCUMENT_BYTES:
         # A large document is read by a cluster of its own (django-q2's named clusters: Q_CLUSTER_NAME), so

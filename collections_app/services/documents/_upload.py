@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -302,7 +303,7 @@ def _stored_name(filename: str) -> str:
     return _shorten(filename, lambda text: len(text.encode("utf-8")), _MAX_STORED_NAME_BYTES)
 
 
-def _shorten(name: str, measure, limit: int) -> str:  # type: ignore[no-untyped-def]
+def _shorten(name: str, measure: Callable[[str], int], limit: int) -> str:
     """Cut the stem (never the extension) at a character boundary until `measure(name) <= limit`."""
     if measure(name) <= limit:
         return name

@@ -5,7 +5,7 @@ through the same ingestion as any upload, while the paragraphs of the version be
 replaces a document's paragraphs in one transaction (_publish.py), and that transaction also marks the new
 version `current` and the one before `retired` (`document_version_publish`). A version that cannot be read ends
 in `error` with its reason, and the version before goes on answering (`document_version_fail`). A folder sync
-makes versions the same way (services/folder_sources.py).
+makes versions the same way (services/folder_sources/_sync.py).
 
 Every version's original is kept (`DocumentVersion.file` names the file the document held when that version was
 uploaded) until the document is deleted, when all of them go after the commit (_delete.py).

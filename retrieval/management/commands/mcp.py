@@ -6,6 +6,8 @@ process lists). Messages go over stdin/stdout; nothing else is written to stdout
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -16,7 +18,7 @@ from retrieval.mcp import serve_stdio
 class Command(BaseCommand):
     help = "Serve the MCP tools (search, collections) over stdio as the API key in KB_MCP_KEY."
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         secret = settings.KB_MCP_KEY.strip()
         if not secret:
             raise CommandError("set KB_MCP_KEY to the API key the MCP server acts as (create one: create_api_key)")

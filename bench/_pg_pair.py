@@ -1,5 +1,8 @@
 """A PostgreSQL primary and its streaming standby on loopback, made with the embedded server's own binaries.
 
+Bench's own (bench/search_load.py --databases); the replica tests use it too (tests may import a bench
+helper, a benchmark never imports tests).
+
 Not the test database: a cluster of its own in a temporary folder (initdb, wal_level=replica, replication
 allowed from 127.0.0.1 by initdb's trust rules), and a standby made from it by `pg_basebackup -R` (which
 writes `primary_conninfo` and `standby.signal`). As root the servers run as the wheel's own system user,
@@ -106,7 +109,7 @@ def _configure(data: Path, port: int) -> None:
         "max_connections": "40",
     }
     with open(data / "postgresql.conf", "a") as conf:
-        conf.write("\n# tests/ops/pg_pair.py\n")
+        conf.write("\n# bench/_pg_pair.py\n")
         for name, value in settings.items():
             conf.write(f"{name} = {value}\n")
 
