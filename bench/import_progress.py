@@ -75,7 +75,7 @@ def write_file(path: Path, rows: list[tuple[str, str]], real: int) -> None:
     for i, (title, text) in enumerate(rows):
         seq = titles.setdefault(title, len(titles) + 1)
         ordinal = ordinals[seq] = ordinals.get(seq, -1) + 1
-        vector = base[i % real] + rng.normal(0, 0.01, base.shape[1]).astype("<f4")
+        vector = base[i % real] + np.asarray(rng.normal(0, 0.01, base.shape[1]), dtype="<f4")
         vector /= np.linalg.norm(vector)
         batch.append(
             (None, "scifact", f"scifact-{seq:05d}.txt", ordinal, text, vector.astype("<f4").tobytes(), len(vector),

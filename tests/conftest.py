@@ -47,16 +47,15 @@ def cast(db) -> Cast:
     agent = Agent.objects.create(tenant=tenant, name="support-bot")
     # The cast's keys act for any reader, as keys made before reader delegation do after the upgrade
     # (migration 0029); tests/retrieval/api/test_reader_delegation.py makes narrower ones.
-    any_reader = {"readers": "any"}
     return Cast(
         tenant=tenant,
         outsider_tenant=outsider_tenant,
-        admin=client_for(api_key_create(tenant=tenant, role=Role.ADMIN, **any_reader).secret),
-        editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR, **any_reader).secret),
-        viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, **any_reader).secret),
-        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN, **any_reader).secret),
+        admin=client_for(api_key_create(tenant=tenant, role=Role.ADMIN, readers="any").secret),
+        editor=client_for(api_key_create(tenant=tenant, role=Role.EDITOR, readers="any").secret),
+        viewer=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, readers="any").secret),
+        outsider=client_for(api_key_create(tenant=outsider_tenant, role=Role.ADMIN, readers="any").secret),
         agent=agent,
-        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent, **any_reader).secret),
+        agent_client=client_for(api_key_create(tenant=tenant, role=Role.VIEWER, agent=agent, readers="any").secret),
     )
 
 

@@ -49,7 +49,7 @@ from collections_app.models import (
     ParagraphEdit,
     ReaderLabel,
 )
-from collections_app.services.keys import api_key_create
+from collections_app.services.keys import ANY_READER, api_key_create
 from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measure, ModelCall, Reader, SearchEvent
 
 OTHER = "quokka"  # in every name of the other tenant
@@ -227,7 +227,7 @@ def _build_world() -> World:
     own_reader = objects[("retrieval.Reader", "own")]
     for role in STAFF_ROLES:
         delegated_keys[(role, "none")] = keys[role]
-        for delegation, readers in (("some", [own_reader]), ("any", "any")):
+        for delegation, readers in (("some", [own_reader]), ("any", ANY_READER)):
             delegated_keys[(role, delegation)] = api_key_create(
                 tenant=tenants["own"], role=role, name=f"{OWN}-{role}-{delegation}-key", readers=readers
             ).secret

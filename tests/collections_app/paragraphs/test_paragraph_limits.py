@@ -78,7 +78,7 @@ def test_reverting_a_long_edit_answers_202_and_brings_the_old_text_back_through_
     # The revert embeds the long text's predecessor, short here: made long by an earlier long edit.
     with django_capture_on_commit_callbacks(execute=True):
         cast.editor.patch(f"{base(handbook)}/paragraphs/{refunds.pk}", {"text": LONG_TEXT + " Again."}, format="json")
-    second = ParagraphEdit.objects.filter(document=handbook).order_by("-created_at").first()
+    second = ParagraphEdit.objects.filter(document=handbook).order_by("-created_at")[0]
     embedded.texts.clear()
 
     with django_capture_on_commit_callbacks() as queued:

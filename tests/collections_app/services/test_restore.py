@@ -273,7 +273,7 @@ def test_a_database_url_sslmode_is_honoured_not_dropped(cast, installation: Path
     database = dj_database_url.parse(f"postgres://kb:secret@127.0.0.1:{port}/kb?sslmode=require")
 
     with server, pytest.raises(BackupFailed) as caught:
-        installation_restore(path=installation, force=True, database=database)
+        installation_restore(path=installation, force=True, database=dict(database))
     listener.join(timeout=10)
 
     message = str(caught.value)

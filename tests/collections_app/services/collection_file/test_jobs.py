@@ -94,7 +94,7 @@ def test_an_import_shows_its_progress_while_its_one_transaction_writes(office, m
     path = tmp_path / "handbook.db"
     collection_export(collection=office, path=path)
     paragraphs = office.chunks.filter(kind="paragraph").count()
-    seen = []
+    seen: list[object] = []
     index = _import._index
 
     def index_and_look(collection, *args):
