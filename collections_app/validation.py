@@ -41,6 +41,18 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+def paragraph_text_problem(value: str) -> str | None:
+    """Why this cannot be a paragraph's text, or None: the one check an edit, a split and an import share."""
+    problem = text_problem(value)
+    if problem:
+        return problem
+    if not value.strip():
+        return "is blank: a paragraph needs some text; hide it to take it out of searches"
+    if len(value) > MAX_PARAGRAPH_CHARS:
+        return f"is too long ({len(value)} characters): a paragraph holds at most {MAX_PARAGRAPH_CHARS} characters"
+    return None
+
+
 def control_problem(value: str) -> str | None:
     """Why this string cannot be a name: a control character (a line break, a tab, a terminal escape)."""
     for char in value:

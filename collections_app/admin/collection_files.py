@@ -17,9 +17,16 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.core.files.storage import default_storage
 from django.db.models import Model, OuterRef, QuerySet, Subquery
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotFound,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -35,7 +42,13 @@ from collections_app.models import (
     CollectionFilePhase,
     CollectionFileStatus,
 )
-from collections_app.services.collection_file import collection_export_start, collection_file_remove, collection_import
+from collections_app.services.collection_file import (
+    ExportExpired,
+    collection_export_start,
+    collection_file_open,
+    collection_file_remove,
+    collection_import,
+)
 from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 from doors.admin.roles import tenants_where
 
@@ -209,15 +222,19 @@ class CollectionFileAdmin(TenantScopedAdmin):
         url = reverse("admin:collections_app_collectionfile_download", args=[obj.pk])
         return format_html('<a href="{}">Download</a>', url)
 
-    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
+    def download_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         record = object_for_tool(self, request, object_id, change=False)
         # Whole paragraphs, whatever their reader labels: an editor's, as the API's export is.
         if not self._may_manage(request, record):
             raise PermissionDenied
         if record.kind != CollectionFileKind.EXPORT or record.status != CollectionFileStatus.DONE or not record.stored:
             raise Http404("this export is not ready")
+        try:
+            file = collection_file_open(record)
+        except ExportExpired as exc:
+            return HttpResponseNotFound(format_html("<p>{}</p>", str(exc)))
         return FileResponse(
-            default_storage.open(record.stored, "rb"),
+            file,
             as_attachment=True,
             filename=download_name(record.collection),
             content_type="application/vnd.sqlite3",

@@ -64,7 +64,9 @@ def read_sheets(path: Path, ext: str, budgets: Budgets | None = None) -> tuple[l
     if ext == ".xls":
         return _read_workbook(_xls_sheets(path), counter)
     if ext == ".ods":
-        return _read_workbook(_ods_sheets(path), counter)
+        notes: list[str] = []  # what the reader left out of what the file declares
+        tables, warnings = _read_workbook(_ods_sheets(path, budgets, notes), counter)
+        return tables, [*notes, *warnings]
     raise NothingReadable(f"{ext} is not a spreadsheet format")
 
 
@@ -231,44 +233,69 @@ def _xls_sheets(path: Path) -> list[Sheet]:
         book.release_resources()
 
 
-def _ods_sheets(path: Path) -> list[Sheet]:
+def _ods_sheets(path: Path, budgets: Budgets | None = None, notes: list[str] | None = None) -> list[Sheet]:
     from odf.namespaces import TABLENS
     from odf.opendocument import load
 
     document = load(str(path))
     sheets: list[Sheet] = []
+    # A row declared more times than the budget allows is refused by its count before (extent.py), and by the
+    # row counter here: expanding one past the budget would only be thrown away.
+    row_limit = budgets.rows + 1 if budgets is not None else ODS_MAX_REPEAT
     for table in document.spreadsheet.childNodes:
         if table.qname != (TABLENS, "table"):
             continue
         name = table.getAttribute("name") or f"Sheet{len(sheets) + 1}"
-        sheets.append((name, list(_ods_rows(table))))
+        sheets.append((name, list(_ods_rows(table, name, row_limit, notes if notes is not None else []))))
     return sheets
 
 
-ODS_MAX_REPEAT = 10_000  # a style applied to "all rows" repeats an empty row a million times
+# A style applied to "all rows" repeats an empty row a million times; without a rows budget a row holding
+# something is expanded at most this many times (with a warning).
+ODS_MAX_REPEAT = 10_000
+# The widest row read: a cell declared 16,000 columns wide (a 1.5 KB file) would otherwise be expanded into
+# every row it is in. Values past it are left out, with a warning saying which.
+ODS_MAX_COLUMNS = 1_024
 
 
-def _ods_rows(table):  # type: ignore[no-untyped-def]  # odfpy ships no types: its elements are untyped nodes
+def _ods_rows(table, name: str, row_limit: int, notes: list[str]):  # type: ignore[no-untyped-def]  # odfpy ships no types: its elements are untyped nodes
     from odf.namespaces import TABLENS
 
     number = 0
+    widest = 0  # the furthest column a value was declared in, past ODS_MAX_COLUMNS
+    first_wide: int | None = None
     for row in _ods_row_elements(table):
         repeat = int(row.getAttribute("numberrowsrepeated") or 1)
         cells: list[Any] = []
+        declared = 0
         for cell in row.childNodes:
             if cell.qname not in ((TABLENS, "table-cell"), (TABLENS, "covered-table-cell")):
                 continue
             value = _ods_value(cell)
-            columns = min(int(cell.getAttribute("numbercolumnsrepeated") or 1), ODS_MAX_REPEAT)
-            cells.extend([value] * columns)
+            columns = int(cell.getAttribute("numbercolumnsrepeated") or 1)
+            room = max(0, ODS_MAX_COLUMNS - len(cells))
+            cells.extend([value] * min(columns, room))
+            declared += columns
+            if columns > room and not _blank(value):
+                widest = max(widest, declared)
+                first_wide = first_wide or number + 1
         while cells and _blank(cells[-1]):
             cells.pop()
         if not cells:
             number += repeat  # empty rows keep the numbering right without being expanded
             continue
-        for _ in range(min(repeat, ODS_MAX_REPEAT)):
+        if repeat > row_limit:
+            notes.append(
+                f"sheet {name}: row {number + 1} is declared {repeat:,} times; only the first {row_limit:,} were read"
+            )
+        for _ in range(min(repeat, row_limit)):
             number += 1
             yield number, list(cells)
+    if widest:
+        notes.append(
+            f"sheet {name}: rows hold values up to column {widest:,} (first at row {first_wide}); only the first "
+            f"{ODS_MAX_COLUMNS:,} columns are read: the values past column {ODS_MAX_COLUMNS:,} were left out"
+        )
 
 
 def _ods_row_elements(table):  # type: ignore[no-untyped-def]  # odfpy ships no types: its elements are untyped nodes

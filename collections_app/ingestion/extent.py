@@ -9,8 +9,8 @@ Each count is what the format states about itself, read without rendering or loa
 - XLSX: each sheet's declared size (its <dimension>, read from the first bytes of the sheet's XML; the readers
   count the rows again while streaming them, so a sheet that declares less is still held to the budget);
 - CSV/TSV: its lines, counted without decoding (at least its rows, more when a quoted cell spans lines);
-- ODS: its rows that hold something, streamed from content.xml (repeated rows counted as the reader counts
-  them), before odfpy loads the whole document tree;
+- ODS: its rows that hold something, streamed from content.xml (each row as many times as it is declared),
+  before odfpy loads the whole document tree;
 - DOCX, HTML and EPUB: pages by a page equivalent, PAGE_CHARS characters of their text (a DOCX's <w:t> runs, an
   HTML page's or each EPUB chapter's body text without scripts and styles), streamed or parsed by lxml without
   the layout work of the parser (docs/DECISIONS.md, "Budgets for every document").
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree.ElementTree import Element
 
-from ._sheets import ODS_MAX_REPEAT
 from .budgets import Budgets, pages_of_text_over, pages_over, rows_over
 from .formats import extension_of, family_of
 
@@ -184,7 +183,8 @@ def _ods(path: Path) -> Extent:
                 if element.tag != f"{_TABLE}table-row":
                     continue
                 if any(_ods_cell_holds_something(cell) for cell in element):
-                    rows += min(int(element.get(f"{_TABLE}number-rows-repeated") or 1), ODS_MAX_REPEAT)
+                    # Every declared repeat counts: a row repeated 5,000,000 times is 5,000,000 rows.
+                    rows += int(element.get(f"{_TABLE}number-rows-repeated") or 1)
                 element.clear()  # the rows counted are not kept
     except (zipfile.BadZipFile, KeyError, OSError, ParseError, ValueError):
         return Extent(kind="spreadsheet")  # the reader will say what is wrong with it

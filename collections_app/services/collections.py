@@ -11,6 +11,7 @@ from collections_app.ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettin
 from collections_app.models import Chunk, Collection, KeywordPosting, KeywordStats, KeywordTerm, ParentReturn, SizeUnit
 from collections_app.services.documents import collection_chunking, stored_files_of
 from collections_app.services.languages import language_codes
+from collections_app.services.metadata_schema import metadata_schema_problem
 from collections_app.services.reader_access import reader_access_check
 from collections_app.services.reindex import CHUNKING_FIELDS, collection_mark_stale
 from collections_app.validation import name_problem, text_problem
@@ -100,6 +101,10 @@ def _validate(values: dict[str, Any]) -> None:
     _fraction(values, "golden_gate_tolerance", nullable=False)
     for field in ("hybrid_weight", "score_threshold", "min_score"):
         _fraction(values, field)
+    if "metadata_schema" in values:
+        problem = metadata_schema_problem(values["metadata_schema"])
+        if problem:
+            raise InvalidSettings(f"metadata_schema {problem}", field="metadata_schema")
     languages = values.get("languages")
     if languages is not None:
         if not isinstance(languages, list) or len(languages) > MAX_LANGUAGES:

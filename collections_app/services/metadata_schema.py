@@ -54,6 +54,36 @@ MAX_UPLOAD_METADATA_KEYS = 50
 MAX_METADATA_KEY_CHARS = 100
 
 
+SCHEMA_TYPES = ("number", "date", "enum", "string")
+MAX_SCHEMA_KEYS = 20_000  # the settings JSON holds at most 64 KB anyway (collection_file._schema)
+MAX_SCHEMA_KEY_CHARS = 1_000
+
+
+def metadata_schema_problem(schema: Any) -> str | None:
+    """Why `schema` is not a metadata schema filters can read (module docstring), or None. A collection's own
+    schema is only ever written by declaring (below); one that comes from outside (a collection file) is checked
+    here first, since every filtered search of the tenant reads it."""
+    if not isinstance(schema, dict):
+        return 'must be a JSON object, e.g. {"year": {"type": "number"}}'
+    if len(schema) > MAX_SCHEMA_KEYS:
+        return f"declares {len(schema)} columns; at most {MAX_SCHEMA_KEYS}"
+    for key, entry in schema.items():
+        # Looser than an upload's keys: a records file's column names are declared as they are.
+        if not isinstance(key, str) or not key.strip() or len(key) > MAX_SCHEMA_KEY_CHARS:
+            return f"a column name must be non-blank text of at most {MAX_SCHEMA_KEY_CHARS} characters"
+        shown = key[:40]
+        if not isinstance(entry, dict) or entry.get("type") not in SCHEMA_TYPES:
+            return f'{shown!r} must be {{"type": one of {", ".join(SCHEMA_TYPES)}}}'
+        values = entry.get("values")
+        if entry["type"] == "enum" and not (
+            isinstance(values, list)
+            and len(values) <= ENUM_VOCABULARY_LIMIT
+            and all(isinstance(v, str) and len(v) <= MAX_SCHEMA_KEY_CHARS for v in values)
+        ):
+            return f"{shown!r}: an enum needs its values as a list of at most {ENUM_VOCABULARY_LIMIT} texts"
+    return None
+
+
 class InvalidMetadata(Invalid):
     """Metadata given at upload that the collection's schema cannot take; the message names the column."""
 

@@ -48,7 +48,7 @@ from collections_app.models import (
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.documents import merged_text, split_texts, text_hash
 from collections_app.sql import keyword_vector
-from collections_app.validation import MAX_PARAGRAPH_CHARS, text_problem
+from collections_app.validation import MAX_PARAGRAPH_CHARS, paragraph_text_problem, text_problem
 from embedding import get_embedder
 
 # The most text (the paragraphs with their breadcrumbs) an operation embeds inside a request: two or three of the
@@ -409,10 +409,9 @@ def _checked_text(text: str) -> str:
         raise Invalid(problem, field="text")
     # A browser's form sends its line breaks as CRLF: stored as the chunker stores them.
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
-    if not text:
-        raise Invalid("a paragraph needs some text; hide it to take it out of searches", field="text")
-    if len(text) > MAX_PARAGRAPH_CHARS:
-        raise Invalid(f"a paragraph holds at most {MAX_PARAGRAPH_CHARS} characters", field="text")
+    problem = paragraph_text_problem(text)  # the same check an import makes of each row (collection_file)
+    if problem:
+        raise Invalid(f"the text {problem}", field="text")
     return text
 
 

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from collections_app.models import Document, DocumentVersion
+from collections_app.services.collection_file import collection_files_stored
 from collections_app.services.retired_paragraphs import retired_paragraphs_prune
 
 
@@ -53,6 +54,8 @@ class Command(BaseCommand):
         referenced = set(Document.objects.exclude(file="").values_list("file", flat=True).iterator())
         # Older versions' originals, kept for download until their document is deleted.
         referenced |= set(DocumentVersion.objects.exclude(file="").values_list("file", flat=True).iterator())
+        # Finished exports (the admin downloads them) and imports not yet run.
+        referenced |= collection_files_stored()
         cutoff = time.time() - min_age
         checked = kept_young = 0
         orphans: list[tuple[str, int]] = []
@@ -78,7 +81,8 @@ class Command(BaseCommand):
             self._remove_empty_folders(root)
         verb = "would be removed" if dry_run else "removed"
         self.stdout.write(
-            f"{checked} stored file(s) checked: {checked - len(orphans) - kept_young} referenced by a document, "
+            f"{checked} stored file(s) checked: {checked - len(orphans) - kept_young} referenced by a document "
+            "or a collection file, "
             f"{len(orphans)} orphan(s) {verb} ({removed_bytes} bytes), "
             f"{kept_young} unreferenced file(s) younger than {min_age} s kept."
         )

@@ -24,18 +24,22 @@ from collections_app.services.collection_file._import import (
     collection_import_run,
     served_alias_for,
 )
+from collections_app.services.collection_file._jobs import ExportExpired, collection_file_open, collection_files_stored
 from collections_app.services.collection_file._schema import SCHEMA_VERSION, BadCollectionFile
 
 __all__ = [
     "RANKING_SETTINGS",
     "SCHEMA_VERSION",
     "BadCollectionFile",
+    "ExportExpired",
     "FileSummary",
     "collection_export",
     "collection_export_run",
     "collection_export_start",
     "collection_file_check",
+    "collection_file_open",
     "collection_file_remove",
+    "collection_files_stored",
     "collection_import",
     "collection_import_run",
     "served_alias_for",

@@ -24,7 +24,7 @@ import logging
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +73,12 @@ from collections_app.services.collection_file._schema import (
     store_open,
     store_shape,
 )
-from collections_app.services.collections import CollectionNameTaken, collection_create, collection_settings_check
+from collections_app.services.collections import (
+    CollectionNameTaken,
+    InvalidSettings,
+    collection_create,
+    collection_settings_check,
+)
 from collections_app.services.documents import upload_filename
 from collections_app.sql import keyword_vector
 from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model, searchable_vectors
@@ -92,6 +97,7 @@ class FileDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     paragraphs: int = 0
     digest: Any = field(default_factory=hashlib.sha256)
+    given: str = ""  # the name as the file gives it, before its folders are taken off
 
 
 @dataclass
@@ -143,7 +149,7 @@ def collection_file_check(
                 if keyed:
                     raise BadCollectionFile(f"{where} names document {key!r}, which kb_documents does not hold")
                 document = summary.documents[key] = FileDocument(
-                    _document_name(row["document"], f"{where}: the document name")
+                    _document_name(row["document"], f"{where}: the document name"), given=row["document"]
                 )
             _check_row(row, where, summary)
             seen = ordinals.setdefault(key, set())
@@ -157,7 +163,22 @@ def collection_file_check(
                 progress(summary.paragraphs)
         if not summary.paragraphs:
             raise BadCollectionFile(f"the file holds no paragraph of {name}: an import would be empty")
+        _names_distinct(summary.documents.values())
         return summary
+
+
+def _names_distinct(documents: Iterable[FileDocument]) -> None:
+    """Refuse two documents that would have one name here ("a/x.md" and "b/x.md" are both "x.md"): a collection
+    holds one document per name (a later upload of x.md would find two), and renaming one would invent a name
+    its editor never gave, so the editor who made the file chooses."""
+    seen: dict[str, FileDocument] = {}
+    for document in documents:
+        other = seen.setdefault(document.name, document)
+        if other is not document:
+            raise BadCollectionFile(
+                f"documents {other.given[:100]!r} and {document.given[:100]!r} would both be named "
+                f"{document.name!r} here (a name keeps no folders): rename one of them in the file"
+            )
 
 
 def _which(store: sqlite3.Connection, source: str | None) -> tuple[str, str | None]:
@@ -206,7 +227,7 @@ def _built(store: sqlite3.Connection, columns: set[str], name: str, agent: str |
         raise BadCollectionFile("collection_built.dimensions must be a whole number from 1 to 16000")
     if not isinstance(built_from, str):
         raise BadCollectionFile("collection_built.built_from must be text")
-    check_text(built_from, "collection_built.built_from")
+    check_text(built_from, "collection_built.built_from", paragraph=False)
     refused_names = None
     if refused_json is not None:
         refused_names = check_json(refused_json, "collection_built.refused", kind=list)
@@ -234,8 +255,14 @@ def _file_settings(meta: dict[str, str]) -> dict[str, Any]:
     if raw is None:
         return {}
     values = check_json(raw, f"store_meta {SETTINGS_KEY}", kind=dict)
-    # Only the settings an export writes; each is checked by collection_create as an editor's would be.
-    return {k: v for k, v in values.items() if k in (*RANKING_SETTINGS, "description")}
+    # Only the settings an export writes, each checked here as the API checks an editor's (collection_create
+    # checks them again with the pairs). The model is not: one not served here means embedding again (_import).
+    values = {k: v for k, v in values.items() if k in (*RANKING_SETTINGS, "description")}
+    try:
+        collection_settings_check({k: v for k, v in values.items() if k != "embedding_alias"})
+    except InvalidSettings as exc:
+        raise BadCollectionFile(f"store_meta {SETTINGS_KEY}: {exc}") from None
+    return values
 
 
 def _documents(store: sqlite3.Connection, name: str) -> dict[Any, FileDocument]:
@@ -246,6 +273,7 @@ def _documents(store: sqlite3.Connection, name: str) -> dict[Any, FileDocument]:
         where = f"document {seq}"
         found[seq] = FileDocument(
             name=_document_name(filename, f"{where}: its name"),
+            given=filename,
             language=check_name(language, f"{where}: its language", max_chars=MAX_NAME_CHARS["language"], blank=True),
             labels=[
                 check_name(label, f"{where}: a label", max_chars=MAX_NAME_CHARS["label"])

@@ -13,6 +13,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import connections, router, transaction
 
+from collections_app.exceptions import DomainError
 from collections_app.models import CollectionFile, CollectionFileKind, CollectionFileStatus
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,25 @@ def collection_file_pending(collection_file_id: str, kind: CollectionFileKind) -
     if record is None or record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
         return None
     return record
+
+
+class ExportExpired(DomainError):
+    """A finished export whose file is no longer stored (removed since): the collection is exported again."""
+
+    meaning = "not_found"
+
+
+def collection_file_open(record: CollectionFile) -> Any:
+    """The stored file of `record`, open for reading; ExportExpired when it is gone (never the path)."""
+    try:
+        return default_storage.open(record.stored, "rb")
+    except FileNotFoundError:
+        raise ExportExpired("this export has expired (its file is no longer stored): export again.") from None
+
+
+def collection_files_stored() -> set[str]:
+    """The stored files collection-file records name (finished exports, imports not yet run): not orphans."""
+    return set(CollectionFile.objects.exclude(stored="").values_list("stored", flat=True).iterator())
 
 
 def collection_file_store(file: File, *, tenant_id: object) -> str:

@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 
 from collections_app.exceptions import Invalid
-from collections_app.validation import MAX_PARAGRAPH_CHARS, control_problem, json_problem, loads_bounded, text_problem
+from collections_app.validation import (
+    MAX_PARAGRAPH_CHARS,
+    control_problem,
+    json_problem,
+    loads_bounded,
+    paragraph_text_problem,
+    text_problem,
+)
 from embedding import vector_problem
 
 SCHEMA_VERSION = "0.31"
@@ -32,6 +39,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 # kbsite's settings of the collection that affect ranking, as a store_meta value other readers ignore.
 SETTINGS_KEY = "kbsite.settings"
+# How agents_chunks.vector is laid out (store_meta `vector`); a file that names another layout is refused, never
+# read as this one. A file without the key is read as this (the DSL's default).
+VECTOR_FORMAT = "float32 little-endian"
 
 SCHEMA_SQL = """
 CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,14 +132,15 @@ def check_name(value: object, what: str, *, max_chars: int, blank: bool = False,
     return value
 
 
-def check_text(value: object, where: str) -> str:
+def check_text(value: object, where: str, *, paragraph: bool = True) -> str:
+    """`paragraph`: checked as an editor's edit is (not blank), so what imports an edit could have written."""
     if not isinstance(value, str):
         raise BadCollectionFile(f"{where}: the text must be text")
-    problem = text_problem(value)
+    problem = paragraph_text_problem(value) if paragraph else text_problem(value)
+    if problem is None and len(value) > MAX_TEXT_CHARS:
+        problem = f"is too long ({len(value)} characters, at most {MAX_TEXT_CHARS})"
     if problem:
         raise BadCollectionFile(f"{where}: the text {problem}")
-    if len(value) > MAX_TEXT_CHARS:
-        raise BadCollectionFile(f"{where}: the text is too long ({len(value)} characters, at most {MAX_TEXT_CHARS})")
     return value
 
 
@@ -233,6 +244,11 @@ def store_shape(connection: sqlite3.Connection) -> StoreShape:
         )
     if parsed < (0, 31):
         raise BadCollectionFile(f"schema_version {version} is older than this installation reads ({SCHEMA_VERSION})")
+    layout = meta.get("vector", VECTOR_FORMAT)
+    if layout.strip().lower() != VECTOR_FORMAT:
+        raise BadCollectionFile(
+            f"unknown vector format {layout[:40]!r} in store_meta: the accepted format is {VECTOR_FORMAT!r}"
+        )
     return StoreShape(
         meta=meta,
         chunk_columns=columns["agents_chunks"],

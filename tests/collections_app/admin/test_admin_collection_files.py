@@ -102,3 +102,47 @@ def test_the_import_page_creates_the_collection_and_refuses_a_broken_file_naming
 def test_the_import_page_offers_only_the_tenants_one_edits(cast, staff) -> None:
     page = staff.get(f"{ADMIN}/collectionfile/add/").content.decode()
     assert cast.tenant.name in page and cast.outsider_tenant.name not in page
+
+
+def _finished_export(staff, office, django_capture_on_commit_callbacks) -> CollectionFile:
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post(f"{ADMIN}/collection/", {"action": "export_collection_file", "_selected_action": [office.pk]})
+    record = CollectionFile.objects.get(kind="export")
+    assert record.status == "done" and record.stored
+    return record
+
+
+def test_storage_cleanup_keeps_a_finished_export_and_its_download_still_works(
+    cast, office, staff, settings, django_capture_on_commit_callbacks
+) -> None:
+    import os
+    import time
+
+    from django.core.management import call_command
+
+    record = _finished_export(staff, office, django_capture_on_commit_callbacks)
+    stored = Path(settings.MEDIA_ROOT) / record.stored
+    two_hours_ago = time.time() - 7200
+    os.utime(stored, (two_hours_ago, two_hours_ago))
+
+    out = io.StringIO()
+    call_command("storage_cleanup", stdout=out)
+
+    assert stored.is_file(), out.getvalue()
+    assert "0 orphan(s) removed" in out.getvalue()
+    got = staff.get(f"{ADMIN}/collectionfile/{record.pk}/download/")
+    assert got.status_code == 200 and b"".join(got.streaming_content)[:16] == b"SQLite format 3\x00"
+
+
+def test_an_export_whose_file_is_gone_says_it_expired_instead_of_a_500(
+    cast, office, staff, settings, django_capture_on_commit_callbacks
+) -> None:
+    record = _finished_export(staff, office, django_capture_on_commit_callbacks)
+    (Path(settings.MEDIA_ROOT) / record.stored).unlink()
+
+    got = staff.get(f"{ADMIN}/collectionfile/{record.pk}/download/")
+
+    assert got.status_code == 404
+    page = got.content.decode()
+    assert "expired" in page and "export again" in page
+    assert str(settings.MEDIA_ROOT) not in page and record.stored not in page

@@ -168,3 +168,68 @@ def test_a_document_within_the_page_budget_is_read(cast, collection, upload, set
     document = uploaded(cast, collection, upload, name, content(2.5))
 
     assert document.status == "done", document.error
+
+
+# --- declared repeats of an .ods (issue 39 attack, finding 9) ------------------------------------------------
+
+
+def repeated_ods(*, rows: int = 1, columns: int = 1) -> bytes:
+    """A header, then one data row declared `rows` times whose last cell is declared `columns` times: a few
+    hundred bytes that say millions of cells."""
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+
+    document = OpenDocumentSpreadsheet()
+    table = Table(name="Sheet1")
+    header = TableRow()
+    for name in ("id", "title"):
+        cell = TableCell(valuetype="string")
+        cell.addElement(P(text=name))
+        header.addElement(cell)
+    table.addElement(header)
+    row = TableRow(numberrowsrepeated=rows)
+    first = TableCell(valuetype="float", value=7)
+    first.addElement(P(text="7"))
+    row.addElement(first)
+    last = TableCell(valuetype="string", numbercolumnsrepeated=columns)
+    last.addElement(P(text="bicycle"))
+    row.addElement(last)
+    table.addElement(row)
+    document.spreadsheet.addElement(table)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_an_ods_row_declared_five_million_times_counts_five_million_rows_against_the_budget(
+    cast, collection, upload, settings, monkeypatch
+):
+    settings.KB_MAX_ROWS = 100_000
+    monkeypatch.setattr(_sheets, "_ods_sheets", never_loaded)
+
+    document = uploaded(cast, collection, upload, "repeat.ods", repeated_ods(rows=5_000_000))
+
+    assert document.status == "error"
+    assert document.error == "this spreadsheet has 5,000,001 rows; the limit is 100,000 (KB_MAX_ROWS)"
+
+
+def test_an_ods_row_declared_within_the_budget_is_read_whole_not_cut(cast, collection, upload, settings, monkeypatch):
+    settings.KB_MAX_ROWS = 20
+    monkeypatch.setattr(_sheets, "ODS_MAX_REPEAT", 5)  # the cap a style's "all rows" meets, made small
+
+    document = uploaded(cast, collection, upload, "repeat.ods", repeated_ods(rows=8))
+
+    assert document.status == "done", document.error
+    assert Chunk.objects.filter(document=document).count() == 8
+
+
+def test_an_ods_cell_declared_16000_columns_wide_is_cut_with_a_warning_saying_what_was_left_out(
+    cast, collection, upload
+):
+    document = uploaded(cast, collection, upload, "wide.ods", repeated_ods(rows=3, columns=16_000))
+
+    assert document.status == "done", document.error
+    cut = [w for w in document.warnings if "1,024" in w]
+    assert len(cut) == 1, document.warnings
+    assert "16,001" in cut[0] and "1,024" in cut[0] and "left out" in cut[0] and "Sheet1" in cut[0]

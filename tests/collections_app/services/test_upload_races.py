@@ -170,7 +170,10 @@ def test_storage_cleanup_removes_old_orphans_and_keeps_documents_and_young_files
     out = io.StringIO()
     call_command("storage_cleanup", stdout=out)
 
-    assert "3 stored file(s) checked: 1 referenced by a document, 1 orphan(s) removed (22 bytes)" in out.getvalue()
+    assert (
+        "3 stored file(s) checked: 1 referenced by a document or a collection file, 1 orphan(s) removed (22 bytes)"
+        in out.getvalue()
+    )
     assert "1 unreferenced file(s) younger than 3600 s kept" in out.getvalue()
     assert not orphan.exists() and not orphan.parent.exists()  # its empty folder goes too
     assert Path(held.document.file.path).is_file()

@@ -197,3 +197,63 @@ def test_a_control_character_is_refused_in_a_collection_name_at_the_api_too(cast
 
     assert created.status_code == 400 and "control character" in json.dumps(created.json()), created.content
     assert not Collection.objects.filter(name__startswith="minutes").exists()
+
+
+# --- 8. settings and rows checked as the API checks them ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"y": "z"}, {"y": {"type": "colour"}}, {"y": {"type": "enum", "values": "abc"}}, ["y"]],
+    ids=["entry not an object", "unknown type", "enum values not a list", "not an object"],
+)
+def test_an_imported_metadata_schema_that_filters_could_not_read_is_refused_naming_it(cast, exported, schema) -> None:
+    settings = json.dumps({"metadata_schema": schema})
+    path = exported("UPDATE store_meta SET value = ? WHERE key = 'kbsite.settings'", params=(settings,))
+
+    message = refused(post(cast.editor, path), "kbsite.settings", "metadata_schema")
+    assert "/" not in message.replace("kbsite.settings", "")
+
+
+def test_a_file_with_a_declared_schema_still_imports_and_searches_filter_it(cast, exported) -> None:
+    schema = {"year": {"type": "number"}, "team": {"type": "enum", "values": ["HR", "IT"]}}
+    settings = json.dumps({"metadata_schema": schema})
+    path = exported("UPDATE store_meta SET value = ? WHERE key = 'kbsite.settings'", params=(settings,))
+
+    assert post(cast.editor, path).status_code == 202
+    assert Collection.objects.get(name="imported").metadata_schema == schema
+
+
+@pytest.mark.parametrize("value", ["float32 big-endian", "float64 little-endian", "int8"])
+def test_a_vector_format_other_than_float32_little_endian_is_refused_naming_the_accepted_one(
+    cast, exported, value
+) -> None:
+    path = exported("UPDATE store_meta SET value = ? WHERE key = 'vector'", params=(value,))
+
+    refused(post(cast.editor, path), "unknown vector format", "float32 little-endian")
+
+
+def test_a_file_without_a_vector_format_is_read_as_float32_little_endian(cast, exported) -> None:
+    path = exported("DELETE FROM store_meta WHERE key = 'vector'")
+
+    assert post(cast.editor, path).status_code == 202
+
+
+@pytest.mark.parametrize("text", ["   ", "\n\t \n"], ids=["spaces", "newlines and tabs"])
+def test_a_paragraph_of_only_whitespace_is_refused_as_an_edit_would_be(cast, exported, text) -> None:
+    path = exported("UPDATE agents_chunks SET text = ? WHERE id = 2", params=(text,))
+
+    refused(post(cast.editor, path), "paragraph 2", "blank", "needs some text")
+
+
+def test_two_documents_whose_names_clean_to_the_same_name_are_refused_naming_both(cast, exported) -> None:
+    path = exported(
+        "UPDATE kb_documents SET filename = 'a/office.html'",
+        "INSERT INTO kb_documents (seq, collection, filename, language, labels, metadata) "
+        "SELECT 99, collection, 'b/office.html', language, labels, metadata FROM kb_documents",
+        "INSERT INTO agents_chunks (agent_id, collection, document, ordinal, text, vector, dims, language, page, "
+        "section, metadata, labels, continues, document_seq) SELECT agent_id, collection, 'b/office.html', ordinal, "
+        "text, vector, dims, language, page, section, metadata, labels, continues, 99 FROM agents_chunks",
+    )
+
+    refused(post(cast.editor, path), "'a/office.html'", "'b/office.html'", "'office.html'")
