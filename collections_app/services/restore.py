@@ -178,8 +178,8 @@ def _refuse_without_rights(server: psycopg.Connection, name: str, exists: bool) 
 def _holds_content(database: dict[str, Any]) -> dict[str, int]:
     found = {}
     with database_connect(database) as connection:
-        for model in ("Tenant", "Collection", "Document"):
-            table = apps.get_model("collections_app", model)._meta.db_table
+        for label in ("accounts.Tenant", "collections_app.Collection", "collections_app.Document"):
+            table = apps.get_model(label)._meta.db_table
             exists = connection.execute("SELECT to_regclass(%s)", [table]).fetchone()
             if exists and exists[0] is not None:
                 count = connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
