@@ -94,6 +94,7 @@ def installation_restore(
         if held and not force:
             what = ", ".join(f"{n} rows in {t}" for t, n in sorted(held.items()))
             raise BackupFailed(f"this installation is not empty ({what}): restore into an empty one, or --force")
+        destinations_check(checked)
         _lock_against_another_restore(server, name)
         server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
         server.execute(_create_like(server, loading, name if exists else None))
@@ -255,10 +256,11 @@ def _originals_in_place(checked: CheckedArchive) -> int:
     """Write every original into the staging folder (checked as written), then rename each into place; an
     original already there with the same bytes is kept. Returns how many were written."""
     root = Path(settings.MEDIA_ROOT)
+    destinations_check(checked)
     staging = root / STAGING
     shutil.rmtree(staging, ignore_errors=True)  # what a killed restore left: never anything of a document's
-    staging.mkdir(parents=True)
     try:
+        staging.mkdir(parents=True)
         wanted = []
         with archive_open(checked.path) as archive:
             for name, stored in sorted(checked.manifest.files.items()):
@@ -266,8 +268,14 @@ def _originals_in_place(checked: CheckedArchive) -> int:
                 if destination.is_file() and not destination.is_symlink() and _sha256(destination) == stored.sha256:
                     continue
                 staged = staging / name
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                member_copy(archive, checked.members[STORAGE + name], stored, staged)
+                try:
+                    staged.parent.mkdir(parents=True, exist_ok=True)
+                    member_copy(archive, checked.members[STORAGE + name], stored, staged)
+                except OSError as exc:
+                    raise BackupFailed(
+                        f"an original could not be written to the storage folder ({exc.strerror or 'error'}): "
+                        "nothing was changed; free space or fix the storage folder, then restore again"
+                    ) from exc
                 wanted.append(name)
         for name in wanted:
             destination = root / name
@@ -280,6 +288,38 @@ def _originals_in_place(checked: CheckedArchive) -> int:
         return len(wanted)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def destinations_check(checked: CheckedArchive) -> None:
+    """Refuse, before anything is written, an archive whose originals cannot all be put in place: a destination
+    that is there and is not a regular file (a folder, a link), a name under an existing file, or two names of the
+    archive where one would be the other's folder."""
+    try:
+        _destinations_check(Path(settings.MEDIA_ROOT), set(checked.manifest.files))
+    except OSError as exc:
+        raise BackupFailed(
+            f"an original's place in the storage folder cannot be checked ({exc.strerror or 'error'}; a name too "
+            "long for this file system?): refused, nothing was changed"
+        ) from exc
+
+
+def _destinations_check(root: Path, names: set[str]) -> None:
+    for name in sorted(names):
+        parts = name.split("/")
+        destination = root / name
+        if destination.is_symlink() or (destination.exists() and not destination.is_file()):
+            raise BackupFailed(
+                "the archive names an original where the storage folder holds something that is not a regular file "
+                "(a folder or a link): refused, nothing was changed"
+            )
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            above = root / folder
+            if folder in names or above.is_symlink() or (above.exists() and not above.is_dir()):
+                raise BackupFailed(
+                    "the archive names an original under a name that is a file, not a folder (in the storage "
+                    "folder or in the archive itself): refused, nothing was changed"
+                )
 
 
 def _wait_until_free(server: psycopg.Connection, loading: str) -> None:

@@ -309,3 +309,68 @@ def test_a_user_without_the_rights_to_switch_is_refused_before_anything_is_loade
     assert "CREATEDB" in message and "ownership of the database" in message and "Nothing was changed" in message
     connections.close_all()
     assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def _stored_tree() -> set[str]:
+    root = Path(settings.MEDIA_ROOT)
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def test_an_original_named_like_a_tenant_folder_is_refused_and_the_folder_stays(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    folder = next(iter(originals())).split("/")[0]  # the tenant's storage folder, holding its originals
+    data = b"x"
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, folder, data),
+        extra=[(file_member("storage/" + folder), data)],
+    )
+    tree = _stored_tree()
+
+    message = refused(forged)
+    assert "not a regular file" in message and "/work" not in message
+    assert _stored_tree() == tree
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def test_an_original_under_an_existing_file_is_refused_before_any_original_is_written(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    under = next(iter(originals())) + "/child"  # a name under an existing original: it cannot be a folder
+    data = b"child\n"
+    early = "0000/aaa.txt"  # sorts first: it must not be written either
+
+    def forge(manifest: dict) -> dict:
+        return with_original(with_original(manifest, early, b"early\n"), under, data)
+
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=forge,
+        extra=[(file_member("storage/" + early), b"early\n"), (file_member("storage/" + under), data)],
+    )
+    tree = _stored_tree()
+
+    message = refused(forged)
+    assert "Traceback" not in message and str(settings.MEDIA_ROOT) not in message and "/work" not in message
+    assert _stored_tree() == tree
+    assert not (Path(settings.MEDIA_ROOT) / early).exists()
+
+
+def test_an_original_name_too_long_for_the_file_system_is_one_line_naming_what_failed(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    name = "a" * 300 + ".txt"  # one segment longer than the file system allows (ENAMETOOLONG)
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, name, b"long\n"),
+        extra=[(file_member("storage/" + name), b"long\n")],
+    )
+    tree = _stored_tree()
+
+    message = refused(forged)
+    assert "not a readable kbsite backup" not in message and "/work" not in message and "long" in message
+    assert _stored_tree() == tree
