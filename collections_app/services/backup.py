@@ -47,7 +47,7 @@ from psycopg.conninfo import make_conninfo
 
 FORMAT = "kbsite-backup"
 FORMAT_VERSION = 1
-APPS = ("collections_app", "retrieval", "doors")
+APPS = ("accounts", "collections_app", "retrieval", "doors")
 MANIFEST = "manifest.json"
 DUMP = "database.dump"
 STORAGE = "storage/"

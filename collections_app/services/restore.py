@@ -41,6 +41,7 @@ from django.db.migrations.loader import MigrationLoader
 from psycopg import sql
 
 from collections_app.services.backup import (
+    APPS,
     DUMP,
     STORAGE,
     BackupFailed,
@@ -232,7 +233,15 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
              "--dbname", database_conninfo(database, dbname=loading), str(dump)],
             database,
         )  # fmt: skip
+    expected_tables = _tables_at(checked)
+    uncounted = sorted(expected_tables - set(manifest.counts))
+    if uncounted:
+        raise BackupFailed(
+            f"the manifest does not count {len(uncounted)} kbsite table(s) (first: {uncounted[0]}): the archive is "
+            "damaged or was not written by `manage.py backup`. Nothing was changed"
+        )
     with database_connect(database, dbname=loading) as restored:
+        _schema_check(restored, checked, expected_tables)
         counts = {}
         for table in sorted(manifest.counts):  # checked identifiers (backup_archive.TableName), quoted all the same
             exists = restored.execute("SELECT to_regclass(%s)", [f'"{table}"']).fetchone()
@@ -250,6 +259,50 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
     if problems:
         raise BackupFailed("the restored database differs from the backup, nothing changed: " + "; ".join(problems[:5]))
     return counts
+
+
+def _tables_at(checked: CheckedArchive) -> set[str]:
+    """The tables of this code's models at the archive's migration state (an older archive lacks newer ones)."""
+    loader = _migrations()
+    nodes = [(app, name) for app, name in checked.manifest.migrations.items() if (app, name) in loader.graph.nodes]
+    if "collections_app" not in checked.manifest.migrations or not nodes:
+        raise BackupFailed(
+            "the archive's manifest names no kbsite migrations: it was not written by `manage.py backup`. "
+            "Nothing was changed"
+        )
+    state = loader.project_state(nodes, at_end=True)
+    return {
+        model._meta.db_table
+        for model in state.apps.get_models()
+        if model._meta.managed and not model._meta.proxy and model._meta.app_label in APPS
+    }
+
+
+def _schema_check(restored: psycopg.Connection, checked: CheckedArchive, tables: set[str]) -> None:
+    """The loaded database is the manifest's: its migrations are the ones named, and every model's table exists."""
+    applied = (
+        set(restored.execute("SELECT app, name FROM django_migrations").fetchall())
+        if _has_table(restored, "django_migrations")
+        else set()
+    )
+    missing_migrations = sorted(f"{app}.{name}" for app, name in checked.manifest.migrations.items()
+                                if (app, name) not in applied)  # fmt: skip
+    if missing_migrations:
+        raise BackupFailed(
+            f"the restored database lacks migrations its manifest names (first: {missing_migrations[0][:100]}): "
+            "the archive is damaged or altered. Nothing was changed"
+        )
+    absent = sorted(table for table in tables if not _has_table(restored, table))
+    if absent:
+        raise BackupFailed(
+            f"the restored database lacks {len(absent)} kbsite table(s) (first: {absent[0]}): the archive is "
+            "damaged or altered. Nothing was changed"
+        )
+
+
+def _has_table(connection: psycopg.Connection, table: str) -> bool:
+    found = connection.execute("SELECT to_regclass(%s)", [f'public."{table}"']).fetchone()
+    return bool(found and found[0] is not None)
 
 
 def _originals_in_place(checked: CheckedArchive) -> int:

@@ -374,3 +374,14 @@ def test_an_original_name_too_long_for_the_file_system_is_one_line_naming_what_f
     message = refused(forged)
     assert "not a readable kbsite backup" not in message and "/work" not in message and "long" in message
     assert _stored_tree() == tree
+
+
+def test_a_manifest_that_counts_no_tables_is_refused(cast, installation: Path, tmp_path: Path) -> None:
+    def no_counts(manifest: dict) -> dict:
+        manifest["counts"] = {}
+        return manifest
+
+    forged = rewritten(installation, tmp_path / "forged.tar", manifest=no_counts)
+
+    assert "count" in refused(forged)
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
