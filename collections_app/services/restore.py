@@ -50,6 +50,7 @@ from collections_app.services.backup import (
     _tool,
     database_connect,
     database_conninfo,
+    server_major,
 )
 from collections_app.services.backup_archive import CheckedArchive, archive_check, archive_open, member_copy
 
@@ -228,8 +229,10 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
         dump = Path(directory) / DUMP
         with archive_open(checked.path) as archive:
             member_copy(archive, checked.members[DUMP], manifest.database, dump)
+        with database_connect(database, dbname=loading) as probe:
+            major = server_major(str(probe.execute("SHOW server_version_num").fetchone()[0]))  # type: ignore[index]
         _run(
-            [_tool("pg_restore"), "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error",
+            [_tool("pg_restore", major), "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error",
              "--dbname", database_conninfo(database, dbname=loading), str(dump)],
             database,
         )  # fmt: skip

