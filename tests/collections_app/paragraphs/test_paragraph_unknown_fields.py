@@ -25,3 +25,15 @@ def test_an_unknown_field_in_a_paragraph_edit_is_a_400_naming_it(cast, handbook,
     assert answer.status_code == 400, answer.content
     assert unknown in answer.json() and "accepted fields" in str(answer.json()[unknown])
     assert not ParagraphEdit.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("tail", "body"), [("/labels", {"labels": ["hr"], "x": 1}), ("/language", {"language": "de", "x": 1})]
+)
+def test_an_unknown_field_in_a_document_labels_or_language_change_is_a_400(cast, handbook, tail, body):
+    answer = cast.editor.patch(f"{base(handbook)}{tail}", body, format="json")
+
+    assert answer.status_code == 400, answer.content
+    assert "x" in answer.json() and "accepted fields" in str(answer.json()["x"])
+    handbook.refresh_from_db()
+    assert handbook.labels == [] and handbook.language != "de"
