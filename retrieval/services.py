@@ -10,6 +10,7 @@ from accounts.models import Agent, ApiKey, Tenant
 from collections_app.exceptions import Conflict, Invalid
 from collections_app.ingestion import detect_language
 from collections_app.models import Collection
+from collections_app.services.keys import ANY_READER
 from collections_app.validation import name_problem, text_problem
 from retrieval.llm import llm_configured
 from retrieval.models import CollectionJudge, ModelCall, Reader, SearchEvent
@@ -143,6 +144,12 @@ def _reader_clean(values: dict[str, Any]) -> dict[str, Any]:
         if problem:
             raise InvalidReader(f"name {problem}", field="name")
         cleaned["name"] = values["name"].strip()
+        if cleaned["name"].casefold() == ANY_READER:
+            raise InvalidReader(
+                f'name "{ANY_READER}" is reserved: it means every reader when a key is given readers', field="name"
+            )
+        if "," in cleaned["name"]:
+            raise InvalidReader("name must not contain a comma: commas separate reader names", field="name")
     if "labels" in values:
         labels = values["labels"]
         if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):

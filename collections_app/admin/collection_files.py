@@ -222,7 +222,7 @@ class CollectionFileAdmin(TenantScopedAdmin):
         url = reverse("admin:collections_app_collectionfile_download", args=[obj.pk])
         return format_html('<a href="{}">Download</a>', url)
 
-    def download_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def download_view(self, request: HttpRequest, object_id: str) -> HttpResponse | FileResponse:
         record = object_for_tool(self, request, object_id, change=False)
         # Whole paragraphs, whatever their reader labels: an editor's, as the API's export is.
         if not self._may_manage(request, record):

@@ -15,10 +15,11 @@ from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
 from collections_app.ingestion.languages import SH, language_name
 from collections_app.services.languages import document_language_set, document_language_unpin
+from doors.api.inputs import StrictInput
 from doors.api.schema import BODY, refusals
 
 
-class DocumentLanguageInput(serializers.Serializer):
+class DocumentLanguageInput(StrictInput):
     language = serializers.CharField(
         max_length=20,
         allow_null=True,

@@ -29,6 +29,7 @@ from collections_app.services.paragraph_edits import (
     paragraph_split,
 )
 from doors.api.authentication import request_key
+from doors.api.inputs import StrictInput
 from doors.api.pages import ARRAY_PAGE_NOTE, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly
 from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
@@ -60,7 +61,7 @@ class ParagraphPageOutput(serializers.Serializer):
     results = ParagraphOutput(many=True)
 
 
-class ParagraphPatchInput(serializers.Serializer):
+class ParagraphPatchInput(StrictInput):
     text = serializers.CharField(required=False, trim_whitespace=False, help_text="the paragraph's new text")
     hidden = serializers.BooleanField(required=False, help_text="true: hidden from every reader; false: shown")
 
@@ -70,11 +71,11 @@ class ParagraphPatchInput(serializers.Serializer):
         return attrs
 
 
-class ParagraphSplitInput(serializers.Serializer):
+class ParagraphSplitInput(StrictInput):
     at = serializers.IntegerField(min_value=1, help_text="the character the second paragraph starts at")
 
 
-class ParagraphMergeInput(serializers.Serializer):
+class ParagraphMergeInput(StrictInput):
     across_sections = serializers.BooleanField(
         default=False, help_text="merge even when the next paragraph is in another section (takes this one's)"
     )

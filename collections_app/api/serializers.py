@@ -12,6 +12,7 @@ from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
 from collections_app.services.reindex import reindex_progress
 from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
+from doors.api.inputs import StrictInput
 from embedding import EmbeddingUnavailable, get_model
 
 COLLECTION_SETTINGS = [
@@ -209,7 +210,7 @@ class DocumentUploadInput(serializers.Serializer):
     )
 
 
-class DocumentLabelsInput(serializers.Serializer):
+class DocumentLabelsInput(StrictInput):
     labels = serializers.ListField(
         child=serializers.CharField(max_length=MAX_LABEL_CHARS),
         max_length=MAX_LABELS,

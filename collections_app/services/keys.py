@@ -65,6 +65,10 @@ def readers_named(*, tenant: Tenant, names: Sequence[str]) -> Delegation:
     wanted = [n.strip() for n in names if n.strip()]
     if wanted == [ANY_READER]:
         return ANY_READER
+    if any(n.casefold() == ANY_READER for n in wanted):
+        raise UnknownDelegatedReader(
+            f"'{ANY_READER}' cannot be combined with reader names: give --readers {ANY_READER} alone, or only names"
+        )
     found = {r.name: r for r in Reader.objects.for_tenant(tenant).filter(name__in=wanted)}
     missing = [n for n in dict.fromkeys(wanted) if n not in found]
     if missing:

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import get_fields_from_path, unquote
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import ForeignKey, ManyToManyField, Model, QuerySet
-from django.http import Http404, HttpRequest
-from django.urls import URLPattern, path
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 
 from accounts.models import Role, Tenant
 from doors.admin.roles import grantable_roles, may, roles_of, tenants_where
@@ -79,6 +79,18 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return self._may_manage(request, None) and (
             not request.user.is_superuser or super().has_add_permission(request)
         )
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> HttpResponse:
+        # Someone who may read this page but not add to it is sent back to its list and told why, not shown
+        # a bare 403 page with no way back.
+        if self.manage_role is not None and not self.has_add_permission(request) and self.has_view_permission(request):
+            plural = self.opts.verbose_name_plural
+            messages.error(request, f"Only tenant {self.manage_role.label}s add {plural}; ask one of them.")
+            opts = self.opts
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_changelist")
+            )
+        return super().add_view(request, form_url, extra_context)
 
     def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return self._may_manage(request, obj) and (

@@ -11,6 +11,7 @@ The key is checked here first: no key or a wrong one is a 401 before any MCP mes
 
 from __future__ import annotations
 
+import json
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -48,12 +49,40 @@ def mcp_http(request: HttpRequest) -> HttpResponse:
         return refusal
     if _declared_length(request) > MAX_BODY_BYTES:
         return JsonResponse({"detail": f"An MCP message is at most {MAX_BODY_BYTES} bytes."}, status=413)
+    malformed = jsonrpc_refusal(request.body)
+    if malformed is not None:
+        code, message = malformed
+        return JsonResponse({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}, status=400)
     status, headers, body = async_to_sync(_exchange)(_asgi_scope(request), request.body, secret, request.get_host())
     response = HttpResponse(body, status=status)
     for name, value in headers:
         if name.lower() not in ("content-length", "transfer-encoding", "connection"):
             response[name] = value
     return response
+
+
+# JSON-RPC's own error codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+def jsonrpc_refusal(body: bytes) -> tuple[int, str] | None:
+    """A message this server does not take, as (JSON-RPC error code, plain words); None when it may go on to the
+    protocol (which answers its own errors). Said here, before the SDK, whose refusals of these are its
+    validation library's internals."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return PARSE_ERROR, "Parse error: the body is not JSON; send one JSON-RPC 2.0 message as a JSON object."
+    if isinstance(message, list):
+        return INVALID_REQUEST, (
+            "Invalid request: a JSON-RPC batch (a list of messages) is not accepted; send one message per POST."
+        )
+    if not isinstance(message, dict):
+        return INVALID_REQUEST, "Invalid request: a JSON-RPC message is a JSON object."
+    if "id" in message and (isinstance(message["id"], bool) or not isinstance(message["id"], str | int)):
+        return INVALID_REQUEST, "Invalid request: id must be a string or an integer (leave it out for a notification)."
+    return None
 
 
 def _declared_length(request: HttpRequest) -> int:

@@ -237,7 +237,7 @@ def _listed_collections(key: ApiKey, reader: str | None) -> tuple[int, Any]:
             why_no_map = None
         except DomainError as exc:
             if exc.meaning == "forbidden":  # an unknown reader reads nothing anywhere: say so once
-                return 403, {"reader": [str(exc)]}
+                return 403, {"detail": str(exc)}
             if isinstance(exc, MapReaderInvalid):  # a name no row can hold: the REST map's 400, word for word
                 return 400, {"reader": [str(exc)]}
             corpus_map, why_no_map = None, str(exc)

@@ -98,18 +98,19 @@ def test_model_permissions_grant_nothing_the_role_does_not(cast, two_tenants):
     viewer = _client(_staff("vera", acme=Role.VIEWER))
     editor = _client(_staff("ed", acme=Role.EDITOR))
 
-    assert viewer.get("/admin/collections_app/collection/add/").status_code == 403
+    assert viewer.get("/admin/collections_app/collection/add/").status_code == 302  # told only editors add
     assert editor.get("/admin/collections_app/collection/add/").status_code == 200
     for page in ("accounts/apikey", "accounts/membership", "accounts/agent", "collections_app/readerlabel"):
-        assert editor.get(f"/admin/{page}/add/").status_code == 403, page  # an editor mints nothing
+        refused = editor.get(f"/admin/{page}/add/")  # an editor mints nothing: sent back to the list, told why
+        assert refused.status_code == 302 and refused["Location"] == f"/admin/{page}/", page
     admin_keys = ApiKey.objects.filter(tenant=cast.tenant, role="admin").count()
     response = editor.post("/admin/accounts/apikey/add/", {"tenant": cast.tenant.pk, "role": "admin"})
-    assert response.status_code == 403 and ApiKey.objects.filter(tenant=cast.tenant, role="admin").count() == admin_keys
+    assert response.status_code == 302 and ApiKey.objects.filter(tenant=cast.tenant, role="admin").count() == admin_keys
     response = editor.post(
         "/admin/accounts/membership/add/",
         {"user": User.objects.get(username="ed").pk, "tenant": cast.tenant.pk, "role": "admin"},
     )
-    assert response.status_code == 403 and Membership.objects.get(user__username="ed").role == Role.EDITOR
+    assert response.status_code == 302 and Membership.objects.get(user__username="ed").role == Role.EDITOR
     assert editor.get("/admin/accounts/tenant/").status_code == 403
     assert editor.get("/admin/auth/user/").status_code == 403
 
@@ -256,7 +257,7 @@ def test_add_staff_creates_a_member_prints_the_password_once_and_is_idempotent(d
 
     assert client.login(username="vera", password=password)
     assert client.get("/admin/collections_app/collection/add/").status_code == 200  # an editor now
-    assert client.get("/admin/accounts/apikey/add/").status_code == 403
+    assert client.get("/admin/accounts/apikey/add/").status_code == 302
 
 
 def test_add_staff_takes_the_password_from_the_environment(db, monkeypatch):
@@ -266,3 +267,13 @@ def test_add_staff_takes_the_password_from_the_environment(db, monkeypatch):
 
     with pytest.raises(CommandError, match="NOPE"):
         _add_staff("vera", "--tenant", "acme", "--role", "admin", "--password-from-env", "NOPE")
+
+
+def test_an_editor_opening_the_key_add_page_sees_the_admin_and_why_not_a_bare_403(cast, two_tenants):
+    editor = _client(_staff("ed", acme=Role.EDITOR))
+
+    page = editor.get("/admin/accounts/apikey/add/", follow=True)
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Only tenant admins add API keys" in html and 'id="nav-sidebar"' in html

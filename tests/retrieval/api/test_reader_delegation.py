@@ -138,3 +138,12 @@ def test_create_api_key_refuses_a_reader_the_tenant_has_not_registered_and_makes
         create_key("--role", "viewer", "--readers", "ada@example.com,eve@example.com")
 
     assert ApiKey.objects.count() == before
+
+
+def test_create_api_key_says_any_cannot_be_combined_with_named_readers(cast, hr) -> None:
+    before = ApiKey.objects.count()
+
+    with pytest.raises(CommandError, match="'any' cannot be combined"):
+        create_key("--role", "viewer", "--readers", "any,hr-reader")
+
+    assert ApiKey.objects.count() == before

@@ -100,3 +100,14 @@ def test_an_unknown_reader_reads_nothing(cast, hr) -> None:
 
     assert theirs.status_code == nowhere.status_code == 403
     assert "registered" in theirs.json()["detail"]
+
+
+@pytest.mark.parametrize("name", ["any", " ANY ", "a,b"])
+def test_a_reader_name_that_reads_as_key_delegation_syntax_is_a_400_saying_why(cast, admin, name) -> None:
+    answer = admin.post("/api/manage/readers", {"name": name}, format="json")
+    assert answer.status_code == 400, answer.content
+    message = str(answer.json()["name"])
+    assert ("reserved" in message) if "," not in name else ("comma" in message)
+    reader = reader_create(tenant=cast.tenant, name="ada@example.com")
+    renamed = admin.patch(f"/api/manage/readers/{reader.pk}", {"name": name}, format="json")
+    assert renamed.status_code == 400 and "name" in renamed.json()

@@ -89,3 +89,52 @@ def test_a_search_the_server_cannot_answer_is_the_apis_answer_over_mcp_without_p
     else:
         assert not is_error and said["results"] == api.json()["results"]
     assert not any(word in json.dumps(said) for word in PYTHON_WORDS), said
+
+
+def _raw(client, secret: str, body: bytes):
+    return client.post(
+        "/mcp",
+        data=body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {secret}",
+        HTTP_ACCEPT="application/json, text/event-stream",
+        HTTP_MCP_PROTOCOL_VERSION="2025-06-18",
+    )
+
+
+LIST = {"jsonrpc": "2.0", "method": "tools/list"}
+BAD_MESSAGES = [
+    (json.dumps([{**LIST, "id": 1}, {**LIST, "id": 2}]).encode(), -32600, "batch"),
+    (json.dumps({**LIST, "id": {"a": 1}}).encode(), -32600, "id"),
+    (json.dumps({**LIST, "id": [1]}).encode(), -32600, "id"),
+    (b"{not json", -32700, "JSON"),
+]
+
+
+@pytest.mark.parametrize(("body", "code", "word"), BAD_MESSAGES)
+def test_a_message_jsonrpc_cannot_take_is_its_error_code_in_plain_words(client, searchable, body, code, word) -> None:
+    answer = _raw(client, searchable["secret"], body)
+
+    assert answer.status_code == 400, answer.content[:300]
+    said = answer.json()
+    assert said["jsonrpc"] == "2.0" and said["id"] is None and said["error"]["code"] == code, said
+    message = said["error"]["message"]
+    assert word in message and "pydantic" not in message and "validation error" not in message.lower(), message
+
+
+def test_the_collections_tool_refuses_an_unknown_reader_in_the_detail_shape(cast, client, searchable) -> None:
+    answer = _raw(
+        client,
+        searchable["secret"],
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "collections", "arguments": {"reader": "nobody"}},
+            }
+        ).encode(),
+    )
+
+    said = json.loads(answer.json()["result"]["content"][0]["text"])
+    assert said["status"] == 403 and set(said["error"]) == {"detail"}, said
