@@ -69,7 +69,7 @@ def _bounds() -> dict[str, dict[str, Any]]:
     }
 
 
-class CollectionInput(serializers.ModelSerializer):
+class CollectionInput(StrictInput, serializers.ModelSerializer):
     name = NameField(
         max_length=collections_service.MAX_NAME_CHARS,
         help_text="How searches and agents name the collection; unique in this tenant (a duplicate is a 409).",
@@ -81,6 +81,20 @@ class CollectionInput(serializers.ModelSerializer):
         allow_null=True,
         help_text='Pin the collection\'s languages, most important first, e.g. ["mk", "en"] (sr, hr and bs are '
         "stored as sh; a language not in the collection yet may be pinned); null or []: measured from its paragraphs.",
+    )
+
+    # What GET answers may be PATCHed back as it is: the answer's own fields are ignored, not refused.
+    sent_back = (
+        "id",
+        "languages_pinned",
+        "language_shares",
+        "embedding_model",
+        "embedding_dims",
+        "stale_documents",
+        "reindex",
+        "metadata_schema",
+        "created_at",
+        "updated_at",
     )
 
     class Meta:

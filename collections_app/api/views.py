@@ -48,6 +48,7 @@ from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
 from collections_app.services.reindex import collection_reindex, document_rechunk
 from doors.api.authentication import request_key, request_role
+from doors.api.inputs import NoInput
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
 from doors.api.schema import BODY, GUARDED, LISTED, NEW_BODY, READ, refusals
@@ -454,6 +455,7 @@ class DocumentRechunkView(TenantScopedView):
     def post(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
         document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        NoInput(data=request.data).is_valid(raise_exception=True)
         document_rechunk(document=document)
         document = selectors.documents_for(collection).get(pk=document.pk)
         return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
@@ -468,6 +470,8 @@ class CollectionReindexView(TenantScopedView):
         "read; one transaction switches the whole collection over. Progress: `reindex` on the collection.",
     )
     def post(self, request: Request, collection_id: UUID) -> Response:
-        collection = collection_reindex(collection=self.get_collection(request, collection_id))
+        collection = self.get_collection(request, collection_id)
+        NoInput(data=request.data).is_valid(raise_exception=True)
+        collection = collection_reindex(collection=collection)
         collection = self.get_collection(request, collection.pk)
         return Response(CollectionOutput(collection).data, status=status.HTTP_202_ACCEPTED)

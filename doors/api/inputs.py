@@ -17,13 +17,23 @@ class StrictInput(serializers.Serializer):
     """A request body (or query string) with a field this serializer does not declare is refused (400).
 
     Nested inputs (a citation in `citations`) derive from it too, so the refusal names where the field is.
+    `sent_back`: names an answer carries that a client may send back unchanged (ignored, never refused).
     """
+
+    sent_back: tuple[str, ...] = ()
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
             accepted = [name for name, field in self.fields.items() if not field.read_only]
-            unknown = [name for name in data if name not in self.fields]
+            unknown = [name for name in data if name not in self.fields and name not in self.sent_back]
             if unknown:
-                message = f"unknown field; the accepted fields are: {', '.join(accepted)}"
+                if accepted:
+                    message = f"unknown field; the accepted fields are: {', '.join(accepted)}"
+                else:
+                    message = "unknown field; this request takes no fields (send an empty body)"
                 raise serializers.ValidationError({str(name): [message] for name in unknown})
         return super().to_internal_value(data)
+
+
+class NoInput(StrictInput):
+    """The body of a request that takes none: any field sent is refused rather than ignored."""

@@ -55,3 +55,63 @@ def test_a_search_with_only_known_fields_still_answers(cast, collection) -> None
     answer = cast.viewer.post("/api/search", {"query": "lockers", "top_n": 3, "around": 0}, format="json")
 
     assert answer.status_code == 200, answer.content[:300]
+
+
+# --- collections: create, PATCH, re-index, re-chunk ------------------------------------------------------------
+
+
+def _refused(answer, unknown: str, accepted: str | None) -> None:
+    assert answer.status_code == 400, (answer.status_code, answer.content[:300])
+    said = answer.json()
+    assert unknown in said, said
+    assert said[unknown][0].startswith("unknown field; "), said
+    if accepted:
+        assert accepted in said[unknown][0], said
+
+
+def test_a_collection_create_with_an_unknown_field_is_refused(cast) -> None:
+    answer = cast.editor.post("/api/manage/collections", {"name": "uf1", "chunk_sise": 64}, format="json")
+
+    _refused(answer, "chunk_sise", "chunk_size")
+
+
+def test_a_collection_patch_with_an_unknown_field_is_refused(cast, collection) -> None:
+    path = f"/api/manage/collections/{collection.pk}"
+
+    answer = cast.editor.patch(path, {"descriptoin": "typo"}, format="json")
+
+    _refused(answer, "descriptoin", "description")
+
+
+def test_what_get_answered_may_be_patched_back_unchanged(cast, collection) -> None:
+    path = f"/api/manage/collections/{collection.pk}"
+    body = cast.editor.get(path).json()
+
+    answer = cast.editor.patch(path, body, format="json")
+
+    assert answer.status_code == 200, answer.content[:300]
+
+
+def test_a_reindex_with_a_field_is_refused_and_nothing_is_queued(cast, collection) -> None:
+    answer = cast.editor.post(
+        f"/api/manage/collections/{collection.pk}/reindex", {"chunk_strategy": "fixed"}, format="json"
+    )
+
+    _refused(answer, "chunk_strategy", None)
+    assert "no fields" in answer.json()["chunk_strategy"][0]
+    collection.refresh_from_db()
+    assert collection.chunk_strategy != "fixed" and collection.reindex_generation is None
+
+
+def test_a_rechunk_with_a_field_is_refused(cast, collection, upload) -> None:
+    from collections_app.models import Document
+    from tests.files.documents import html_bytes
+
+    sent = upload(cast.editor, collection, "office.html", html_bytes([(1, "Lockers", "Bikes go in the rack.")]))
+    document = Document.objects.get(pk=sent.json()["document_id"])
+
+    answer = cast.editor.post(
+        f"/api/manage/collections/{collection.pk}/documents/{document.pk}/rechunk", {"chunk_sise": 10}, format="json"
+    )
+
+    _refused(answer, "chunk_sise", None)
