@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -85,6 +86,8 @@ class _Planned(Exception):
 # "ready" (the task's vectors, else at once).
 _mode: ContextVar[str] = ContextVar("kb_edit_embedding", default="request")
 _vectors: ContextVar[dict[str, list[float]]] = ContextVar("kb_edit_vectors", default={})  # noqa: B039 - read only
+# How long a pending edit may hold its document: a task that has not finished it by then never will.
+PENDING_EDIT_BOUND = timedelta(minutes=15)
 # The pending edit a task finishes: the operation records itself on that row instead of a new one.
 _finishing: ContextVar[ParagraphEdit | None] = ContextVar("kb_edit_finishing", default=None)
 
@@ -427,11 +430,28 @@ def _lock(document: Document, paragraph_id: Any, *, edit: ParagraphEdit | None =
     locked = Document.objects.select_for_update().defer("blocks").get(pk=document.pk)
     if locked.status != DocumentStatus.DONE:
         raise Conflict(f"{locked.filename} is being read (or could not be): edit its paragraphs once it is done")
+    _refuse_while_pending(locked)
     rows = Chunk.objects.filter(document=locked, generation=collection.active_generation, kind=ChunkKind.PARAGRAPH)
     paragraph = _located(rows, edit) if edit is not None else rows.filter(pk=paragraph_id).first()
     if paragraph is None:
         raise ParagraphNotFound("no such paragraph in this document")
     return _Scope(collection, locked, paragraph)
+
+
+def _refuse_while_pending(document: Document) -> None:
+    """One pending edit of a document at a time, and nothing else meanwhile: its task re-runs the operation on the
+    paragraphs as they are then, so an edit, split or merge made in between would be overwritten (merges and
+    splits shift neighbours: the whole document waits). A pending edit whose task has not finished within
+    PENDING_EDIT_BOUND never will: it ends failed, and no longer holds the document. Called with the document
+    locked; the task finishing an edit passes (it is that edit)."""
+    finishing = _finishing.get()
+    pending = ParagraphEdit.objects.filter(document=document, status=EditStatus.PENDING)
+    if finishing is not None:
+        pending = pending.exclude(pk=finishing.pk)
+    for edit in pending.filter(created_at__lt=timezone.now() - PENDING_EDIT_BOUND):
+        _failed(edit, "its embedding never finished")
+    if pending.exists():
+        raise Conflict("an edit of this document is being embedded (pending); try again in a moment")
 
 
 def _located(rows: Any, edit: ParagraphEdit) -> Chunk | None:

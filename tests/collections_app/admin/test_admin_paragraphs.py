@@ -62,3 +62,23 @@ def test_another_tenants_document_is_a_404(cast, collection, upload, staff):
     document.save(update_fields=["collection", "tenant"])
     assert staff.get(page_url(document)).status_code == 404
     assert staff.post(page_url(document), {"action": "hide", "paragraph": "x"}).status_code == 404
+
+
+def test_while_an_edit_of_the_document_is_pending_an_action_says_so_and_changes_nothing(
+    cast, collection, upload, staff
+):
+    document = uploaded(cast, collection, upload, "handbook.docx", docx_bytes(HANDBOOK))
+    refunds = paragraph(document, "Refunds are paid")
+    ParagraphEdit.objects.create(
+        tenant=cast.tenant, collection=collection, document=document, operation="edit", status="pending",
+        anchor={"hash": "0" * 64}, before=[{"text": refunds.text}], after=[{"text": "A long text."}],
+        params={"paragraph": str(refunds.pk)},
+    )  # fmt: skip
+
+    answer = staff.post(page_url(document), {"action": "edit", "paragraph": refunds.pk, "text": "Refunds: 5 days."})
+
+    assert answer.status_code == 302
+    shown = staff.get(answer["Location"]).content.decode()
+    assert "An edit of this document is being embedded (pending); try again in a moment" in shown
+    assert paragraphs(document)[0].text == refunds.text
+    assert [e.status for e in ParagraphEdit.objects.filter(document=document)] == ["pending"]

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
+
 from collections_app.models import Chunk, Collection, ParagraphEdit
 from collections_app.services.documents import merged_text
 from collections_app.validation import MAX_PARAGRAPH_CHARS
@@ -134,3 +138,51 @@ def test_re_applying_a_long_stale_edit_answers_202_and_marks_it_re_applied_when_
     assert Chunk.objects.get(pk=payroll.pk).text == LONG_TEXT
     assert ParagraphEdit.objects.get(pk=answer.json()["id"]).status == "applied"
     assert ParagraphEdit.objects.get(pk=stale.pk).status == "reapplied"
+
+
+# --- while a long edit is pending, the document's other edits wait (attack finding 7) ---------------------------
+
+BUSY = "an edit of this document is being embedded (pending); try again in a moment"
+
+
+def test_while_a_long_edit_is_pending_other_edits_of_the_document_answer_409_and_are_not_overwritten(
+    cast, handbook, embedded, django_capture_on_commit_callbacks
+) -> None:
+    refunds, payroll = paragraph(handbook, "Refunds are paid"), paragraph(handbook, "Salaries are paid")
+    url = f"{base(handbook)}/paragraphs/{refunds.pk}"
+    with django_capture_on_commit_callbacks() as queued:
+        pending = cast.editor.patch(url, {"text": LONG_TEXT}, format="json")
+    assert pending.status_code == 202
+
+    answers = [
+        cast.editor.patch(url, {"text": "Refunds are paid within a week."}, format="json"),
+        cast.editor.post(f"{url}/merge-next", {"across_sections": True}, format="json"),
+        cast.editor.post(f"{url}/split", {"at": 5}, format="json"),
+        cast.editor.patch(f"{base(handbook)}/paragraphs/{payroll.pk}", {"hidden": True}, format="json"),
+        cast.editor.patch(f"{base(handbook)}/paragraphs/{payroll.pk}", {"text": LONG_TEXT + " Too."}, format="json"),
+    ]
+
+    assert [(a.status_code, a.json()) for a in answers] == [(409, {"detail": BUSY})] * len(answers)
+    for task in queued:
+        task()
+    assert Chunk.objects.get(pk=refunds.pk).text == LONG_TEXT
+    assert [(e.operation, e.status) for e in ParagraphEdit.objects.filter(document=handbook)] == [("edit", "applied")]
+    # Once it is applied, the next edit goes through.
+    assert cast.editor.patch(url, {"text": "Refunds are paid within a week."}, format="json").status_code == 200
+
+
+def test_an_edit_pending_past_the_bound_ends_failed_when_the_next_edit_arrives(
+    cast, handbook, embedded, django_capture_on_commit_callbacks
+) -> None:
+    refunds = paragraph(handbook, "Refunds are paid")
+    url = f"{base(handbook)}/paragraphs/{refunds.pk}"
+    with django_capture_on_commit_callbacks():  # its task never runs
+        pending = cast.editor.patch(url, {"text": LONG_TEXT}, format="json")
+    ParagraphEdit.objects.filter(pk=pending.json()["id"]).update(created_at=timezone.now() - timedelta(minutes=16))
+
+    answer = cast.editor.patch(url, {"text": "Refunds are paid within a week."}, format="json")
+
+    assert answer.status_code == 200, answer.content[:300]
+    stuck = ParagraphEdit.objects.get(pk=pending.json()["id"])
+    assert stuck.status == "failed" and stuck.params["error"] == "its embedding never finished"
+    assert Chunk.objects.get(pk=refunds.pk).text == "Refunds are paid within a week."
