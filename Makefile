@@ -33,9 +33,9 @@ migrate: setup
 # them all, and the embedded PostgreSQL stops with the last of them. A second `make run` beside a live
 # one refuses to start (var/run/kbsite.lock). `exec`: the supervisor's parent is make itself.
 run: setup
-	@$(BIN)/python -m kbsite.runlock kbsite  # refuses here, before migrating beside a live one
+	@$(BIN)/python -m kbsite.refuse_second_run kbsite  # refuses here, before migrating beside a live one
 	$(MANAGE) migrate --noinput
-	@$(BIN)/python -m collections_app.ingestion.ocr  # says how to add Tesseract if missing; never fails
+	@$(BIN)/python -m ingestion.ocr  # says how to add Tesseract if missing; never fails
 	$(MANAGE) embedding_convert  # with KB_EMBED_RUNTIME=torch: converted once, before the workers start
 	$(MANAGE) setup_demo
 	$(MANAGE) collectstatic --noinput --verbosity 0

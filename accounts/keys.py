@@ -1,7 +1,7 @@
 """API keys' secrets and how a presented one is resolved to its key; tenants found or made by name.
 
 Issuing a key with its reader delegation (which names retrieval's readers) stays in
-collections_app/services/keys.py: accounts imports no content app.
+accounts/issuing.py: accounts imports no content app.
 """
 
 from __future__ import annotations

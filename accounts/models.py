@@ -11,6 +11,7 @@ import uuid
 from typing import Self
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 
@@ -88,6 +89,32 @@ class Agent(TenantOwned):
         return self.name
 
 
+class Reader(TenantOwned):
+    """Someone a search is made for. The server decides which labels a reader holds: a search names the
+    reader, never its labels, so no caller can grant itself a label by asking for it."""
+
+    name = models.CharField(max_length=200, help_text="How searches name this reader, e.g. ada@example.com.")
+    labels = ArrayField(
+        models.CharField(max_length=100),
+        default=list,
+        blank=True,
+        help_text="Paragraphs of per-reader collections carrying one of these labels are readable to this reader.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "retrieval_reader"  # made by retrieval, which named it; moved here in state only
+        ordering = ["name"]
+        constraints = [
+            # A search names its reader: two with one name would make its rights ambiguous.
+            models.UniqueConstraint(fields=["tenant", "name"], name="reader_name_unique_per_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class ApiKey(TenantOwned):
     name = models.CharField(max_length=200, blank=True, default="")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
@@ -106,7 +133,7 @@ class ApiKey(TenantOwned):
         help_text="May act for every reader of its tenant, present and future (the readers below then do not matter).",
     )
     readers = models.ManyToManyField(
-        "retrieval.Reader",
+        Reader,
         blank=True,
         related_name="delegated_keys",
         db_table="collections_app_apikey_readers",

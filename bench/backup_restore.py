@@ -61,7 +61,7 @@ def _html(sections: list[tuple[str, str]]) -> bytes:
 
 def answers(collection_id: str) -> list[list[list[object]]]:
     from collections_app.models import Collection
-    from retrieval.search import collection_scope, search
+    from retrieval.selectors.search import collection_scope, search
 
     scope = collection_scope(collection=Collection.objects.get(pk=collection_id))
     return [[[r["chunk_id"], r["text"], r["score"]] for r in search(scope=scope, query=q).results] for q in QUESTIONS]
@@ -103,7 +103,7 @@ def main() -> None:
     from collections_app.models import Chunk, Document
     from collections_app.services.collections import collection_create
     from retrieval.models import GoldenQuestion
-    from retrieval.search import collection_scope, search
+    from retrieval.selectors.search import collection_scope, search
 
     tenant = Tenant.objects.create(name=f"bench-backup-{uuid.uuid4().hex[:8]}")
     fresh = Path(tempfile.mkdtemp(prefix="kbsite-fresh-var-"))

@@ -1,8 +1,8 @@
 """Where the similarity floor should sit for an embedding model, measured on SciFact.
 
 What is measured: cosine similarity between a question vector (embedder.embed_query) and a paragraph vector
-(embedder.embed_passages), the same score the search floor judges (retrieval.search passes_floor: a hit is kept
-when semantic >= floor). Three kinds of pairs:
+(embedder.embed_passages), the same score the search floor judges (retrieval.selectors.search passes_floor: a
+hit is kept when semantic >= floor). Three kinds of pairs:
 
 - relevant: --queries SciFact test questions (drawn with --seed from those in qrels/test.tsv) against every
   document qrels marks relevant for them;

@@ -50,8 +50,8 @@ def main() -> int:
     setup_django(database=False)
     from django.conf import settings
 
-    from collections_app.ingestion import ChunkDraft
     from embedding import get_embedder
+    from ingestion import ChunkDraft
 
     model = registered_model(args.alias)
     facts = read_facts(args.half)

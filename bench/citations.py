@@ -43,10 +43,10 @@ def main() -> None:
 
     from rest_framework.test import APIClient
 
+    from accounts.issuing import api_key_create
     from accounts.models import Tenant
     from collections_app.models import Chunk
     from collections_app.services.collections import collection_create
-    from collections_app.services.keys import api_key_create
 
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}")
     tenant = Tenant.objects.create(name=f"bench-citations-{time.time_ns()}")

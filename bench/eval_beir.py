@@ -11,7 +11,7 @@ SciFact abstract). All 5,183 take about 45 minutes on a quiet 2-core machine; ru
 
 Evaluation (skipped with --ingest-only): the collection gets `min_score` 0 (the floor cuts nothing) and
 `rerank_top_k` --depth (300 paragraphs per retriever, enough for 100 distinct abstracts in most lists); every
-judged question then goes through `retrieval.search.search(scope=..., query=..., top_n=50, around=0,
+judged question then goes through `retrieval.selectors.search.search(scope=..., query=..., top_n=50, around=0,
 hybrid_weight=...)` for keyword only (0), vector only (1) and hybrid (0.5), and once more for hybrid at the
 collection default depth (rerank_top_k 40, hybrid_weight null).
 
@@ -26,7 +26,7 @@ collection default depth (rerank_top_k 40, hybrid_weight null).
 - Fusion variants, computed here from the keyword-only and vector-only lists (first 100 abstracts each, an
   abstract scored by its best paragraph): weighted RRF (k=60) and a convex combination of min-max or z-score
   normalised scores (an abstract missing from a list gets that list's lowest normalised score). Weighted RRF and
-  the z-score combination are the pipeline's own functions (retrieval/search/_fusion.py: rrf_combine,
+  the z-score combination are the pipeline's own functions (retrieval/selectors/search/_fusion.py: rrf_combine,
   zscore_combine), so the offline variant measures what ships; the pipeline applies them to paragraphs
   (rerank_top_k per list), this script to abstracts (100 per list). Min-max exists only here. Weights are
   tuned on the TRAIN judgements only (qrels/train.tsv) and the chosen one is reported on test. For train
@@ -255,7 +255,7 @@ class Run:
 
 
 def run_searches(name: str, questions: dict[str, str], collection, weight, doc_of: dict[str, str]) -> Run:  # type: ignore[no-untyped-def]
-    from retrieval.search import SearchScope, _pipeline, search
+    from retrieval.selectors.search import SearchScope, _pipeline, search
 
     run = Run(name)
     scope = SearchScope(tenant_id=collection.tenant_id, collections=[collection])
@@ -336,7 +336,7 @@ def plain_bm25(corpus: dict[str, dict], docs: set[str], questions: dict[str, str
 
 def rrf(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], weight: float) -> list[str]:
     """Weighted RRF: (1 - w) / (k + keyword rank) + w / (k + vector rank), k = 60 (the pipeline's rrf_combine)."""
-    from retrieval.search._fusion import ranked, rrf_combine
+    from retrieval.selectors.search._fusion import ranked, rrf_combine
 
     lists = {"keyword": [d for d, _ in keyword], "vector": [d for d, _ in vector]}
     return ranked(rrf_combine(lists, {"keyword": 1 - weight, "vector": weight}, k=RRF_K))
@@ -354,7 +354,7 @@ def convex(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], al
 
     z-score: the pipeline's own zscore_combine (what KB_FUSION=zscore ships); min-max: computed here."""
     if how == "zscore":
-        from retrieval.search._fusion import ranked, zscore_combine
+        from retrieval.selectors.search._fusion import ranked, zscore_combine
 
         return ranked(zscore_combine({"keyword": keyword, "vector": vector}, {"keyword": 1 - alpha, "vector": alpha}))
     kw, vec = minmax(keyword), minmax(vector)

@@ -3,9 +3,9 @@
 The material is bench/data/xlang (bench/_xlang.py): facts written in English, German, Serbian (Latin), Macedonian
 and Hebrew. Every passage of a half is one document of its own, named like a scanned or exported file (`p17.txt`),
 ingested by the real ingestion (document_create + document_ingest, queue=False) into a collection of the tenant
-`bench-xlang`, and every question goes through the real `retrieval.search.search()` at the collection's defaults
-(floor, hybrid_weight 0.5, rerank_top_k 40) with top_n 10. The corpora have distractors: a question over language X
-is asked with the filter {"language": X}, i.e. over every passage of the half in X; "only in X" asks over the
+`bench-xlang`, and every question goes through the real `retrieval.selectors.search.search()` at the collection's
+defaults (floor, hybrid_weight 0.5, rerank_top_k 40) with top_n 10. The corpora have distractors: a question over
+language X is asked with the filter {"language": X}, i.e. over every passage of the half in X; "only in X" asks over the
 passages in English and X where the fact itself exists only in X (a `document` filter leaves its English passage
 out), as in a mixed collection where the other facts exist in both languages.
 
@@ -206,7 +206,7 @@ def question_sets(facts: list[Fact], docs: dict[tuple[str, str], str], wanted: s
 def pipeline_before() -> Iterator[None]:
     """Search as before issue 18: one floor and one fusion weight for every language situation."""
     from embedding import EmbeddingModel
-    from retrieval.search import _pipeline
+    from retrieval.selectors.search import _pipeline
 
     def one_floor(self, *, cross_language: bool) -> float:  # type: ignore[no-untyped-def]
         return self.floor
@@ -222,7 +222,7 @@ def pipeline_before() -> Iterator[None]:
 def overrides(args: argparse.Namespace) -> Iterator[None]:
     """The pipeline as it ships, with --cross-floor and --cross-weight in place of the calibrated values."""
     from embedding import EmbeddingModel
-    from retrieval.search import _pipeline
+    from retrieval.selectors.search import _pipeline
 
     original = EmbeddingModel.floor_for
 
@@ -253,7 +253,7 @@ class Outcome:
 
 
 def run(collection, questions: list[Question], capture: bool = False, weight: float | None = None) -> Outcome:  # type: ignore[no-untyped-def]
-    from retrieval.search import SearchScope, _pipeline, search
+    from retrieval.selectors.search import SearchScope, _pipeline, search
 
     scope = SearchScope(tenant_id=collection.tenant_id, collections=[collection])
     original = _pipeline._floor_stage
@@ -352,8 +352,8 @@ def remembered_questions(alias: str) -> Iterator[None]:
 def choose_weight(args: argparse.Namespace, collection, facts: list[Fact]) -> None:  # type: ignore[no-untyped-def]
     """Fused nDCG@10 of the cross-language questions for each vector weight of other-language paragraphs."""
     from collections_app.services.collections import collection_update
-    from retrieval.search import zscore_combine
-    from retrieval.search._situation import cross_language
+    from retrieval.selectors.search import zscore_combine
+    from retrieval.selectors.search._situation import cross_language
 
     docs = corpus(collection)
     sets = question_sets(sample(facts, args.limit), docs, {"cross", "only"})
@@ -402,9 +402,9 @@ def titles(args: argparse.Namespace, facts: list[Fact]) -> None:
     from calibrate_floor import VectorCache, embed_passages, registered_model, unit
     from django.conf import settings
 
-    from collections_app.ingestion import ChunkDraft
-    from collections_app.ingestion.titles import title_from_filename
     from embedding import get_embedder
+    from ingestion import ChunkDraft
+    from ingestion.titles import title_from_filename
 
     rng = random.Random(18)
     facts = sample(facts, args.limit)

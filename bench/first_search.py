@@ -94,11 +94,11 @@ def parse_args() -> argparse.Namespace:
 
 def seed() -> str:
     """A tenant, a viewer key and a collection of two read documents; returns the key."""
+    from accounts.issuing import api_key_create
     from accounts.keys import tenant_get_or_create
     from accounts.models import Role
     from collections_app.services.collections import collection_create
     from collections_app.services.documents import document_create, document_ingest
-    from collections_app.services.keys import api_key_create
 
     tenant = tenant_get_or_create(name="bench-first-search")
     collection = collection_create(tenant=tenant, name="handbook")

@@ -147,9 +147,9 @@ def main() -> int:
     python = str(ROOT / ".venv" / "bin" / "python")
     from django.conf import settings
 
+    from accounts.issuing import api_key_create
     from accounts.keys import tenant_get_or_create
     from accounts.models import Role
-    from collections_app.services.keys import api_key_create
 
     keys = {
         name: api_key_create(tenant=tenant_get_or_create(name=name), role=Role.EDITOR, name="bench editor").secret

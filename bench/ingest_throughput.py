@@ -78,7 +78,7 @@ def load_documents(path: Path, count: int) -> list[tuple[str, bytes]]:
 
 def pipeline_drafts(documents: list[tuple[str, bytes]], collection) -> list[list]:  # type: ignore[no-untyped-def]
     """The chunk drafts ingestion produces for each file: same parser, chunker and settings."""
-    from collections_app.ingestion import ChunkingSettings, chunk_blocks, parse_document
+    from ingestion import ChunkingSettings, chunk_blocks, parse_document
 
     if collection.chunk_size_unit != "chars":
         raise SystemExit("this bench measures collections chunked by characters (the default)")

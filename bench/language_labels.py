@@ -9,7 +9,7 @@ kbsite gives (sr, hr and bs are all `sh`). Each detector runs in a fresh process
 memory it adds (RSS after labelling everything, minus RSS before loading it) are its own.
 
 Detectors compared:
-- kbsite: collections_app.ingestion.languages.label_language (script rules, then lingua restricted to the
+- kbsite: ingestion.languages.label_language (script rules, then lingua restricted to the
   languages in play, high-accuracy models loaded on first use) — what ingestion uses;
 - lingua-low: the same rules with lingua's low-accuracy mode (trigrams only);
 - rules+py3langid: the same rules, then py3langid's ranking among the candidates;
@@ -36,14 +36,14 @@ IN_PLAY = ["en", "de", "sr", "hr", "bs", "mk", "bg", "he", "ru"]
 
 
 def _expected(lang: str) -> str:
-    from collections_app.ingestion.languages import normalise
+    from ingestion.languages import normalise
 
     return normalise(lang)
 
 
 def _build(name: str) -> Callable[[str], str]:
     """Load one detector; returns text → label."""
-    from collections_app.ingestion import languages as kb
+    from ingestion import languages as kb
 
     if name == "kbsite":
         return kb.label_language

@@ -48,10 +48,10 @@ def build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     import numpy as np
     from django.contrib.auth.models import User
 
+    from accounts.issuing import api_key_create
     from accounts.models import Membership, Role, Tenant
     from collections_app.models import Build, Chunk, Document
     from collections_app.services.collections import collection_create
-    from collections_app.services.keys import api_key_create
     from embedding import get_model
 
     tenant = Tenant.objects.create(name=f"bench-pages-{uuid.uuid4().hex[:10]}")

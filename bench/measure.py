@@ -7,10 +7,10 @@ the collection `bench-measure-<documents>` of the tenant `bench`, created on the
 judged by document). The collection's floor is off (`min_score` 0), as measure runs unfloored.
 
 For each variant:
-- measure: one measure of that variant alone (`retrieval.measure.measure_run` in this process, as a worker
+- measure: one measure of that variant alone (`retrieval.services.measure.measure_run` in this process, as a worker
   runs it), timed, the process's peak RSS sampled every 0.1 s while it runs;
 - for real: the variant saved on the collection (collection_update), a re-index run in this process
-  (collection_reindex_run) and the collection evaluated as it serves agents (retrieval.golden.evaluate);
+  (collection_reindex_run) and the collection evaluated as it serves agents (retrieval.services.golden.evaluate);
 - nDCG@10 and hit@5 of both, and whether they agree to 0.001.
 
 Run from the project root (migrate first):
@@ -84,9 +84,9 @@ def load_documents(corpus: dict[str, dict], collection: Any) -> None:
     chunked or embedded here: measure and the re-index both start from the stored parser output."""
     from pathlib import Path as FilePath
 
-    from collections_app.ingestion.parsing import parse_document
     from collections_app.models import Document, DocumentStatus
     from collections_app.services import documents as document_services
+    from ingestion.parsing import parse_document
 
     held = {d.filename: d for d in Document.objects.filter(collection=collection).only("id", "filename", "status")}
     todo = [d for d in corpus if held.get(f"{d}.md") is None or held[f"{d}.md"].status != DocumentStatus.DONE]
@@ -110,8 +110,8 @@ def load_documents(corpus: dict[str, dict], collection: Any) -> None:
 
 
 def measured(collection: Any, variant: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
-    from retrieval.measure import measure_run, variants_resolve
     from retrieval.models import Measure
+    from retrieval.services.measure import measure_run, variants_resolve
 
     request = {"variants": variants_resolve(collection=collection, variants=[variant], preset=None), "floor": None}
     measure = Measure.objects.create(tenant_id=collection.tenant_id, collection=collection, request=request)
@@ -129,7 +129,7 @@ def for_real(collection: Any, settings: dict[str, Any]) -> tuple[dict[str, Any],
     from collections_app.models import Collection
     from collections_app.services.collections import collection_update
     from collections_app.services.reindex import collection_reindex, collection_reindex_run
-    from retrieval.golden import evaluate, totals
+    from retrieval.services.golden import evaluate, totals
 
     collection_update(collection=collection, **settings)
     started = time.perf_counter()
@@ -152,8 +152,8 @@ def main() -> None:
     from accounts.models import Tenant
     from collections_app.models import Collection
     from collections_app.services.collections import collection_create
-    from retrieval.golden import golden_import_beir
-    from retrieval.measure import MEASURED
+    from retrieval.services.golden import golden_import_beir
+    from retrieval.services.measure import MEASURED
 
     corpus, queries, qrels = load(args.data, args.documents)
     tenant, _ = Tenant.objects.get_or_create(name=TENANT)

@@ -51,10 +51,10 @@ def _document(collection, paragraphs: int, embedded: int):  # type: ignore[no-un
     import numpy as np
     from django.db import connection
 
-    from collections_app.ingestion import ChunkDraft
     from collections_app.models import Chunk, Document
     from collections_app.sql import keyword_vector
     from embedding import get_embedder
+    from ingestion import ChunkDraft
 
     document = Document.objects.create(
         tenant=collection.tenant, collection=collection, content_hash=f"bench-{time.time_ns()}", filename="handbook.md",
@@ -170,10 +170,10 @@ def main() -> None:
 
     from rest_framework.test import APIClient
 
+    from accounts.issuing import api_key_create
     from accounts.models import Tenant
     from collections_app.models import Chunk, ParagraphEdit
     from collections_app.services.collections import collection_create
-    from collections_app.services.keys import api_key_create
     from embedding import get_embedder
 
     tenant = Tenant.objects.create(name=f"bench-paragraph-edit-{time.time_ns()}")

@@ -49,9 +49,9 @@ def main() -> int:
     port = free_port()
     env = prepare_platform(var_dir, port, KB_WEB_WORKERS="2", KB_THROTTLE_SEARCH=args.rate)
     python = str(ROOT / ".venv" / "bin" / "python")
+    from accounts.issuing import api_key_create
     from accounts.keys import tenant_get_or_create
     from accounts.models import Role
-    from collections_app.services.keys import api_key_create
 
     tenant = tenant_get_or_create(name="bench")
     key = api_key_create(tenant=tenant, role=Role.VIEWER, name="bench searcher").secret

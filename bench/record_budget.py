@@ -1,5 +1,5 @@
 """How soon a records file over KB_MAX_ROWS is refused, and what it costs: counted from the file's event stream
-(collections_app/ingestion/record_count.py, issue 39) against loading it whole first (what ran before).
+(ingestion/record_count.py, issue 39) against loading it whole first (what ran before).
 
 The files (written into a temporary directory): a JSON array of N small records (--records, default 1,000,000),
 the same as YAML and as XML (records_path "issues.issue"). For each, in a forked child so that one's memory does
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collections_app.ingestion.record_count import records_over
+from ingestion.record_count import records_over
 
 LIMIT = 100_000
 

@@ -18,7 +18,7 @@ In one run, in a temporary tenant (deleted at the end, also on failure or Ctrl-C
 4. Worker memory: the worker records VmRSS and VmHWM (/proc/self/status) after loading the model and after
    each document it stages, for the large collection and the small one. Flat in the number of documents
    means: the same peak for --small-docs and --docs, and no growth per document along the run.
-5. Search latency: retrieval.search.search() with SciFact questions on the large collection, first with
+5. Search latency: retrieval.selectors.search.search() with SciFact questions on the large collection, first with
    nothing else running in the bench ("idle"), then while a second re-index (chunk_size ->
    --chunk-size-during, default 700) runs in the worker process; only searches that start after the
    worker has loaded its model and end before its re-index ends count as "during". p50/p95 of each and
@@ -113,10 +113,10 @@ def worker(collection_id: str, log_path: Path) -> int:
     """Run one collection's re-index as the task would, writing memory per document to `log_path` (JSON lines)."""
     setup_django()
     logging.getLogger("collections_app").setLevel(logging.WARNING)
-    from collections_app.ingestion.languages import label_language
     from collections_app.models import Collection
     from collections_app.services import reindex
     from embedding import get_embedder
+    from ingestion.languages import label_language
 
     collection = Collection.objects.get(pk=collection_id)
     log = log_path.open("a", buffering=1)
@@ -220,14 +220,14 @@ def main() -> int:
     from django.db import transaction
 
     from accounts.models import Tenant
-    from collections_app.ingestion.blocks import Block
     from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus
     from collections_app.selectors import breadcrumb_title
     from collections_app.services import documents as ingestion
     from collections_app.services.collections import collection_create, collection_delete, collection_update
     from collections_app.services.reindex import collection_reindex
     from embedding import get_embedder, get_model
-    from retrieval.search import SearchScope, search
+    from ingestion.blocks import Block
+    from retrieval.selectors.search import SearchScope, search
 
     model = get_model(args.alias)
     batch = settings.KB_EMBED_BATCH

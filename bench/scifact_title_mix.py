@@ -54,8 +54,8 @@ def parse_args() -> argparse.Namespace:
 
 def live_paragraphs(collection):  # type: ignore[no-untyped-def]
     """(chunk ids, abstract ids, embedding texts with the file-stem prefix, stored vectors) of every live paragraph."""
-    from collections_app.ingestion.blocks import ChunkDraft
     from collections_app.models import Chunk
+    from ingestion.blocks import ChunkDraft
 
     rows = list(
         Chunk.objects.filter(collection=collection)

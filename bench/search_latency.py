@@ -1,6 +1,6 @@
 """Search latency, p50/p95, over a collection of at least 20,000 chunks.
 
-What is measured: the wall time of retrieval.search.search(scope=SearchScope(...), query=..., around=1)
+What is measured: the wall time of retrieval.selectors.search.search(scope=SearchScope(...), query=..., around=1)
 for --queries warm SciFact questions (after --warmup untimed ones), i.e. the whole pipeline as the search
 API runs it: language detection, keyword retrieval (PostgreSQL full text), query embedding, vector
 retrieval (pgvector HNSW), fusion, floor, window and rendering. Reported: p50/p95 of the total, p50/p95
@@ -133,7 +133,7 @@ def read_jsonl(path: Path, count: int, need_text: bool = True) -> list[dict]:
 
 def base_chunks(documents: list[dict], collection) -> list[dict]:  # type: ignore[no-untyped-def]
     """Chunk each abstract with the pipeline's chunker; languages labelled as ingestion labels them."""
-    from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks, detect_language
+    from ingestion import Block, ChunkingSettings, chunk_blocks, detect_language
 
     method = ChunkingSettings(
         strategy=collection.chunk_strategy,
@@ -288,7 +288,7 @@ COLD_SERVER_SECONDS = 120
 def server_line() -> str:
     """How long the database server has been up, and whether its buffer pool came back with it. The embedded
     server stops with the last process that uses it, so a bench run with nothing else holding it starts a new
-    server: without pg_prewarm's autoprewarm (which the embedded server preloads, kbsite/embedded_postgres.py)
+    server: without pg_prewarm's autoprewarm (which the embedded server preloads, infra/embedded_postgres.py)
     its pool holds nothing yet, and its figures are a cold server's, not those of a platform that has been
     answering questions."""
     from django.db import connection
@@ -460,7 +460,7 @@ def embedder_alone(embedder, questions: list[str]) -> list[float]:  # type: igno
 
 def time_questions(scope, embedder, warmup: list[str], timed: list[str], around: int) -> dict:  # type: ignore[no-untyped-def]
     """Run the warm-up, then the timed questions through search(): per-question totals and stage times."""
-    from retrieval.search import search
+    from retrieval.selectors.search import search
 
     for query in warmup:
         search(scope=scope, query=query, around=around)
@@ -547,7 +547,7 @@ def main() -> int:
     from collections_app.models import Chunk, Collection
     from collections_app.services.collections import collection_create, collection_delete
     from embedding import get_embedder, get_model
-    from retrieval.search import SearchScope
+    from retrieval.selectors.search import SearchScope
 
     if args.growth:
         args.target = args.growth[-1]

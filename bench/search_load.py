@@ -221,9 +221,9 @@ def main() -> int:
         servers.append(standby)
         env["KB_DATABASE_REPLICA_URLS"] = standby.url
     python = str(ROOT / ".venv" / "bin" / "python")
+    from accounts.issuing import api_key_create
     from accounts.keys import tenant_get_or_create
     from accounts.models import Role
-    from collections_app.services.keys import api_key_create
 
     tenant = tenant_get_or_create(name="bench")
     editor_key = api_key_create(tenant=tenant, role=Role.EDITOR, name="bench editor").secret

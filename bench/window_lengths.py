@@ -5,7 +5,7 @@ SciFact abstracts judged for a test question are bound into long "handbooks": `-
 ingested with the collection defaults (structure, 1,000 characters, overlap 200: an abstract is one block, cut
 into about two paragraphs with overlap) in a temporary tenant `bench-windows-…`, deleted at the end.
 
-Every test question whose judged abstracts are all bound in is asked through `retrieval.search.search` at the
+Every test question whose judged abstracts are all bound in is asked through `retrieval.selectors.search.search` at the
 defaults (around 1, top_n 8, the model's floor) once per ceiling in `--ceilings` (100000 stands for none). Per
 ceiling it prints: results per question; their length p50 / p95 / max; their paragraphs; how many results the
 ceiling split off; and whether the answer stayed whole: the share of questions with a judged abstract among the
@@ -56,7 +56,7 @@ def main() -> int:
     from collections_app.models import Chunk
     from collections_app.services import documents as document_services
     from collections_app.services.collections import collection_create
-    from retrieval.search import SearchScope, search
+    from retrieval.selectors.search import SearchScope, search
 
     corpus = {row["_id"]: row for row in map(json.loads, (SCIFACT / "corpus.jsonl").open())}
     queries = {row["_id"]: row["text"] for row in map(json.loads, (SCIFACT / "queries.jsonl").open())}

@@ -16,7 +16,7 @@ from django.db import models
 from pgvector.django import VectorField
 
 from accounts.models import TenantOwned, TenantQuerySet
-from collections_app.ingestion.chunking import CHUNK_STRATEGIES, CHUNKING_DEFAULTS, built_strategies
+from ingestion.chunking import CHUNK_STRATEGIES, CHUNKING_DEFAULTS, built_strategies
 
 
 class ChunkStrategy(models.TextChoices):
@@ -116,7 +116,7 @@ class Collection(TenantOwned):
         null=True, blank=True, help_text="Neighbouring paragraphs stitched on each side of a hit. Empty: 1."
     )
     # A run of stitched paragraphs longer than this splits at its weakest gap into results of their own
-    # (retrieval/search/_window.py); the default is measured (docs/DECISIONS.md, "Windows").
+    # (retrieval/selectors/search/_window.py); the default is measured (docs/DECISIONS.md, "Windows").
     window_max_chars = models.PositiveIntegerField(
         default=WINDOW_MAX_CHARS,
         help_text="The longest stitched result, in characters: a longer run of neighbours splits where it is "
@@ -168,8 +168,8 @@ class Collection(TenantOwned):
     golden_gate_tolerance = models.FloatField(
         default=0.02, help_text="How far nDCG@10 or hit@5 may fall (0-1) before the gate holds a re-index back."
     )
-    # Step-back (retrieval/search/_step_back.py): a broad question is also searched as a more general one a chat
-    # model writes. Off until measured on the collection's own questions (docs/DECISIONS.md, "Step-back").
+    # Step-back (retrieval/selectors/search/_step_back.py): a broad question is also searched as a more general one a
+    # chat model writes. Off until measured on the collection's own questions (docs/DECISIONS.md, "Step-back").
     step_back = models.BooleanField(
         default=False,
         help_text="A broad question (few content words, no names, a how/why/overview shape) is also searched as "
@@ -216,6 +216,10 @@ class DocumentStatus(models.TextChoices):
     PARSING = "parsing", "parsing"
     DONE = "done", "done"
     ERROR = "error", "error"
+
+
+# Being read or waiting to be: what recovery watches, and what the document list refreshes on.
+DOCUMENT_IN_FLIGHT = (DocumentStatus.QUEUED, DocumentStatus.PARSING)
 
 
 def document_upload_to(document: Document, filename: str) -> str:
@@ -347,8 +351,8 @@ UNLABELLED = models.Q(labels=[])
 class ChunkQuerySet(TenantQuerySet):
     """Which paragraphs a read is about, each rule spelt once for the ORM.
 
-    The search stages read paragraphs in SQL; their twin of these rules is retrieval/search/_visibility.py
-    (VISIBLE_SQL), and a property test (tests/retrieval/search/test_visibility.py) keeps the two selecting the
+    The search stages read paragraphs in SQL; their twin of these rules is retrieval/selectors/search/_visibility.py
+    (VISIBLE_SQL), and a property test (tests/retrieval/selectors/search/test_visibility.py) keeps the two selecting the
     same rows.
     """
 
@@ -646,6 +650,10 @@ class CollectionFileStatus(models.TextChoices):
     RUNNING = "running", "running"
     DONE = "done", "done"
     ERROR = "error", "error"
+
+
+# Being read or waiting to be: what recovery watches, and what the document list refreshes on.
+DOCUMENT_IN_FLIGHT = (DocumentStatus.QUEUED, DocumentStatus.PARSING)
 
 
 class CollectionFilePhase(models.TextChoices):

@@ -12,13 +12,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from infra.errors import DomainError
 
-class UnsearchableVector(ValueError):
+
+class UnsearchableVector(DomainError, ValueError):
     """The embedding model answered a vector no question can be compared with; the message says why.
 
     The model's fault, not the caller's: the API answers 503 and nothing is written (an edit leaves the
-    paragraph as it was, a document goes to `error` with this message, an import stops with it). A plain
-    ValueError because embedding is a leaf that imports no app: doors/api/errors.py gives it its meaning."""
+    paragraph as it was, a document goes to `error` with this message, an import stops with it)."""
+
+    meaning = "unavailable"
 
 
 def vector_problem(vector: Sequence[float] | np.ndarray, dims: int | None = None) -> str | None:

@@ -2,7 +2,7 @@
 
 kbsite/settings.py declares every setting through these; code reads `django.conf.settings`. The few modules
 that run before Django's settings can be imported (kbsite/gunicorn_conf.py, loaded by gunicorn's arbiter;
-kbsite/runlock.py, run by `make run` before anything migrates) read their variables here too, so the parsing
+infra/runlock.py, run by `make run` before anything migrates) read their variables here too, so the parsing
 rules have one owner: a value that does not parse fails loudly, naming the variable, and an empty value means
 the default wherever a default exists.
 """

@@ -157,14 +157,14 @@ if DATABASE_URL:
 
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 else:
-    from kbsite.embedded_postgres import embedded_database
+    from infra.embedded_postgres import embedded_database
 
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {"default": embedded_database(VAR_DIR)}
 
 # Read replicas (docs/SCALING.md): PostgreSQL streaming standbys of the primary above, one URL each, comma-separated.
 # Searches (API and MCP), the corpus map and MCP's collections read from the first one that answers and replays
-# within KB_REPLICA_MAX_LAG_SECONDS; everything else, and every write, uses the primary (kbsite/db_routing.py owns
+# within KB_REPLICA_MAX_LAG_SECONDS; everything else, and every write, uses the primary (infra/db_routing.py owns
 # the rule). With none usable a read-only call falls back to the primary, or with KB_REPLICA_FALLBACK=refuse is
 # answered 503. Each is the alias replica-1, replica-2, ... wherever it is named (a trace, a log line): never its URL.
 KB_DATABASE_REPLICA_URLS = env_list("KB_DATABASE_REPLICA_URLS")
@@ -180,7 +180,7 @@ if KB_DATABASE_REPLICA_URLS:
         # Tests never create a database on a replica: it is the primary's, replayed.
         _replica["TEST"] = {"MIRROR": "default"}
         DATABASES[f"replica-{_number}"] = _replica
-DATABASE_ROUTERS = ["kbsite.db_routing.ReplicaRouter"]
+DATABASE_ROUTERS = ["infra.db_routing.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
@@ -217,7 +217,7 @@ KB_LARGE_DOCUMENT_BYTES = env_int("KB_LARGE_DOCUMENT_BYTES", 4 * 1024 * 1024)
 KB_LARGE_DOCUMENT_PAGES = env_int("KB_LARGE_DOCUMENT_PAGES", 100)
 KB_LARGE_DOCUMENT_PARAGRAPHS = env_int("KB_LARGE_DOCUMENT_PARAGRAPHS", 1000)
 KB_LARGE_DOCUMENT_LANES = env_int("KB_LARGE_DOCUMENT_LANES", 1)
-# Budgets: what one document may cost a worker (collections_app/ingestion/budgets.py, docs/DECISIONS.md). Over
+# Budgets: what one document may cost a worker (ingestion/budgets.py, docs/DECISIONS.md). Over
 # KB_MAX_PAGES pages or KB_MAX_ROWS rows a document ends in `error` naming the limit, checked before it is parsed
 # where the file states its size; past KB_MAX_OCR_PAGES scanned pages the rest are not read (named in its
 # warnings); no block is longer than KB_MAX_BLOCK_CHARS characters. The parser runs in a child process that may
@@ -309,10 +309,10 @@ KB_REDIS_URL = env_str("KB_REDIS_URL")
 if KB_REDIS_URL:
     # Any number of clusters on any number of machines share the queue (docs/SCALING.md). kbsite's broker keeps
     # each task a cluster has taken visible until it is acknowledged, so a cluster killed mid-ingestion has its
-    # documents requeued by a survivor (kbsite/redis_broker.py).
+    # documents requeued by a survivor (infra/redis_broker.py).
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = KB_REDIS_URL
-    Q_CLUSTER["broker_class"] = "kbsite.redis_broker.ReliableRedis"
+    Q_CLUSTER["broker_class"] = "infra.redis_broker.ReliableRedis"
 # Tasks run inline in the process that queues them (no cluster): for scripts and debugging.
 KB_TASKS_SYNC = env_bool("KB_TASKS_SYNC", False)
 if KB_TASKS_SYNC:

@@ -25,7 +25,7 @@ def web_worker_warm_up() -> bool:
         return False
     from django.urls import get_resolver
 
-    from retrieval.search import search_warm_up
+    from retrieval.selectors.search import search_warm_up
 
     started = time.perf_counter()
     get_resolver().url_patterns  # noqa: B018 (the import of every view, the MCP server's included)

@@ -11,8 +11,8 @@ class RetrievalConfig(AppConfig):
     def ready(self) -> None:
         from collections_app.hooks import register_cutover_evaluator, register_recovery_sweep
         from retrieval import checks  # noqa: F401  (registers the system checks)
-        from retrieval.golden import evaluations_sweep, gate_evaluate
-        from retrieval.measure import measures_sweep
+        from retrieval.services.golden import evaluations_sweep, gate_evaluate
+        from retrieval.services.measure import measures_sweep
 
         # collections_app never imports retrieval; its flows call these through collections_app/hooks.py:
         # the golden gate of a re-index's cutover, and the recovery round's sweeps of killed measures and evaluations.

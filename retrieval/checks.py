@@ -13,7 +13,7 @@ MAX_NAMED = 10
 @checks.register()
 def judges_have_an_endpoint(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """A judge enabled on a collection while KB_LLM_URL is not set never runs: say so when the server starts."""
-    from retrieval.services import judged_collections_without_endpoint
+    from retrieval.services.judges import judged_collections_without_endpoint
 
     try:
         names = judged_collections_without_endpoint()

@@ -1,4 +1,4 @@
-"""Readers, the audit of searches, judges and the cost of model calls. A search event holds the question's text
+"""The audit of searches, judges and the cost of model calls. A search event holds the question's text
 only when KB_AUDIT_QUESTIONS is on; a model call never holds it."""
 
 from __future__ import annotations
@@ -7,33 +7,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models.functions import MD5
 
-from accounts.models import Agent, ApiKey, TenantOwned
+from accounts.models import Agent, ApiKey, Reader, TenantOwned
 from collections_app.models import Collection
-
-
-class Reader(TenantOwned):
-    """Someone a search is made for. The server decides which labels a reader holds: a search names the
-    reader, never its labels, so no caller can grant itself a label by asking for it."""
-
-    name = models.CharField(max_length=200, help_text="How searches name this reader, e.g. ada@example.com.")
-    labels = ArrayField(
-        models.CharField(max_length=100),
-        default=list,
-        blank=True,
-        help_text="Paragraphs of per-reader collections carrying one of these labels are readable to this reader.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-        constraints = [
-            # A search names its reader: two with one name would make its rights ambiguous.
-            models.UniqueConstraint(fields=["tenant", "name"], name="reader_name_unique_per_tenant"),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class SearchEvent(TenantOwned):

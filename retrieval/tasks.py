@@ -1,7 +1,7 @@
 """django-q2 tasks of the retrieval app: take primitive ids, call one service, safe to run twice."""
 
-from retrieval.golden import evaluation_run
-from retrieval.measure import measure_run
+from retrieval.services.golden import evaluation_run
+from retrieval.services.measure import measure_run
 
 
 def evaluate_collection(evaluation_id: str) -> None:

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.issuing import api_key_create
 from accounts.models import Agent, Role, Tenant
 from collections_app.models import Collection
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 
 
 def client_for(secret: str) -> APIClient:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from collections_app.models import Chunk, Collection
 from embedding import get_embedder
-from retrieval.search import Visibility, vector_retrieve
+from retrieval.selectors.search import Visibility, vector_retrieve
 
 # Measured spread of one score between SIMD paths: ~0.004 (0.839-0.843 for one question). Twice that, rounded.
 MARGIN = 0.01

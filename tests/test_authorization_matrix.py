@@ -38,7 +38,8 @@ from django_q.models import OrmQ, Schedule, Task
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from accounts.models import ROLE_RANK, Agent, Membership, Role, Tenant
+from accounts.issuing import ANY_READER, api_key_create
+from accounts.models import ROLE_RANK, Agent, Membership, Reader, Role, Tenant
 from collections_app.models import (
     Build,
     Chunk,
@@ -49,8 +50,7 @@ from collections_app.models import (
     ParagraphEdit,
     ReaderLabel,
 )
-from collections_app.services.keys import ANY_READER, api_key_create
-from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measure, ModelCall, Reader, SearchEvent
+from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measure, ModelCall, SearchEvent
 
 OTHER = "quokka"  # in every name of the other tenant
 OWN = "wombat"
@@ -91,7 +91,7 @@ READ_TOOL_PAGES: set[str] = {
     "collections_app_document_status",  # the list's live status cells
     "collections_app_document_download",  # the stored original
     "collections_app_document_preview",  # chunking preview: writes nothing
-    "collections_app_collection_search",  # try a search: reads, and records the audit event
+    "retrieval_searchevent_try_search",  # try a search: reads, and records the audit event
     "collections_app_collection_preview",  # chunking preview of one of its documents (applying is a POST, editors)
     "collections_app_collection_reindex_status",  # the page's live re-index progress
 }
@@ -184,7 +184,7 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         "retrieval.SearchEvent": event,
         "accounts.Membership": membership,
         "collections_app.ReaderLabel": label,
-        "retrieval.Reader": reader,
+        "accounts.Reader": reader,
         "retrieval.CollectionJudge": judge,
         "retrieval.ModelCall": call,
         "auth.User": member,
@@ -224,7 +224,7 @@ def _build_world() -> World:
     agent_key = api_key_create(tenant=tenants["own"], role=Role.EDITOR, agent=scoped, name=f"{OWN}-agent-key").secret
     Reader.objects.create(tenant=tenants["own"], name=UNDELEGATED_READER, labels=[f"{OWN}-label"])
     delegated_keys: dict[tuple[str, str], str] = {}
-    own_reader = objects[("retrieval.Reader", "own")]
+    own_reader = objects[("accounts.Reader", "own")]
     for role in STAFF_ROLES:
         delegated_keys[(role, "none")] = keys[role]
         for delegation, readers in (("some", [own_reader]), ("any", ANY_READER)):
@@ -484,7 +484,7 @@ def _api_url(endpoint: Endpoint, world: World, side: str, missing: bool = False)
     for param, label in (
         ("collection_id", "collections_app.Collection"),
         ("document_id", "collections_app.Document"),
-        ("reader_id", "retrieval.Reader"),
+        ("reader_id", "accounts.Reader"),
         ("golden_id", "retrieval.GoldenQuestion"),
         ("evaluation_id", "retrieval.Evaluation"),
         ("measure_id", "retrieval.Measure"),

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from accounts.issuing import api_key_create
 from accounts.models import Role, Tenant
 from collections_app.models import Chunk, Collection
-from collections_app.services.keys import api_key_create
 from tests.margins import assert_clears, assert_leads, cosines
 
 README = Path(__file__).resolve().parents[1] / "README.md"

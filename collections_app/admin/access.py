@@ -15,10 +15,10 @@ from django.db.models import Field, Model, QuerySet
 from django.http import HttpRequest
 from django_q import models as q_models
 
+from accounts.delegation import delegation_label
+from accounts.issuing import ANY_READER, Delegation, api_key_create, api_key_delegate
 from accounts.models import Agent, ApiKey, Membership, Role, Tenant
 from collections_app.models import ReaderLabel
-from collections_app.selectors.delegation import delegation_label
-from collections_app.services.keys import ANY_READER, Delegation, api_key_create, api_key_delegate
 from doors.admin.base import (
     RoleGrantForm,
     SuperuserOnlyAdmin,

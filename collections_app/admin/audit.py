@@ -14,8 +14,6 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from accounts.models import Role
-from collections_app.exceptions import DomainError
-from collections_app.ingestion.languages import language_shown
 from collections_app.models import Build, Chunk, Collection
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.gate import GATED_METRICS
@@ -23,6 +21,8 @@ from collections_app.services.reindex import collection_cutover
 from doors.admin.base import AuditAdmin, ToolPage
 from doors.admin.display import LanguageFilter, key_value_rows
 from doors.admin.roles import may
+from infra.errors import DomainError
+from ingestion.languages import language_shown
 
 
 @admin.register(Chunk)

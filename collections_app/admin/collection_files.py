@@ -34,7 +34,6 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from accounts.models import Role, Tenant
-from collections_app.exceptions import DomainError
 from collections_app.models import (
     Collection,
     CollectionFile,
@@ -51,6 +50,7 @@ from collections_app.services.collection_file import (
 )
 from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
 from doors.admin.roles import tenants_where
+from infra.errors import DomainError
 
 
 def _list_url() -> str:

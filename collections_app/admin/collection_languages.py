@@ -13,7 +13,6 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from collections_app.ingestion.languages import SH, SUPPORTED_LANGUAGES, language_name, language_shown
 from collections_app.models import Collection
 from collections_app.selectors.languages import (
     LANGUAGE_SHARE_FLOOR,
@@ -22,6 +21,7 @@ from collections_app.selectors.languages import (
     measured_languages,
 )
 from doors.admin.display import table
+from ingestion.languages import SH, SUPPORTED_LANGUAGES, language_name, language_shown
 
 PINNED_HELP = (
     "Language codes, comma-separated (e.g. mk,en), most important first: questions in another language are "

@@ -19,17 +19,16 @@ from collections_app.admin.collection_languages import CollectionLanguagesAdminM
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.reindex import ReindexAdminMixin
 from collections_app.admin.sources import FolderSourceAdminMixin
-from collections_app.admin.try_search import TrySearchAdminMixin
-from collections_app.exceptions import DomainError
-from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.models import Collection
 from collections_app.services.collections import collection_create, collection_delete, collection_update
 from collections_app.services.folder_sources import FolderSourceError, folder_source_options_set, folder_source_set
-from collections_app.validation import name_problem
 from doors.admin.base import TenantScopedAdmin
 from doors.admin.display import shown_value, table
 from doors.admin.roles import may, role_in, tenants_where
 from embedding import available_models
+from infra.errors import DomainError
+from infra.validation import name_problem
+from ingestion.chunking import StrategyNotBuilt
 
 
 class CollectionForm(forms.ModelForm):
@@ -132,7 +131,6 @@ class CollectionAdmin(
     CollectionLanguagesAdminMixin,
     CollectionReadersAdminMixin,
     FolderSourceAdminMixin,
-    TrySearchAdminMixin,
     ReindexAdminMixin,
     CollectionExportAdminMixin,
     TenantScopedAdmin,
@@ -207,8 +205,8 @@ class CollectionAdmin(
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        search = reverse(f"{self.admin_site.name}:collections_app_collection_search", args=[unquote(object_id)])
-        # The golden questions page is the retrieval app's list filtered to this collection: a URL, not an import.
+        # Try a search and the golden questions are retrieval's pages, reached by URL name, not by an import.
+        search = reverse(f"{self.admin_site.name}:retrieval_searchevent_try_search", args=[unquote(object_id)])
         golden = reverse(f"{self.admin_site.name}:retrieval_goldenquestion_changelist")
         golden += f"?collection__id__exact={unquote(object_id)}"
         tools = [("Try a search", search), ("Golden questions", golden)]

@@ -17,7 +17,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
-from collections_app.ingestion.records import ROLES, TABLE_MODES
 from collections_app.models import Document
 from collections_app.services.ingest_options import (
     REPARSE_WARNING,
@@ -26,6 +25,7 @@ from collections_app.services.ingest_options import (
     document_options_update,
 )
 from doors.admin.base import ToolPage, object_for_tool
+from ingestion.records import ROLES, TABLE_MODES
 
 ROLE_HELP = {
     "index": "in the paragraph's text (searched)",

@@ -17,11 +17,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from collections_app.exceptions import DomainError
-from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name, language_shown
 from collections_app.models import Chunk
 from collections_app.services.languages import document_language_set, document_language_unpin
 from doors.admin.base import ToolPage, object_for_tool
+from infra.errors import DomainError
+from ingestion.languages import SUPPORTED_LANGUAGES, language_name, language_shown
 
 AUTOMATIC = ("", "Automatic: detected from the text")
 

@@ -39,11 +39,7 @@ from collections_app.admin.upload_metadata import (
     metadata_json_field,
     upload_collection_id,
 )
-from collections_app.exceptions import DomainError
-from collections_app.ingestion import UnsupportedFile, check_upload
-from collections_app.ingestion.formats import family_of
-from collections_app.ingestion.languages import language_shown as language_label
-from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
+from collections_app.models import DOCUMENT_IN_FLIGHT, Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
 from collections_app.services.documents import (
     FileTooLarge,
@@ -54,9 +50,13 @@ from collections_app.services.documents import (
     upload_filename,
 )
 from collections_app.services.metadata_schema import InvalidMetadata, upload_metadata_check
-from collections_app.validation import source_uri_problem
 from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
-from doors.admin.display import IN_FLIGHT, key_value_rows, readable_size, status_badge, table
+from doors.admin.display import key_value_rows, readable_size, status_badge, table
+from infra.errors import DomainError
+from infra.validation import source_uri_problem
+from ingestion import UnsupportedFile, check_upload
+from ingestion.formats import family_of
+from ingestion.languages import language_shown as language_label
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -133,7 +133,7 @@ class DocumentUploadForm(forms.ModelForm):
 
     def clean_source_uri(self) -> str:
         value = self.cleaned_data.get("source_uri", "")
-        problem = source_uri_problem(value) if value else None  # as the API: collections_app/validation.py
+        problem = source_uri_problem(value) if value else None  # as the API: infra/validation.py
         if problem:
             raise forms.ValidationError(f"The source {problem}.")
         return value
@@ -667,7 +667,7 @@ def _live(obj: Document, field: str, shown: object) -> str:
         '<span data-kb-doc="{}" data-kb-field="{}" data-kb-in-flight="{}">{}</span>',
         obj.pk,
         field,
-        "1" if obj.status in IN_FLIGHT else "0",
+        "1" if obj.status in DOCUMENT_IN_FLIGHT else "0",
         shown,
     )
 

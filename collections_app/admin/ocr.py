@@ -14,7 +14,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import capfirst
 
-from collections_app.ingestion.ocr import SCANNED_TEXT_LANGUAGES
 from collections_app.models import Document
 from collections_app.services.ingest_options import (
     REPARSE_WARNING,
@@ -24,6 +23,7 @@ from collections_app.services.ingest_options import (
     ingest_options_validate,
 )
 from doors.admin.base import ToolPage, object_for_tool
+from ingestion.ocr import SCANNED_TEXT_LANGUAGES
 
 
 def scanned_text_field() -> forms.ChoiceField:

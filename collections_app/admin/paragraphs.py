@@ -19,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from collections_app.exceptions import DomainError
 from collections_app.models import Chunk, Document, ParagraphEdit
 from collections_app.selectors.paragraphs import (
     document_paragraph_edits,
@@ -39,6 +38,7 @@ from collections_app.services.paragraph_edits import (
 from collections_app.services.preview import document_paragraph_numbers
 from doors.admin.base import ToolPage, object_for_tool
 from embedding import UnsearchableVector
+from infra.errors import DomainError
 
 # Paragraphs on one page of the paragraphs page; the history shows the latest edits.
 PARAGRAPHS_PER_PAGE = 100

@@ -20,9 +20,6 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from accounts.models import Role
-from collections_app.exceptions import DomainError
-from collections_app.ingestion import ChunkingSettings
-from collections_app.ingestion.chunking import StrategyNotBuilt
 from collections_app.models import ChunkStrategy, Collection, Document, SizeUnit
 from collections_app.services.collections import (
     CHUNK_SIZE_RANGE,
@@ -39,6 +36,9 @@ from collections_app.services.preview import (
 )
 from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.roles import role_in
+from infra.errors import DomainError
+from ingestion import ChunkingSettings
+from ingestion.chunking import StrategyNotBuilt
 
 # Paragraphs listed per side; the numbers are of every block previewed (a large document's first blocks).
 SHOWN = 60

@@ -22,11 +22,11 @@ from django.utils.safestring import SafeString
 
 from collections_app.admin.collection_files import import_state
 from collections_app.admin.preview import preview_page
-from collections_app.exceptions import DomainError
 from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.reindex import collection_reindex
 from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
+from infra.errors import DomainError
 
 STALE_HELP = "built with chunking or embedding settings the collection no longer has; a re-index rebuilds it"
 

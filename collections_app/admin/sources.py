@@ -20,7 +20,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from collections_app.ingestion import UnsupportedFile
 from collections_app.models import Collection, Document
 from collections_app.services.archives import ArchiveRefused, InsufficientStorage, archive_import
 from collections_app.services.documents import FileTooLarge
@@ -29,6 +28,7 @@ from collections_app.services.folder_sources import (
     folder_source_configured,
     folder_sources_adopt_legacy,
 )
+from ingestion import UnsupportedFile
 
 
 class AttachmentsAdminMixin:

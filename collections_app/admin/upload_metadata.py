@@ -19,7 +19,7 @@ from django import forms
 from django.http import HttpRequest, QueryDict
 from django.utils.html import escape
 
-from collections_app.ingestion.values import as_number
+from ingestion.values import as_number
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_-]{1,60}$")
 METADATA_JSON_FIELD = "metadata"

@@ -16,7 +16,7 @@ from collections_app.services.collections import MAX_NAME_CHARS
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
 from doors.api.schema import GUARDED_LISTED, refusals
-from kbsite.db_routing import read_only_call
+from infra.db_routing import read_only_call
 
 
 class MapSectionOutput(serializers.Serializer):
@@ -89,7 +89,7 @@ class CollectionMapView(TenantScopedView):
         data = CorpusMapInput(data=request.query_params)
         data.is_valid(raise_exception=True)
         reader, key = data.validated_data.get("reader"), request_key(request)
-        # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
+        # Reads only: from a read replica when one is fresh (infra/db_routing.py).
         corpus_map, _served = read_only_call(
             lambda: collection_map_for_reader(key=key, collection=collection, reader=reader)
         )

@@ -13,10 +13,10 @@ from rest_framework.response import Response
 from collections_app import selectors
 from collections_app.api.serializers import DocumentOutput
 from collections_app.api.views import TenantScopedView
-from collections_app.ingestion.languages import SH, language_name
 from collections_app.services.languages import document_language_set, document_language_unpin
 from doors.api.inputs import StrictInput
 from doors.api.schema import BODY, refusals
+from ingestion.languages import SH, language_name
 
 
 class DocumentLanguageInput(StrictInput):

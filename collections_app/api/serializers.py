@@ -6,14 +6,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from collections_app.api.language_fields import CollectionLanguagesOutput, LanguageLabelField
-from collections_app.ingestion.chunking import CHUNKING_DEFAULTS
 from collections_app.models import Build, ChunkStrategy, Collection, Document, DocumentVersion, SizeUnit
 from collections_app.services import collections as collections_service
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
 from collections_app.services.reindex import reindex_progress
-from collections_app.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
 from doors.api.inputs import StrictInput
 from embedding import EmbeddingUnavailable, get_model
+from infra.validation import NameField, SafeDictField, SafeJSONField, SourceUriField, text_problem
+from ingestion.chunking import CHUNKING_DEFAULTS
 
 COLLECTION_SETTINGS = [
     "chunk_strategy",

@@ -32,8 +32,6 @@ from collections_app.api.serializers import (
     DocumentVersionOutput,
     IngestOptionsInput,
 )
-from collections_app.exceptions import InvalidIngestOptions
-from collections_app.ingestion.formats import family_of
 from collections_app.models import Collection
 from collections_app.services.archives import archive_import
 from collections_app.services.collections import (
@@ -52,8 +50,9 @@ from doors.api.inputs import NoInput
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
 from doors.api.schema import BODY, GUARDED, LISTED, NEW_BODY, READ, refusals
-from doors.api.scope import collection_or_404
 from doors.api.throttles import UploadsOnly
+from infra.errors import InvalidIngestOptions
+from ingestion.formats import family_of
 
 
 class BuildPage(PageInput):
@@ -65,7 +64,7 @@ class TenantScopedView(APIView):
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
-        return collection_or_404(request, collection_id)
+        return selectors.collection_for_key_or_404(request_key(request), collection_id)
 
 
 class CollectionListView(TenantScopedView):

@@ -1,4 +1,4 @@
-# Hand-written: Serbian, Croatian and Bosnian share the label `sh` (collections_app/ingestion/languages.py),
+# Hand-written: Serbian, Croatian and Bosnian share the label `sh` (ingestion/languages.py),
 # stemmed by PostgreSQL's `serbian` snowball configuration, which reads Cyrillic and Latin alike; the labels
 # written before (`sr`, `hr`, `bs`) map to it too. Only the function changes: no index is built on it, and a
 # paragraph keeps the keyword index it was built with until it is relabelled or re-indexed.

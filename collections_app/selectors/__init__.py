@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import cast
 
 from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
 
 from accounts.models import ApiKey, Tenant
-from collections_app.ingestion.titles import title_from_filename
 from collections_app.models import Build, Collection, Document, DocumentVersion
+from ingestion.titles import title_from_filename
 
 from .languages import language_counts
 
@@ -28,6 +29,12 @@ def collections_for_key(key: ApiKey) -> QuerySet[Collection]:
     set; nothing widens it."""
     allowed = collections_for(key.tenant_id)
     return allowed.filter(agents=key.agent_id) if key.agent_id is not None else allowed
+
+
+def collection_for_key_or_404(key: ApiKey, collection_id: object) -> Collection:
+    """The collection a management door's URL names, as the key reaches it (collections_for_key, the one scope
+    rule): another tenant's id, or a collection outside an agent key's set, is simply not found (404, never 403)."""
+    return get_object_or_404(collections_for_key(key), pk=collection_id)
 
 
 def collections_with_stale_counts_for(key: ApiKey) -> QuerySet[Collection]:

@@ -16,13 +16,12 @@ from typing import Any
 
 from django.db.models import Count, Min
 
+from accounts.delegation import delegated_reader
 from accounts.models import ApiKey
-from collections_app.exceptions import Invalid
 from collections_app.models import Chunk, Collection, Document
 from collections_app.selectors import document_title
-from collections_app.validation import text_problem
-
-from .delegation import delegated_reader
+from infra.errors import Invalid
+from infra.validation import text_problem
 
 
 class MapReaderRequired(Invalid):
@@ -56,7 +55,7 @@ def collection_map_for_reader(*, key: ApiKey, collection: Collection, reader: st
     """The map as a key asks for it: a per-reader collection needs a registered reader of its tenant that the
     key may act for (delegation.py).
 
-    The rule searches follow (retrieval/search/_scope.py): without a reader the map would quietly show only
+    The rule searches follow (retrieval/selectors/search/_scope.py): without a reader the map would quietly show only
     the unlabelled paragraphs; an unknown name is refused the same whether it exists in another tenant or not.
     Every door (REST, MCP) reaches the reader's name through here, so a name no row can hold (NUL, a lone
     surrogate) is refused here, before the database sees it.
@@ -85,7 +84,7 @@ def collection_map(*, collection: Collection, reader_labels: list[str] | None = 
         .filter(collection=collection)
         .live()
         .paragraphs()
-        .readable_by(reader_labels)  # the rule of retrieval/search/_visibility.py
+        .readable_by(reader_labels)  # the rule of retrieval/selectors/search/_visibility.py
         # One row per (document, heading trail), not per paragraph: a 60 MB text file maps in one short query.
         .values("document_id", "section")
         .annotate(n=Count("id"), first=Min("ordinal"))

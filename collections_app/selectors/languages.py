@@ -10,8 +10,8 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Count, OuterRef
 from django.db.models.functions import JSONObject
 
-from collections_app.ingestion.languages import language_name, normalise
 from collections_app.models import Chunk, Collection
+from ingestion.languages import language_name, normalise
 
 LANGUAGE_SHARE_FLOOR = 0.05
 MAX_MEASURED_LANGUAGES = 4

@@ -36,20 +36,21 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from collections_app.ingestion import UnsupportedFile, check_upload
-from collections_app.ingestion.formats import extension_of, family_of
-from collections_app.ingestion.navigation_hubs import (
+from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
+from collections_app.services.builds import build_record
+from collections_app.services.documents import FileTooLarge, document_create, stored_files_remove
+from embedding import get_model
+from infra.errors import DomainError, Invalid
+from ingestion import UnsupportedFile, check_upload
+from ingestion.formats import extension_of, family_of
+from ingestion.navigation_hubs import (
     JUDGED_BYTES,
     OPTION,
     is_readme,
     navigation_hub_reason,
     skipped_line,
 )
-from collections_app.ingestion.paths import is_excluded, is_junk
-from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
-from collections_app.services.builds import build_record
-from collections_app.services.documents import FileTooLarge, document_create, stored_files_remove
-from embedding import get_model
+from ingestion.paths import is_excluded, is_junk
 
 # Free disk kept beyond what an import needs, so one import never fills the disk.
 _DISK_MARGIN = 256 * 1024 * 1024
@@ -60,12 +61,16 @@ _SUMMARY_ATTEMPTS = 240
 _MAX_SOURCE_URI, _MAX_FILENAME = 1000, 255
 
 
-class ArchiveRefused(ValueError):
+class ArchiveRefused(Invalid):
     """The zip is refused before anything is extracted; the message says why."""
 
+    field = "file"
 
-class InsufficientStorage(RuntimeError):
+
+class InsufficientStorage(DomainError, RuntimeError):
     """The server's disk has not room enough for what the zip unpacks to."""
+
+    meaning = "no_storage"
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,16 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 
 from accounts.models import Role, Tenant
-from collections_app.exceptions import Conflict, Invalid
-from collections_app.ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettings, check_strategy, overlap_following
 from collections_app.models import Chunk, Collection, KeywordPosting, KeywordStats, KeywordTerm, ParentReturn, SizeUnit
 from collections_app.services.documents import collection_chunking, stored_files_of
 from collections_app.services.languages import language_codes
 from collections_app.services.metadata_schema import metadata_schema_problem
 from collections_app.services.reader_access import reader_access_check
 from collections_app.services.reindex import CHUNKING_FIELDS, collection_mark_stale
-from collections_app.validation import name_problem, text_problem
 from embedding import EmbeddingUnavailable, get_model
+from infra.errors import Conflict, Invalid
+from infra.validation import name_problem, text_problem
+from ingestion.chunking import CHUNKING_DEFAULTS, ChunkingSettings, check_strategy, overlap_following
 
 # Bounds of the collection settings. The search API takes `around` and `top_n` up to the same maxima,
 # so a collection cannot configure what a search could not ask for (around 32,767 once returned a

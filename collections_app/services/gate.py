@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collections_app.exceptions import Conflict
 from collections_app.hooks import cutover_evaluator
 from collections_app.models import Collection
+from infra.errors import Conflict
 
 GATED_METRICS = ("ndcg_at_10", "hit_at_5")
 

@@ -19,11 +19,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from collections_app.exceptions import Conflict, InvalidIngestOptions
-from collections_app.ingestion import navigation_hubs, ocr, records
 from collections_app.models import Document, DocumentStatus
 from collections_app.services.documents import document_queue_ingest
-from collections_app.validation import json_problem
+from infra.errors import Conflict, InvalidIngestOptions
+from infra.validation import json_problem
+from ingestion import navigation_hubs, ocr, records
 
 OptionsValidator = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -1,7 +1,7 @@
 """Reader labels of documents in per-reader collections: checking them, changing them, counting what is unlabelled.
 
 A document's labels live on the document (`Document.labels`) and are copied onto every paragraph it has, so
-the visibility predicate (retrieval/search/_visibility.py) reads them from the row it matches. Changing them
+the visibility predicate (retrieval/selectors/search/_visibility.py) reads them from the row it matches. Changing them
 rewrites that one column of the document's rows, in one transaction with the document: no parser, no model.
 Every build publishes the document's labels as they stand at its commit, so a rechunk or a re-index keeps them.
 
@@ -18,10 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Role
-from collections_app.exceptions import Conflict, Invalid
 from collections_app.models import Chunk, Collection, Document
 from collections_app.services.reader_access import labels_widen, reader_access_check
-from collections_app.validation import name_problem
+from infra.errors import Conflict, Invalid
+from infra.validation import name_problem
 
 # The column each label is stored in (Document.labels, Chunk.labels and Reader.labels are all this wide).
 MAX_LABEL_CHARS = Document._meta.get_field("labels").base_field.max_length or 100
@@ -42,7 +42,7 @@ class LabelsDiffer(Conflict):
 def labels_clean(labels: Any) -> list[str]:
     """The labels as stored: stripped, each once, sorted. Refused with a message naming the label at fault.
 
-    The same rules as a reader's labels (retrieval/services.py), so any label a document carries can be held.
+    The same rules as a reader's labels (accounts/readers.py), so any label a document carries can be held.
     """
     if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
         raise InvalidLabels('labels must be a JSON list of label names, e.g. ["hr", "finance"]')

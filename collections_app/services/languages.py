@@ -20,10 +20,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from collections_app.exceptions import Conflict, Invalid
-from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, normalise
 from collections_app.models import Chunk, Document, DocumentStatus
 from collections_app.sql import keyword_vector
+from infra.errors import Conflict, Invalid
+from ingestion.languages import SUPPORTED_LANGUAGES, normalise
 
 
 class InvalidLanguage(Invalid):

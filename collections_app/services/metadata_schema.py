@@ -30,16 +30,16 @@ from uuid import UUID
 
 from django.db import transaction
 
-from collections_app.exceptions import Invalid
-from collections_app.ingestion.blocks import ParseResult
-from collections_app.ingestion.values import ENUM_VOCABULARY_LIMIT, as_text, coerce, infer_type, is_empty
 from collections_app.models import Collection, Document
+from infra.errors import Invalid
+from ingestion.blocks import ParseResult
+from ingestion.values import ENUM_VOCABULARY_LIMIT, as_text, coerce, infer_type, is_empty
 
 # Problems listed one by one on a document before the rest are counted.
 MAX_VALUE_WARNINGS = 50
 
 # Document facts every paragraph carries (services/documents/_rows.py), typed as filters compare them
-# (retrieval/search/_filters.py): a value given for one at upload is checked as that type, not declared.
+# (retrieval/selectors/search/_filters.py): a value given for one at upload is checked as that type, not declared.
 DOCUMENT_FACT_TYPES: dict[str, dict[str, Any]] = {
     "author": {"type": "string"},
     "created": {"type": "date"},

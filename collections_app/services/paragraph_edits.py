@@ -2,7 +2,7 @@
 
 Each operation is one transaction on the live generation's rows of one document: a search sees the paragraphs
 before it or after it, never half (neighbours' ordinals included; a search reads one snapshot,
-retrieval/search/_pipeline.py). Only the paragraphs whose text changed are embedded again (with the model the
+retrieval/selectors/search/_pipeline.py). Only the paragraphs whose text changed are embedded again (with the model the
 rows were built with, `served_alias`) and their keyword index recomputed (the BM25 statistics follow through
 their triggers); nothing is parsed. Reader labels, page, section and metadata carry over; the language is
 detected again unless the document's is pinned.
@@ -34,8 +34,6 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from collections_app.exceptions import Conflict, DomainError, Invalid
-from collections_app.ingestion import ChunkDraft, detect_language
 from collections_app.models import (
     Chunk,
     ChunkKind,
@@ -49,8 +47,10 @@ from collections_app.models import (
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.documents import merged_text, split_texts, text_hash
 from collections_app.sql import keyword_vector
-from collections_app.validation import MAX_PARAGRAPH_CHARS, paragraph_text_problem, text_problem
 from embedding import get_embedder
+from infra.errors import Conflict, DomainError, Invalid
+from infra.validation import MAX_PARAGRAPH_CHARS, paragraph_text_problem, text_problem
+from ingestion import ChunkDraft, detect_language
 
 # The most text (the paragraphs with their breadcrumbs) an operation embeds inside a request: two or three of the
 # model's windows, about a second on two busy cores. A paragraph the chunker cut (chunk_size 1,000 characters by

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from django.db.models import F, Func, IntegerField, JSONField
 from django.db.models.expressions import RawSQL
 
-from collections_app.exceptions import Invalid
-from collections_app.ingestion import ChunkDraft, ChunkingSettings, chunk_blocks
-from collections_app.ingestion.blocks import Block
 from collections_app.models import Collection, Document, SizeUnit
 from embedding import get_embedder
+from infra.errors import Invalid
+from ingestion import ChunkDraft, ChunkingSettings, chunk_blocks
+from ingestion.blocks import Block
 
 
 class PreviewUnavailable(Invalid):

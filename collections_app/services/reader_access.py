@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accounts.models import Role, role_at_least
-from collections_app.exceptions import Forbidden
+from infra.errors import Forbidden
 
 
 class ReaderAccessNeedsAdmin(Forbidden):

@@ -23,7 +23,7 @@ so recovering too eagerly costs a queue row, never a second ingestion running at
 After KB_INGEST_MAX_ATTEMPTS deaths the document ends in `error` rather than looping.
 
 On django-q2's ORM broker (the default) the queue is read from its table. On the Redis broker (KB_REDIS_URL,
-many clusters on many machines) kbsite's own broker (kbsite/redis_broker.py) keeps every task a cluster has taken
+many clusters on many machines) kbsite's own broker (infra/redis_broker.py) keeps every task a cluster has taken
 in that cluster's list until it is acknowledged, and each cluster holds a liveness lock in PostgreSQL: a task
 taken by a cluster that is gone, or started by a worker that no longer holds its document's lease, is dead, and
 any surviving cluster requeues its document within the same bound. (`cluster_start` means nothing there: other
@@ -43,15 +43,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from collections_app.models import Document, DocumentStatus
-from collections_app.sql import session_lock, session_lock_held
-from kbsite.redis_broker import REDIS_BROKER, ReliableRedis
+from collections_app.models import DOCUMENT_IN_FLIGHT, Document, DocumentStatus
+from infra.locks import session_lock, session_lock_held
+from infra.redis_broker import REDIS_BROKER, ReliableRedis
 
 logger = logging.getLogger(__name__)
 
 INGEST_FUNC = "collections_app.tasks.ingest_document"
 # A document waiting for its task (`queued`: a re-ingest) or being read (`parsing`) needs a live task.
-IN_FLIGHT = [DocumentStatus.QUEUED, DocumentStatus.PARSING]
 # A queue row whose worker started it: far past any lock django-q2 sets itself (now + retry),
 # so the broker never hands it out again; only the recovery or the monitor's acknowledgement removes it.
 STARTED = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
@@ -132,7 +131,7 @@ def documents_recover(*, cluster_start: bool = False) -> RecoveryReport:
     # the dead clusters' tasks are told apart by their liveness locks.
     cluster_start = cluster_start and _orm_broker()
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    in_flight = dict(Document.objects.filter(status__in=IN_FLIGHT).values_list("pk", "updated_at"))
+    in_flight = dict(Document.objects.filter(status__in=DOCUMENT_IN_FLIGHT).values_list("pk", "updated_at"))
     candidates = [pk for pk, updated_at in in_flight.items() if updated_at < grace]
     queued = _queued_ingests()
     # Swept on every pass, with or without documents to recover: rows nothing will ever finish. A document
@@ -177,7 +176,7 @@ def document_recover(*, document: Document) -> bool:
     may not be written yet.
     """
     grace = timezone.now() - dt.timedelta(seconds=settings.KB_RECOVERY_GRACE_SECONDS)
-    if document.status not in IN_FLIGHT or document.updated_at >= grace:
+    if document.status not in DOCUMENT_IN_FLIGHT or document.updated_at >= grace:
         return False
     document_id = str(document.pk)
     outcome = _recover_one(document_id, _queued_ingests().get(document_id, []), cluster_start=False)
@@ -185,7 +184,7 @@ def document_recover(*, document: Document) -> bool:
         # No task anywhere and no worker holding it: the periodic recovery leaves such a document alone
         # (it may be read in process), but a person uploading it again is asking for it to be read.
         with transaction.atomic():
-            if Document.objects.select_for_update().filter(pk=document_id, status__in=IN_FLIGHT).exists():
+            if Document.objects.select_for_update().filter(pk=document_id, status__in=DOCUMENT_IN_FLIGHT).exists():
                 _queue(document_id, 1)
                 return True
     return outcome == "requeued"
@@ -205,7 +204,7 @@ def _recover_one(document_id: str, rows: list[_QueuedIngest], *, cluster_start: 
         return "unknown"
     attempt = max([_recovery_number(r.name) for r in rows] + [_recovery_number(name) for name in failed]) + 1
     with transaction.atomic():
-        document = Document.objects.select_for_update().filter(pk=document_id, status__in=IN_FLIGHT).first()
+        document = Document.objects.select_for_update().filter(pk=document_id, status__in=DOCUMENT_IN_FLIGHT).first()
         if document is None:
             return "gone"
         _forget_rows(rows)

@@ -4,10 +4,11 @@
   paragraphs replace the old in one transaction (the ordinary ingestion's publish, which reads stored blocks).
 - `collection_mark_stale`: a chunking field or the embedding model changed: every document is `stale`.
 - `collection_reindex` / `collection_reindex_run`: every document of the collection rebuilt into the next
-  *generation* beside the one searches read (`Collection.active_generation`, see retrieval/search/_visibility.py),
-  then one transaction switches the whole collection over (`collection_cutover`). Until then searches answer
-  from the old paragraphs and the old model (`Collection.served_alias`). A run that fails half way leaves
-  what it built staged; asked again it resumes with the documents not built yet.
+  *generation* beside the one searches read (`Collection.active_generation`, see
+  retrieval/selectors/search/_visibility.py), then one transaction switches the whole collection over
+  (`collection_cutover`). Until then searches answer from the old paragraphs and the old model
+  (`Collection.served_alias`). A run that fails half way leaves what it built staged; asked again it resumes with
+  the documents not built yet.
 
 Staged rows carry no keyword index (search_vector is NULL) until the cutover fills it in: the BM25
 statistics (kept by triggers on indexed rows) stay those of the generation searches read.
@@ -22,8 +23,6 @@ from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from collections_app.exceptions import Conflict, Invalid
-from collections_app.ingestion.blocks import Block
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
@@ -32,7 +31,9 @@ from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
 from collections_app.sql import keyword_vector
 from embedding import get_embedder, get_model
-from kbsite.queueing import task_name_shown, task_queue_on_commit
+from infra.errors import Conflict, Invalid
+from infra.queueing import task_name_shown, task_queue_on_commit
+from ingestion.blocks import Block
 
 logger = logging.getLogger(__name__)
 

@@ -12,13 +12,10 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from collections_app.ingestion.languages import language_shown
-from collections_app.models import DocumentStatus
+from ingestion.languages import language_shown
 
 if TYPE_CHECKING:
     from django.contrib.admin.filters import _ListFilterChoices  # the stubs' name for one choice
-
-IN_FLIGHT = {DocumentStatus.QUEUED, DocumentStatus.PARSING}
 
 
 def status_badge(status: str) -> SafeString:

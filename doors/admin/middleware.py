@@ -18,8 +18,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.urls import reverse
 from django.utils.html import escape
 
-from collections_app.validation import text_problem
 from doors.api.pages import page_number_problem
+from infra.validation import text_problem
 
 logger = logging.getLogger(__name__)
 

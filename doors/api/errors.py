@@ -1,7 +1,7 @@
 """The API's one exception handler: domain errors become statuses here, and nowhere else.
 
 Views do not catch and map; services raise errors that say what kind of refusal they are
-(collections_app.exceptions.DomainError.meaning) and, where one input is at fault, which
+(infra.errors.DomainError.meaning) and, where one input is at fault, which
 (`field`). A 400 answers `{"<field>": ["message"]}` when a field is named; every other refusal `{"detail": "message"}`:
 the same shapes DRF gives its own validation and permission errors, so a client reads one format.
 """
@@ -15,12 +15,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from collections_app.exceptions import DomainError, Meaning
-from collections_app.ingestion import UnsupportedFile
-from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.services.archives import ArchiveRefused, InsufficientStorage
-from collections_app.services.documents import FileTooLarge
-from embedding import UnsearchableVector
+from infra.errors import DomainError, Meaning
 
 STATUS: dict[Meaning, int] = {
     "invalid": status.HTTP_400_BAD_REQUEST,
@@ -32,24 +27,10 @@ STATUS: dict[Meaning, int] = {
     "unavailable": status.HTTP_503_SERVICE_UNAVAILABLE,
 }
 
-# Domain errors defined before DomainError existed, by modules other teams own: their meaning (and
-# field) here, until each moves onto DomainError and its line goes.
-LEGACY: dict[type[Exception], tuple[Meaning, str | None]] = {
-    UnsupportedFile: ("invalid", "file"),
-    ArchiveRefused: ("invalid", "file"),
-    FileTooLarge: ("too_large", None),
-    InsufficientStorage: ("no_storage", None),
-    StrategyNotBuilt: ("invalid", None),
-    UnsearchableVector: ("unavailable", None),  # embedding is a leaf: it cannot import DomainError
-}
-
 
 def meaning_of(exc: Exception) -> tuple[Meaning, str | None] | None:
     if isinstance(exc, DomainError):
         return exc.meaning, exc.field
-    for cls in type(exc).__mro__:
-        if cls in LEGACY:
-            return LEGACY[cls]
     return None
 
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
 
-from collections_app.validation import json_problem, loads_bounded
+from infra.validation import json_problem, loads_bounded
 
 
 class BodyTooLarge(exceptions.APIException):

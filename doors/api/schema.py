@@ -10,7 +10,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 
-from collections_app.ingestion.languages import SH, language_name
+from ingestion.languages import SH, language_name
 
 # How an answer's language labels read in the docs: one wording, from the one function that names languages.
 LABEL_HELP = f"an ISO 639-1 code; {SH}: {language_name(SH)}"

@@ -2,7 +2,7 @@
 
 Evaluations have their page in evaluations.py; the forms are in golden_forms.py.
 
-Editors and admins of the tenant only, reading included (the API's rule). The pages call retrieval.golden's
+Editors and admins of the tenant only, reading included (the API's rule). The pages call retrieval.services.golden's
 services; forms check through the same `golden_question_clean` the API uses, so the messages are the same.
 The list filtered by one collection (?collection__id__exact=) is that collection's golden questions page; its
 Import, Export and Evaluate buttons carry the collection along.
@@ -23,14 +23,15 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import slugify
 
-from accounts.models import Role
-from collections_app.exceptions import DomainError
+from accounts.models import Reader, Role
 from collections_app.models import Collection
 from doors.admin.base import ToolPage
 from doors.admin.roles import tenants_where
+from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
 from retrieval.admin.golden_forms import EvaluateForm, ExportForm, GoldenQuestionForm, ImportForm, MeasureForm
-from retrieval.golden import (
+from retrieval.models import GoldenQuestion
+from retrieval.services.golden import (
     DEFAULT_TOP_N,
     MAX_IMPORT_BYTES,
     GoldenQuestionTaken,
@@ -44,8 +45,7 @@ from retrieval.golden import (
     golden_question_from_search,
     golden_question_update,
 )
-from retrieval.measure import measure_start
-from retrieval.models import GoldenQuestion, Reader
+from retrieval.services.measure import measure_start
 
 COLLECTION_FILTER = "collection__id__exact"
 

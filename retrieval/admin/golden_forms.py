@@ -10,17 +10,18 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from collections_app.exceptions import DomainError
+from accounts.models import Reader
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_TOP_N
-from retrieval.golden import (
+from infra.errors import DomainError
+from retrieval.models import GoldenQuestion
+from retrieval.services.golden import (
     DEFAULT_TOP_N,
     InvalidGolden,
     document_names,
     golden_question_clean,
 )
-from retrieval.measure import MEASURED, PRESETS, preset_shown, variants_from_text
-from retrieval.models import GoldenQuestion, Reader
+from retrieval.services.measure import MEASURED, PRESETS, preset_shown, variants_from_text
 
 
 def _lines(value: str) -> list[str]:

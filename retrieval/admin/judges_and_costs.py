@@ -19,7 +19,7 @@ from accounts.models import Role
 from doors.admin.base import AuditAdmin, TenantScopedAdmin
 from doors.admin.roles import may, tenants_where
 from retrieval.models import CollectionJudge, ModelCall
-from retrieval.services import JUDGE_MAX_TIMEOUT, judge_warnings
+from retrieval.services.judges import JUDGE_MAX_TIMEOUT, judge_warnings
 
 DAILY_ROWS = 200  # the per-agent-per-day table lists at most this many days × agents (the filters narrow it)
 

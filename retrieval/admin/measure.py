@@ -13,14 +13,14 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from accounts.models import Role
-from collections_app.exceptions import DomainError
 from doors.admin.base import ToolPage
 from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
+from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
-from retrieval.measure import measure_apply, measure_cancel
-from retrieval.measure._charts import found_ranks_svg, scores_svg, variant_label
 from retrieval.models import Measure
+from retrieval.services.measure import measure_apply, measure_cancel
+from retrieval.services.measure._charts import found_ranks_svg, scores_svg, variant_label
 
 COLUMNS = (("nDCG@10", "ndcg_at_10"), ("hit@5", "hit_at_5"), ("hit@1", "hit_at_1"), ("MRR", "mrr"),
            ("found", "found"), ("controls answered", "controls_answered"))  # fmt: skip

@@ -22,12 +22,13 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from accounts.models import Role
-from collections_app.ingestion.languages import language_shown
 from collections_app.models import Collection
 from collections_app.selectors import document_filenames
 from doors.admin.base import AuditAdmin
 from doors.admin.display import shown_value, table
 from doors.admin.roles import may, tenants_where
+from ingestion.languages import language_shown
+from retrieval.admin.try_search import TrySearchAdminMixin
 from retrieval.models import SearchEvent
 
 # Which count of a stage is "how many candidates it handed on", by stage: the first one present.
@@ -134,7 +135,7 @@ def recording_note() -> str:
 
 
 @admin.register(SearchEvent)
-class SearchEventAdmin(AuditAdmin):
+class SearchEventAdmin(TrySearchAdminMixin, AuditAdmin):
     list_display = [
         "created_at", "tenant", "asked_by", "collections_shown", "refused_label", "reason_shown", "results",
         "documents_listed", "latency_ms",

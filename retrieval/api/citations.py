@@ -1,4 +1,4 @@
-"""POST /api/citations/verify: the facts of each citation an agent's answer makes (retrieval/citations.py)."""
+"""POST /api/citations/verify: the facts of each citation an agent's answer makes (retrieval/services/citations.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from doors.api.inputs import StrictInput
 from doors.api.schema import NEW_BODY, refusals
 from doors.api.throttles import SearchThrottle
 from retrieval.api import examples
-from retrieval.citations import MAX_CITATIONS, MAX_QUOTE_CHARS, Citation, citations_verify
-from retrieval.services import on_behalf_of_agent
+from retrieval.services.citations import MAX_CITATIONS, MAX_QUOTE_CHARS, Citation, citations_verify
+from retrieval.services.search_events import on_behalf_of_agent
 
 
 class CitationInput(StrictInput):

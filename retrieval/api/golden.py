@@ -24,6 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from collections_app import selectors
 from collections_app.models import Collection
 from collections_app.services.collections import MAX_TOP_N
 from doors.api.authentication import request_key
@@ -31,9 +32,10 @@ from doors.api.inputs import StrictInput
 from doors.api.pages import PageInput, page_of
 from doors.api.permissions import EditorOnly
 from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
-from doors.api.scope import collection_or_404
 from retrieval.api import examples
-from retrieval.golden import (
+from retrieval.models import Evaluation, GoldenQuestion
+from retrieval.selectors.search import registered_reader
+from retrieval.services.golden import (
     DEFAULT_TOP_N,
     MAX_IMPORT_BYTES,
     evaluation_start,
@@ -46,8 +48,6 @@ from retrieval.golden import (
     golden_question_update,
     golden_questions_for,
 )
-from retrieval.models import Evaluation, GoldenQuestion
-from retrieval.search import registered_reader
 
 
 class GoldenInput(StrictInput):
@@ -150,7 +150,7 @@ class CollectionDoor(APIView):
     editors_material = "Golden questions and evaluations"
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
-        return collection_or_404(request, collection_id)
+        return selectors.collection_for_key_or_404(request_key(request), collection_id)
 
 
 class GoldenListView(CollectionDoor):

@@ -12,14 +12,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from collections_app import selectors
 from collections_app.models import Collection
+from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
 from doors.api.permissions import EditorWrites
 from doors.api.schema import BODY, GUARDED, READ, refusals
-from doors.api.scope import collection_or_404
 from retrieval.api import examples
 from retrieval.models import CollectionJudge
-from retrieval.services import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
+from retrieval.services.judges import JUDGE_MAX_TIMEOUT, collection_judge_remove, collection_judge_set, judge_warnings
 
 
 class JudgeInput(StrictInput):
@@ -89,7 +90,7 @@ class CollectionJudgeView(APIView):
     permission_classes = [EditorWrites]
 
     def get_collection(self, request: Request, collection_id: UUID) -> Collection:
-        return collection_or_404(request, collection_id)
+        return selectors.collection_for_key_or_404(request_key(request), collection_id)
 
     @extend_schema(
         summary="A collection's judge",

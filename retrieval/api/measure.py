@@ -22,10 +22,10 @@ from doors.api.inputs import StrictInput
 from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, refusals
 from retrieval.api import examples
 from retrieval.api.golden import CollectionDoor
-from retrieval.golden import DEFAULT_TOP_N
-from retrieval.measure import MAX_VARIANTS, PRESETS, measure_apply, measure_cancel, measure_start
 from retrieval.models import Measure
-from retrieval.search import registered_reader
+from retrieval.selectors.search import registered_reader
+from retrieval.services.golden import DEFAULT_TOP_N
+from retrieval.services.measure import MAX_VARIANTS, PRESETS, measure_apply, measure_cancel, measure_start
 
 
 class MeasureInput(StrictInput):

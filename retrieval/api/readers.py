@@ -11,14 +11,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import Reader
+from accounts.readers import reader_create, reader_delete, reader_update
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, array_page_of
 from doors.api.permissions import AdminOnly
 from doors.api.schema import BODY, GUARDED, NEW_BODY, refusals
 from retrieval.api import examples
-from retrieval.models import Reader
-from retrieval.services import reader_create, reader_delete, reader_update
 
 NAME_TAKEN = {
     "conflict": "a reader of that name is already registered in this tenant",

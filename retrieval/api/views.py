@@ -7,16 +7,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app.services.collections import MAX_AROUND, MAX_NAME_CHARS, MAX_TOP_N
-from collections_app.validation import SafeJSONField
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
 from doors.api.schema import LABEL_HELP, NEW_BODY, refusals
 from doors.api.throttles import SearchThrottle
-from kbsite.db_routing import read_only_call
+from infra.db_routing import read_only_call
+from infra.validation import SafeJSONField
 from retrieval.api import examples
 from retrieval.api.examples import BADGE_HELP
-from retrieval.search import SearchAnswer, SearchScope, resolve_scope, search
-from retrieval.services import on_behalf_of_agent, search_event_record
+from retrieval.selectors.search import SearchAnswer, SearchScope, resolve_scope, search
+from retrieval.services.search_events import on_behalf_of_agent, search_event_record
 
 
 @extend_schema_field(
@@ -251,7 +251,7 @@ class SearchView(APIView):
                 expand=params.get("expand", False),
             )  # fmt: skip
 
-        # Reads only: from a read replica when one is fresh (kbsite/db_routing.py); the audit row is a write.
+        # Reads only: from a read replica when one is fresh (infra/db_routing.py); the audit row is a write.
         (scope, answer), _served = read_only_call(answer_it)
         event = search_event_record(key=key, scope=scope, answer=answer, query=params["query"], on_behalf_of=agent)
         return Response(

@@ -27,11 +27,11 @@ from django.urls import resolve
 
 from accounts.keys import api_key_resolve
 from accounts.models import ApiKey
-from collections_app.exceptions import DomainError
 from collections_app.selectors.corpus_map import MapReaderInvalid, collection_map_for_reader
 from collections_app.selectors.languages import collection_languages
-from kbsite.db_routing import ReplicaUnavailable, read_only_call
-from retrieval.search import searchable_collections
+from infra.db_routing import ReplicaUnavailable, read_only_call
+from infra.errors import DomainError
+from retrieval.selectors.search import searchable_collections
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def key_collections(secret: str, arguments: dict[str, Any]) -> tuple[int, Any]:
     unexpected = sorted(set(arguments) - {"reader"})
     if unexpected:
         return 400, {"detail": f"unknown arguments: {', '.join(unexpected)}; this tool takes only `reader`"}
-    # Reads only: from a read replica when one is fresh (kbsite/db_routing.py).
+    # Reads only: from a read replica when one is fresh (infra/db_routing.py).
     try:
         return read_only_call(lambda: _listed_collections(key, reader))[0]
     except ReplicaUnavailable as exc:  # KB_REPLICA_FALLBACK=refuse and no fresh replica: the REST doors' 503

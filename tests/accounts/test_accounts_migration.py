@@ -1,7 +1,7 @@
-"""Moving tenants, memberships, agents and API keys into the accounts app (accounts 0001, collections_app 0032,
-retrieval 0008) moves no row: a database made at the old head upgrades, and every key still authenticates with
-its agent's collections and its readers, every membership still opens its tenant in the admin, and permissions
-and admin history given on the old models stay attached."""
+"""Moving tenants, memberships, agents, API keys (accounts 0001, collections_app 0032, retrieval 0008) and readers
+(accounts 0002, retrieval 0009) into the accounts app moves no row: a database made at the old head upgrades, and
+every key still authenticates with its agent's collections and its readers, every membership still opens its tenant
+in the admin, and permissions and admin history given on the old models stay attached."""
 
 from __future__ import annotations
 
@@ -121,3 +121,55 @@ def test_a_database_made_before_the_move_keeps_every_key_membership_and_agent_wo
     assert user.has_perm("accounts.change_apikey")
     assert not ContentType.objects.filter(app_label="collections_app", model__in=["tenant", "apikey"]).exists()
     assert LogEntry.objects.get().get_edited_object() == ApiKey.objects.get(name="for ada")
+
+
+READERS_HEAD = [
+    ("accounts", "0001_moved_from_collections_app"),
+    ("collections_app", "0032_accounts_moved_out"),
+    ("retrieval", "0008_accounts_moved_out"),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readers_made_before_they_moved_to_accounts_keep_their_labels_keys_and_permissions() -> None:
+    """accounts 0002 / retrieval 0009 move Reader in state only: the rows, a key's delegation to them, a permission
+    given on retrieval's content type all follow."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(READERS_HEAD)
+    try:
+        apps = executor.loader.project_state(READERS_HEAD).apps
+        tenant = apps.get_model("accounts", "Tenant").objects.create(name="acme")
+        apps.get_model("collections_app", "Collection").objects.create(tenant=tenant, name="handbook")
+        reader = apps.get_model("retrieval", "Reader")
+        ada = reader.objects.create(tenant=tenant, name="ada", labels=["hr"])
+        reader.objects.create(tenant=tenant, name="bob")
+        key = apps.get_model("accounts", "ApiKey").objects.create(
+            tenant=tenant, role="viewer", name="for ada", prefix=SECRET[:10], hashed_key=_sha(SECRET)
+        )
+        key.readers.add(ada)
+        user = apps.get_model("auth", "User").objects.create(
+            username="reader-keeper", is_staff=True, password=_password_hash()
+        )
+        apps.get_model("accounts", "Membership").objects.create(user=user, tenant=tenant, role="admin")
+        ContentType.objects.clear_cache()
+        old, _ = ContentType.objects.get_or_create(app_label="retrieval", model="reader")
+        change, _ = Permission.objects.get_or_create(
+            content_type=old, codename="change_reader", defaults={"name": "Can change reader"}
+        )
+        User.objects.get(username="reader-keeper").user_permissions.add(change)
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
+        ContentType.objects.clear_cache()
+
+    from accounts.models import Reader
+
+    assert sorted(Reader.objects.values_list("name", flat=True)) == ["ada", "bob"]
+    assert Reader.objects.get(name="ada").labels == ["hr"]
+    body = {"query": "when do refunds arrive", "collections": ["handbook"]}
+    assert client_for(SECRET).post("/api/search", {**body, "reader": "ada"}, format="json").status_code == 200
+    refused = client_for(SECRET).post("/api/search", {**body, "reader": "bob"}, format="json")
+    assert refused.status_code == 403 and "may not act for reader 'bob'" in refused.json()["detail"]
+    assert User.objects.get(username="reader-keeper").has_perm("accounts.change_reader")
+    assert not ContentType.objects.filter(app_label="retrieval", model="reader").exists()

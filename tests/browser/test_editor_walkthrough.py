@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 from django_q import tasks as q_tasks
 
 from accounts.models import Membership, Role, Tenant
-from collections_app.ingestion.chunking import CHUNKING_DEFAULTS
 from collections_app.models import Collection, Document
+from ingestion.chunking import CHUNKING_DEFAULTS
 from retrieval.models import SearchEvent
 from tests.files.documents import HANDBOOK, docx_bytes
 from tests.margins import assert_clears, cosines

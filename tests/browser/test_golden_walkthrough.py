@@ -21,7 +21,7 @@ from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create
 from retrieval.models import Evaluation, GoldenQuestion, Measure
 from tests.files.documents import html_bytes
-from tests.retrieval.golden.corpus import OFFICE, TRAVEL
+from tests.retrieval.services.golden.corpus import OFFICE, TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -48,7 +48,7 @@ def handbook():
 
 
 def _search(page, base: str, collection, question: str) -> None:
-    page.goto(f"{base}/admin/collections_app/collection/{collection.pk}/search/")
+    page.goto(f"{base}/admin/retrieval/searchevent/try/{collection.pk}/")
     page.fill("#id_q", question)
     page.click("#try_search_form input[type=submit]")
     page.wait_for_selector("#search-trace")

@@ -9,12 +9,12 @@ import io
 import pytest
 from django.contrib.auth.models import User
 
+from accounts.issuing import api_key_create
 from accounts.models import Membership, Role, Tenant
 from collections_app.models import Chunk, Collection, Document, ParagraphEdit
 from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create
-from collections_app.services.keys import api_key_create
-from retrieval.search import resolve_scope, search
+from retrieval.selectors.search import resolve_scope, search
 from tests.collections_app.paragraphs.conftest import HANDBOOK
 from tests.files.documents import docx_bytes
 

@@ -174,7 +174,7 @@ def _held(monkeypatch) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
 
 
 def _try_a_search(page, base: str, collection: Collection) -> list[str]:
-    page.goto(f"{base}{ADMIN}/collection/{collection.pk}/search/")
+    page.goto(f"{base}/admin/retrieval/searchevent/try/{collection.pk}/")
     page.fill("#id_q", "when does the money go back once the parcel reaches the warehouse")
     page.click("#try_search_form input[type=submit]")
     page.wait_for_selector("#search-results")

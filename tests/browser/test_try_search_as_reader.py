@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
+from accounts.issuing import api_key_create
 from accounts.models import Membership, Role, Tenant
+from accounts.readers import reader_create
 from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
-from retrieval.services import reader_create
 from tests.conftest import client_for
 from tests.files.documents import HANDBOOK, docx_bytes
 from tests.margins import assert_clears, cosines

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
+from accounts.issuing import api_key_create
 from accounts.models import Membership, Role, Tenant
 from collections_app.models import Document
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
 from tests.conftest import client_for
 from tests.files.documents import HANDBOOK, html_bytes
@@ -46,7 +46,7 @@ def test_an_editor_reads_why_each_result_ranked_and_why_an_answer_is_empty_then_
     _log_in(page, base, "edna", "a long try-search password")
 
     # 1. A question the handbook answers: badge, score, ranks and the matched paragraph marked.
-    page.goto(f"{base}/admin/collections_app/collection/{collection.pk}/search/")
+    page.goto(f"{base}/admin/retrieval/searchevent/try/{collection.pk}/")
     page.fill("#id_q", ANSWERED)
     page.click("#try_search_form input[type=submit]")
     page.wait_for_selector("#search-trace")

@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from accounts.issuing import api_key_create
 from accounts.models import ApiKey, Role, Tenant
-from collections_app.services.keys import api_key_create
 
 BEFORE = ("collections_app", "0028_keyword_delete_skips_dropped_collections")
 AFTER = ("collections_app", "0029_api_key_reader_delegation")

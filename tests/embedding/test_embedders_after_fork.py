@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections_app.ingestion.bounded import run_bounded
 from embedding import _registry, get_embedder
+from ingestion.bounded import run_bounded
 
 
 def test_a_forked_child_gets_its_own_embedder_and_its_parents_is_kept_not_freed():

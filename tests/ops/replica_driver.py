@@ -28,11 +28,11 @@ django.setup()
 
 from rest_framework.test import APIClient  # noqa: E402
 
+from accounts.issuing import api_key_create  # noqa: E402
 from accounts.models import Role, Tenant  # noqa: E402
 from collections_app.models import Collection, Document  # noqa: E402
 from collections_app.services.collections import collection_create  # noqa: E402
 from collections_app.services.documents import document_create  # noqa: E402
-from collections_app.services.keys import api_key_create  # noqa: E402
 
 QUERY = "where are the lanterns kept"
 

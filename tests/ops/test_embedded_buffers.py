@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from bench._pg_pair import POSTGRES_BIN_PATH, Server, primary_create
-from kbsite.embedded_postgres import _prepare_server, shared_buffers_mb
+from infra.embedded_postgres import _prepare_server, shared_buffers_mb
 
 
 def test_an_eighth_of_memory_between_postgresqls_default_and_2_gb():

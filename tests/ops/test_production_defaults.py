@@ -82,9 +82,9 @@ def test_setup_demo_twice_keeps_one_key_and_the_password(db, settings, tmp_path,
 
 
 def test_setup_demo_revokes_the_keys_older_versions_issued_on_every_start(db, settings, tmp_path, capsys):
+    from accounts.issuing import api_key_create
     from accounts.keys import tenant_get_or_create
     from accounts.models import Role
-    from collections_app.services.keys import api_key_create
 
     settings.VAR_DIR = tmp_path
     tenant = tenant_get_or_create(name="demo")

@@ -29,7 +29,7 @@ from django_q.conf import Conf
 from bench._pg_pair import free_port
 from collections_app.models import Build, Document, DocumentStatus
 from collections_app.services.documents import document_create
-from kbsite.redis_broker import REDIS_BROKER
+from infra.redis_broker import REDIS_BROKER
 from tests.ops.test_crash_recovery import Cluster, paragraphs, seconds_until_done, worker_holding_a_lease
 
 pytestmark = [pytest.mark.ops, pytest.mark.django_db(transaction=True)]

@@ -1,4 +1,4 @@
-"""kbsite/supervision.py with stand-ins: small processes that fork, or hold the cluster's lock, and are killed.
+"""infra/supervision.py with stand-ins: small processes that fork, or hold the cluster's lock, and are killed.
 
 The whole platform, killed for real, is tests/ops/test_supervisor.py.
 """
@@ -18,8 +18,8 @@ import psutil
 import pytest
 from django.conf import settings
 
-from kbsite.runlock import run_lock_holder
-from kbsite.supervision import SUPERVISOR_VARIABLE, StaleCluster, stale_cluster, stale_cluster_stop
+from infra.runlock import run_lock_holder
+from infra.supervision import SUPERVISOR_VARIABLE, StaleCluster, stale_cluster, stale_cluster_stop
 
 pytestmark = pytest.mark.ops
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.ops
 # exports it) print() writes the number and its newline apart, so two pids could interleave into one line.
 FORKING = """
 import multiprocessing, os, time
-from kbsite.supervision import forks_die_with_their_parent
+from infra.supervision import forks_die_with_their_parent
 
 def grandchild():
     time.sleep(600)
@@ -50,7 +50,7 @@ process.join()
 HOLDER = """
 import os, signal, sys, time
 from pathlib import Path
-from kbsite.runlock import run_lock
+from infra.runlock import run_lock
 
 run_lock(Path(sys.argv[1]), "cluster")
 if "--deaf" in sys.argv:

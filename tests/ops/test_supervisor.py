@@ -23,7 +23,7 @@ import pytest
 import requests
 from django.conf import settings
 
-from kbsite.runlock import run_lock_holder
+from infra.runlock import run_lock_holder
 
 pytestmark = pytest.mark.ops
 

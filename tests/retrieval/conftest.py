@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.retrieval.golden.corpus import corpus_upload
+from tests.retrieval.services.golden.corpus import corpus_upload
 
 
 @pytest.fixture

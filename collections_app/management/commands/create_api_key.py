@@ -3,10 +3,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from accounts.issuing import ANY_READER, api_key_create, readers_named
 from accounts.keys import tenant_get_or_create
 from accounts.models import Agent, Role
-from collections_app.exceptions import Invalid
-from collections_app.services.keys import ANY_READER, api_key_create, readers_named
+from infra.errors import Invalid
 
 
 class Command(BaseCommand):

@@ -20,9 +20,9 @@ from django_q.cluster import Cluster
 from collections_app.hooks import recovery_sweeps
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
 from collections_app.services.retired_paragraphs import retired_paragraphs_prune
-from kbsite.redis_broker import cluster_alive_lease
-from kbsite.runlock import AlreadyRunning, run_lock
-from kbsite.supervision import death_signal, forks_die_with_their_parent
+from infra.redis_broker import cluster_alive_lease
+from infra.runlock import AlreadyRunning, run_lock
+from infra.supervision import death_signal, forks_die_with_their_parent
 
 logger = logging.getLogger("collections_app.recovery")
 # Pruning retired paragraphs counts days: once an hour is plenty, and keeps a 30-second round cheap.
@@ -57,7 +57,7 @@ class Command(BaseCommand):
         os.nice(max(0, min(19, settings.KB_CLUSTER_NICE)))
         with contextlib.ExitStack() as alive:
             if recovery_reads_redis():
-                # Other machines' clusters tell this one alive by its lock (kbsite/redis_broker.py); held by this
+                # Other machines' clusters tell this one alive by its lock (infra/redis_broker.py); held by this
                 # process, dropped by PostgreSQL the moment it dies, whatever kills it.
                 alive.enter_context(cluster_alive_lease())
             self._run(supervisor)

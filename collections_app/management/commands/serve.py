@@ -10,12 +10,12 @@ queue. Here:
   django-q2's shutdown deadlocks it, django-q2 issue #346);
 - each process gets SIGTERM from the kernel when the supervisor dies, however it dies
   (PR_SET_PDEATHSIG), and the supervisor gets it when `make` dies; the cluster then stops at once, the
-  processes it forked with it (kbsite/supervision.py);
+  processes it forked with it (infra/supervision.py);
 - a cluster a dead supervisor left running anyway (it names that supervisor in its environment) is
   stopped by the next start, which says so;
 - whatever is still running after KB_STOP_SECONDS is killed with its process group;
 - the supervisor holds the embedded PostgreSQL while it runs; the last process to let go of it
-  stops it, and dead holders are dropped from its list (kbsite/embedded_postgres.py).
+  stops it, and dead holders are dropped from its list (infra/embedded_postgres.py).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from kbsite.runlock import AlreadyRunning, run_lock
-from kbsite.supervision import SUPERVISOR_VARIABLE, die_with_parent, stale_cluster, stale_cluster_stop
+from infra.runlock import AlreadyRunning, run_lock
+from infra.supervision import SUPERVISOR_VARIABLE, die_with_parent, stale_cluster, stale_cluster_stop
 
 _LINE = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$")
 

@@ -19,9 +19,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from accounts.issuing import api_key_create
 from accounts.keys import hash_key, tenant_get_or_create
 from accounts.models import ApiKey, Membership, Role
-from collections_app.services.keys import api_key_create
 
 DEMO_KEY_NAME = "demo editor key"
 

@@ -39,8 +39,6 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from accounts.models import Tenant
-from collections_app.exceptions import DomainError
-from collections_app.ingestion import ChunkDraft
 from collections_app.models import (
     Chunk,
     Collection,
@@ -82,6 +80,8 @@ from collections_app.services.collections import (
 from collections_app.services.documents import upload_filename
 from collections_app.sql import keyword_vector
 from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model, searchable_vectors
+from infra.errors import DomainError
+from ingestion import ChunkDraft
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import connections, router, transaction
 
-from collections_app.exceptions import DomainError
 from collections_app.models import CollectionFile, CollectionFileKind, CollectionFileStatus
+from infra.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

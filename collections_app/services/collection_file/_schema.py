@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from collections_app.exceptions import Invalid
-from collections_app.validation import (
+from embedding import vector_problem
+from infra.errors import Invalid
+from infra.validation import (
     MAX_PARAGRAPH_CHARS,
     control_problem,
     json_problem,
@@ -32,7 +33,6 @@ from collections_app.validation import (
     paragraph_text_problem,
     text_problem,
 )
-from embedding import vector_problem
 
 SCHEMA_VERSION = "0.31"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -97,7 +97,7 @@ REQUIRED_COLUMNS = {
 }  # fmt: skip
 
 # Bounds of what one row may hold: a paragraph is cut far below this (chunk_size is at most 20,000 units); an
-# editor's edit, split or merge keeps the same text limit (collections_app/validation.py), so what exports imports.
+# editor's edit, split or merge keeps the same text limit (infra/validation.py), so what exports imports.
 MAX_TEXT_CHARS = MAX_PARAGRAPH_CHARS
 MAX_DIMS = 16_000  # pgvector's widest vector
 MAX_NAME_CHARS = {"collection": 200, "document": 255, "label": 100, "agent_id": 200, "language": 10}

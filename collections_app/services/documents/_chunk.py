@@ -10,7 +10,12 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from collections_app.ingestion import (
+from collections_app.models import Collection, Document
+from collections_app.services.documents._edits import document_edits_replay
+from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._watch import Watch
+from embedding import get_embedder
+from ingestion import (
     BlockBudget,
     ChunkDraft,
     ChunkingSettings,
@@ -21,12 +26,7 @@ from collections_app.ingestion import (
     iter_chunk_blocks,
     iter_text_blocks,
 )
-from collections_app.ingestion.blocks import Block
-from collections_app.models import Collection, Document
-from collections_app.services.documents._edits import document_edits_replay
-from collections_app.services.documents._staging import Staging
-from collections_app.services.documents._watch import Watch
-from embedding import get_embedder
+from ingestion.blocks import Block
 
 _T = TypeVar("_T")
 

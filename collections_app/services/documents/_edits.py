@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from collections_app.ingestion import ChunkDraft, detect_language
 from collections_app.models import Document, EditOperation, EditStatus, ParagraphEdit
+from ingestion import ChunkDraft, detect_language
 
 # Edits a rebuild replays: applied ones and stale ones (a later version may match their anchor again).
 _REPLAYED = (EditStatus.APPLIED, EditStatus.STALE)

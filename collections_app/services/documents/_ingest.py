@@ -8,9 +8,6 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from collections_app.ingestion import NothingReadable, OverBudget, UnsupportedFile
-from collections_app.ingestion.chunking import StrategyNotBuilt
-from collections_app.ingestion.errors import ParserUnavailable
 from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.services.builds import build_record
 from collections_app.services.documents._chunk import document_chunk, document_stage_stream
@@ -35,6 +32,9 @@ from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._versions import document_version_fail
 from collections_app.services.documents._watch import DocumentGone, Watch
 from embedding import UnsearchableVector, get_model
+from ingestion import NothingReadable, OverBudget, UnsupportedFile
+from ingestion.chunking import StrategyNotBuilt
+from ingestion.errors import ParserUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from collections_app.ingestion import Extent
 from collections_app.models import Document, DocumentStatus
 from collections_app.services.documents._queue import INGEST_FUNC, ingest_task_options
-from collections_app.sql import advisory_try_lock, own_session
+from infra.locks import advisory_try_lock, own_session
+from ingestion import Extent
 
 logger = logging.getLogger(__name__)
 

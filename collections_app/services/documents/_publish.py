@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from collections_app.ingestion import budget_warnings
 from collections_app.models import Chunk, Collection, Document, DocumentStatus
 from collections_app.selectors import breadcrumb_title
 from collections_app.services.builds import build_record
@@ -31,6 +30,7 @@ from collections_app.services.labels import document_labels_for_publish
 from collections_app.services.languages import document_language_for_publish
 from collections_app.sql import keyword_vector
 from embedding import EmbeddingModel, get_model
+from ingestion import budget_warnings
 
 
 def document_publish(document: Document, collection: Collection, staging: Staging) -> None:

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from collections_app.models import Document, DocumentStatus
-from kbsite.queueing import task_name_shown, task_queue_on_commit
+from infra.queueing import task_name_shown, task_queue_on_commit
 
 INGEST_FUNC = "collections_app.tasks.ingest_document"
 

@@ -15,7 +15,12 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from collections_app.ingestion import (
+from collections_app.models import Document
+from collections_app.services.documents._upload import FileTooLarge, document_create
+from collections_app.services.documents._watch import DocumentGone, Watch
+from collections_app.services.labels import LabelsDiffer
+from collections_app.services.metadata_schema import document_records_declare
+from ingestion import (
     Budgets,
     Extent,
     NoLongerWanted,
@@ -29,13 +34,8 @@ from collections_app.ingestion import (
     parse_document_bounded,
     seconds_over,
 )
-from collections_app.ingestion.blocks import Attachment, Block
-from collections_app.ingestion.formats import family_of
-from collections_app.models import Document
-from collections_app.services.documents._upload import FileTooLarge, document_create
-from collections_app.services.documents._watch import DocumentGone, Watch
-from collections_app.services.labels import LabelsDiffer
-from collections_app.services.metadata_schema import document_records_declare
+from ingestion.blocks import Attachment, Block
+from ingestion.formats import family_of
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Iterator
 
 from django.conf import settings
 
-from collections_app.ingestion import ChunkDraft
 from embedding import searchable_vectors
+from ingestion import ChunkDraft
 
 
 class Staging:

@@ -14,8 +14,6 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import connection, transaction
 
-from collections_app.exceptions import Conflict
-from collections_app.ingestion import UnsupportedFile, check_upload
 from collections_app.models import Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.services.documents._queue import document_queue_ingest
 from collections_app.services.documents._versions import (
@@ -26,13 +24,17 @@ from collections_app.services.documents._versions import (
 from collections_app.services.labels import LabelsDiffer, collection_labels_check, labels_clean
 from collections_app.services.metadata_schema import collection_upload_metadata_declare, upload_metadata_check
 from collections_app.services.recovery import document_recover
-from collections_app.sql import advisory_key, advisory_xact_lock
+from infra.errors import Conflict, DomainError
+from infra.locks import advisory_key, advisory_xact_lock
+from ingestion import UnsupportedFile, check_upload
 
 logger = logging.getLogger(__name__)
 
 
-class FileTooLarge(ValueError):
-    pass
+class FileTooLarge(DomainError, ValueError):
+    """The file is over KB_MAX_UPLOAD_BYTES; the message names it and the limit."""
+
+    meaning = "too_large"
 
 
 class MetadataDiffers(Conflict):

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 
 from django.utils import timezone
 
-from collections_app.exceptions import Conflict
 from collections_app.models import Document, DocumentVersion, VersionStatus
+from infra.errors import Conflict
 
 
 class VersionConflict(Conflict):

@@ -8,11 +8,11 @@ import re
 
 from django.conf import settings
 
-from collections_app.exceptions import InvalidIngestOptions
-from collections_app.ingestion.navigation_hubs import OPTION
 from collections_app.models import Collection
 from collections_app.services.folder_sources._paths import FolderSourceError
 from collections_app.services.ingest_options import ingest_options_validate
+from infra.errors import InvalidIngestOptions
+from ingestion.navigation_hubs import OPTION
 
 logger = logging.getLogger("collections_app.services.folder_sources")  # the name it logged under before the split
 

@@ -12,10 +12,10 @@ from typing import Any
 from django.conf import settings
 
 from accounts.models import Role, Tenant, role_at_least
-from collections_app.exceptions import Forbidden, Invalid, InvalidIngestOptions
 from collections_app.models import Collection
 from collections_app.services.ingest_options import ingest_options_validate
-from collections_app.validation import text_problem
+from infra.errors import Forbidden, Invalid, InvalidIngestOptions
+from infra.validation import text_problem
 
 
 class FolderSourceError(RuntimeError):

@@ -13,16 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from collections_app.ingestion import UnsupportedFile
-from collections_app.ingestion.formats import family_of
-from collections_app.ingestion.navigation_hubs import (
-    JUDGED_BYTES,
-    OPTION,
-    is_readme,
-    navigation_hub_reason,
-    skipped_line,
-)
-from collections_app.ingestion.paths import is_excluded, is_junk
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents import (
@@ -38,8 +28,18 @@ from collections_app.services.folder_sources._paths import (
     folder_source_options,
     folder_source_root,
 )
-from collections_app.sql import advisory_try_lock, advisory_unlock
 from embedding import get_model
+from infra.locks import advisory_try_lock, advisory_unlock
+from ingestion import UnsupportedFile
+from ingestion.formats import family_of
+from ingestion.navigation_hubs import (
+    JUDGED_BYTES,
+    OPTION,
+    is_readme,
+    navigation_hub_reason,
+    skipped_line,
+)
+from ingestion.paths import is_excluded, is_junk
 
 Progress = Callable[[Sequence[str]], Iterable[str]]
 

@@ -284,7 +284,7 @@ def test_the_build_page_shows_refused_and_warnings_once_and_the_method_as_rows(c
 
 def test_try_a_search_runs_the_pipeline_shows_results_and_trace_and_records_the_event(cast, staff, collection, upload):
     document = _ingested(cast, collection, upload)
-    response = staff.get(f"{ADMIN}/collection/{collection.pk}/search/", {"q": "how do refunds work"})
+    response = staff.get(f"/admin/retrieval/searchevent/try/{collection.pk}/", {"q": "how do refunds work"})
     page = response.content.decode()
 
     # A result to link to: the best paragraph's score passes the floor.
@@ -303,13 +303,13 @@ def test_try_a_search_runs_the_pipeline_shows_results_and_trace_and_records_the_
 
 
 def test_try_a_search_of_a_per_reader_collection_asks_for_the_reader_and_records_it(cast, staff, collection, upload):
-    from retrieval.services import reader_create
+    from accounts.readers import reader_create
 
     _ingested(cast, collection, upload)
     Collection.objects.filter(pk=collection.pk).update(per_reader=True)
     reader = reader_create(tenant=cast.tenant, name="ada@example.com", labels=["staff"])
     reader_create(tenant=cast.outsider_tenant, name="their-reader")
-    url = f"{ADMIN}/collection/{collection.pk}/search/"
+    url = f"/admin/retrieval/searchevent/try/{collection.pk}/"
 
     asked = staff.get(url).content.decode()
     assert "ada@example.com" in asked and "their-reader" not in asked  # the tenant's own readers only

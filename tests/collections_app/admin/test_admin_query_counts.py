@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.issuing import api_key_create
 from accounts.models import Agent, Membership, Role
 from collections_app.models import Build, Chunk, Collection, Document, ReaderLabel
-from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
+from accounts.issuing import api_key_create
 from accounts.models import ApiKey, Membership, Role
-from collections_app.services.keys import api_key_create
-from retrieval.services import reader_create
+from accounts.readers import reader_create
 from tests.conftest import client_for
 
 ADD = "/admin/accounts/apikey/add/"

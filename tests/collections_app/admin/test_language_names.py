@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from collections_app.ingestion.languages import SUPPORTED_LANGUAGES, language_name, language_shown
 from collections_app.models import Chunk, Document
+from ingestion.languages import SUPPORTED_LANGUAGES, language_name, language_shown
 from retrieval.models import SearchEvent
 
 ADMIN = "/admin/collections_app"

@@ -9,12 +9,12 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts.issuing import api_key_create
 from collections_app.models import Build, Chunk, Collection, Document, DocumentVersion, KeywordPosting
 from collections_app.services.documents import _ingest, document_delete, document_ingest
-from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
 from tests.conftest import client_for
-from tests.retrieval.search.test_keyword_postings import expected_postings, postings
+from tests.retrieval.selectors.search.test_keyword_postings import expected_postings, postings
 
 LEAVE_V1 = b"Carry-over\n\nUnused vacation days may be carried over until March 31 of the following year.\n"
 LEAVE_V2 = b"Carry-over\n\nUnused vacation days may be carried over until June 30 of the following year.\n"

@@ -13,9 +13,9 @@ import io
 import pytest
 from django.conf import settings
 
+from accounts.issuing import api_key_create
 from collections_app.models import Build, Document, DocumentVersion
 from collections_app.services.documents import _ingest, document_ingest
-from collections_app.services.keys import api_key_create
 from tests.conftest import client_for
 from tests.files.documents import pdf_bytes
 from tests.margins import assert_clears

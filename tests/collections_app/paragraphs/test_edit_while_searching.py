@@ -7,8 +7,8 @@ import threading
 
 from django.db import connection
 
+from accounts.issuing import api_key_create
 from collections_app.models import ParagraphEdit
-from collections_app.services.keys import api_key_create
 from tests.collections_app.paragraphs.conftest import HANDBOOK, base, paragraph, uploaded
 from tests.files.documents import docx_bytes
 

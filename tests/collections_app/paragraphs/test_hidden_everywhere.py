@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.issuing import api_key_create
 from collections_app.models import Chunk, Collection
-from collections_app.services.keys import api_key_create
 from collections_app.services.paragraph_edits import paragraph_hide
 from retrieval.mcp._tools import SEARCH_PATH, api_call
 from tests.collections_app.paragraphs.conftest import base, paragraph, search, texts

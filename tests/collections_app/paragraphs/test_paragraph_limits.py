@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from collections_app.models import Chunk, Collection, ParagraphEdit
 from collections_app.services.documents import merged_text
-from collections_app.validation import MAX_PARAGRAPH_CHARS
+from infra.validation import MAX_PARAGRAPH_CHARS
 
 from .conftest import base, paragraph, paragraphs, search, texts
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from accounts.readers import reader_create
 from collections_app.models import Chunk, Collection, ParagraphEdit
 from embedding import get_embedder
-from retrieval.services import reader_create
 from tests.collections_app.paragraphs.conftest import (
     base,
     paragraph,

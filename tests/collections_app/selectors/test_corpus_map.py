@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.readers import reader_create
 from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
-from retrieval.services import reader_create
 from tests.files.documents import HANDBOOK, docx_bytes, html_bytes
 from tests.files.sections import SECTIONS
 

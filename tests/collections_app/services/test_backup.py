@@ -21,7 +21,7 @@ from collections_app.services.backup import BackupFailed, backup_manifest, datab
 from collections_app.services.collections import collection_create
 from collections_app.services.restore import installation_restore
 from retrieval.models import GoldenQuestion
-from retrieval.search import collection_scope, search
+from retrieval.selectors.search import collection_scope, search
 from tests.collections_app.services.collection_file.corpus import QUESTIONS, corpus_upload
 from tests.files.documents import html_bytes
 from tests.files.sections import body

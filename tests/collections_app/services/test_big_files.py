@@ -8,10 +8,10 @@ from unittest import mock
 
 import pytest
 
-from collections_app.ingestion import Block, ChunkingSettings, chunk_blocks, iter_chunk_blocks, iter_text_blocks
 from collections_app.models import Chunk, Document
 from collections_app.services.documents import document_create, document_ingest
 from embedding import get_embedder
+from ingestion import Block, ChunkingSettings, chunk_blocks, iter_chunk_blocks, iter_text_blocks
 
 EMBEDDER = "collections_app.services.documents._embed.get_embedder"  # where ingestion asks for its model
 RETURNS = "Goods can be sent back within thirty days of purchase if they are unused and in their box."

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from collections_app.ingestion import ChunkDraft
 from collections_app.models import Build, Chunk, Document
 from embedding import get_embedder
+from ingestion import ChunkDraft
 
 TEXT = b"Visitors sign in at reception and wear their badge visibly until they leave the building."
 

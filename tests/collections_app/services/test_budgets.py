@@ -21,14 +21,14 @@ from django.db import connections
 from django.utils import timezone
 from django_q.models import Schedule
 
-from collections_app.ingestion import Block, BlockBudget, _unstructured, parsing, pdf, records
-from collections_app.ingestion.ocr import OcrPlan
 from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services.documents import _watch
 from collections_app.services.documents._lane import Lane
 from collections_app.services.recovery import documents_recover
 from collections_app.tasks import ingest_document
 from embedding import get_embedder
+from ingestion import Block, BlockBudget, _unstructured, parsing, pdf, records
+from ingestion.ocr import OcrPlan
 from tests.files.documents import pdf_bytes, scanned_pdf_bytes, words
 from tests.files.records import csv_bytes, issue_rows, xlsx_bytes
 

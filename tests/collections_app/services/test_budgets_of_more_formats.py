@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from collections_app.ingestion import _sheets, _structured, _unstructured
 from collections_app.models import Build, Chunk, Document
+from ingestion import _sheets, _structured, _unstructured
 from tests.files.documents import docx_bytes, html_bytes
 from tests.files.records import ods_bytes
 

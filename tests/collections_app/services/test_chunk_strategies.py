@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from collections_app.ingestion import Block, ChunkDraft, ChunkingSettings, chunk_blocks, parse_document
-from collections_app.ingestion.chunking import CHUNK_STRATEGIES, StrategyNotBuilt, built_strategies
 from collections_app.models import Chunk, ChunkStrategy, Document
 from embedding import get_embedder
+from ingestion import Block, ChunkDraft, ChunkingSettings, chunk_blocks, parse_document
+from ingestion.chunking import CHUNK_STRATEGIES, StrategyNotBuilt, built_strategies
 from tests.files.documents import docx_bytes, html_bytes, pdf_bytes
 from tests.files.office import pptx_bytes
 from tests.files.sections import SECTIONS, body

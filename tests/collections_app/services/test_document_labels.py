@@ -8,11 +8,11 @@ import json
 import pytest
 from django.urls import reverse
 
+from accounts.readers import reader_create
 from collections_app.models import Build, Chunk, Collection, Document
 from collections_app.services import documents as ingestion
 from collections_app.services.collections import collection_create, collection_update
 from collections_app.services.labels import document_labels_set
-from retrieval.services import reader_create
 from tests.files.documents import html_bytes
 
 SECTIONS = [
@@ -58,7 +58,7 @@ def nothing_read_again(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("relabelling parsed, embedded or queued an ingestion")
 
-    for name in ("collections_app.ingestion", "collections_app.ingestion.parsing"):
+    for name in ("ingestion", "ingestion.parsing"):
         monkeypatch.setattr(f"{name}.parse_document", never)
     monkeypatch.setattr("collections_app.services.documents._read.parse_document_bounded", never)
     for name in ("collections_app.services.documents._chunk", "collections_app.services.documents._embed"):

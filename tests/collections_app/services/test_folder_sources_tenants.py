@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounts.issuing import api_key_create
 from accounts.models import Role, Tenant
 from collections_app.models import Document
 from collections_app.services.collections import collection_create
@@ -23,7 +24,6 @@ from collections_app.services.folder_sources import (
     folder_source_set,
     folder_sync,
 )
-from collections_app.services.keys import api_key_create
 from tests.conftest import client_for
 
 SECRET = "The tenant A merger code word is bluefin.\n"

@@ -9,7 +9,7 @@ from django.urls import reverse
 from accounts.models import Membership, Role
 from collections_app.models import Build, Chunk, Collection
 from retrieval.models import GoldenQuestion
-from tests.retrieval.golden.corpus import corpus_upload
+from tests.retrieval.services.golden.corpus import corpus_upload
 
 MARKERS = {
     "Where do staff park their cars?": "underground garage beneath building B, level minus two",

@@ -180,7 +180,7 @@ def test_relabelling_rebuilds_the_keyword_index_without_parsing_or_embedding(cas
         raise AssertionError("relabelling parsed or embedded")
 
     with monkeypatch.context() as spies:
-        spies.setattr("collections_app.ingestion.parsing.parse_document", never)
+        spies.setattr("ingestion.parsing.parse_document", never)
         spies.setattr("collections_app.services.documents._read.parse_document_bounded", never)
         spies.setattr(type(get_embedder(collection.embedding_alias)), "embed_passages", never)
         wrong = cast.editor.patch(url, {"language": "en"}, format="json")

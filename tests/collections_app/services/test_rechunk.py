@@ -118,7 +118,7 @@ def test_rechunk_applies_the_collections_settings_to_the_stored_blocks_without_t
     def never(*args, **kwargs):
         raise AssertionError("rechunk called the parser")
 
-    for module in ("collections_app.ingestion", "collections_app.ingestion.parsing"):
+    for module in ("ingestion", "ingestion.parsing"):
         monkeypatch.setattr(f"{module}.parse_document", never)
     monkeypatch.setattr("collections_app.services.documents._read.parse_document_bounded", never)
     changed = cast.editor.patch(

@@ -155,7 +155,7 @@ def test_a_model_change_never_mixes_two_models_in_one_ranking(
         embedded_with.append(alias)
         return real(alias)
 
-    monkeypatch.setattr("retrieval.search._query_embedding.get_embedder", spy)
+    monkeypatch.setattr("retrieval.selectors.search._query_embedding.get_embedder", spy)
     old_rows = {str(pk) for pk in Chunk.objects.values_list("pk", flat=True)}
     url = f"/api/manage/collections/{built.pk}"
     changed = cast.editor.patch(url, {"embedding_alias": "other"}, format="json").json()

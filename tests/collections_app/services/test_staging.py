@@ -3,9 +3,9 @@ repeats inside one paragraph (a heading that is its own paragraph, a parent sect
 
 from __future__ import annotations
 
-from collections_app.ingestion import ChunkingSettings, chunk_blocks
-from collections_app.ingestion.blocks import Block
 from collections_app.services.documents import Staging
+from ingestion import ChunkingSettings, chunk_blocks
+from ingestion.blocks import Block
 from tests.files.sections import body
 
 

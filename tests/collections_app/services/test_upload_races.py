@@ -12,9 +12,9 @@ import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection
 
-from collections_app.ingestion import UnsupportedFile
 from collections_app.models import Document
 from collections_app.services.documents import document_create
+from ingestion import UnsupportedFile
 from tests.files.archives import zip_bytes
 
 RETURNS = b"Goods can be sent back within thirty days of purchase if they are unused.\n"
@@ -27,8 +27,8 @@ def stored_files(settings) -> list[Path]:
 
 def post_at_once(cast, collection, filename: str, content: bytes, times: int) -> list[tuple[int, dict]]:
     """The same upload `times` times at the same moment, each on a thread with its own database connection."""
+    from accounts.issuing import api_key_create
     from accounts.models import Role
-    from collections_app.services.keys import api_key_create
 
     secret = api_key_create(tenant=cast.tenant, role=Role.EDITOR).secret
     barrier = threading.Barrier(times)

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from accounts.readers import reader_create
 from collections_app.models import Build, Chunk, Document, DocumentVersion, ParagraphEdit
 from collections_app.services.collections import collection_create
 from doors.api.pages import MAX_OFFSET
 from retrieval.models import Evaluation, GoldenQuestion
-from retrieval.services import reader_create
 
 
 def list_paths() -> list[str]:

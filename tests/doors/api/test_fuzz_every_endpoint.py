@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from accounts.readers import reader_create
 from collections_app.models import Chunk, Document, ParagraphEdit
 from retrieval.models import Evaluation, GoldenQuestion, Measure
-from retrieval.services import reader_create
 
 NUL, SURROGATE = "a\x00b", "\ud800"
 DEEP = "[" * 40 + "]" * 40

@@ -30,10 +30,10 @@ from schemathesis.checks import (
 )
 from schemathesis.core.result import Ok
 
+from accounts.issuing import api_key_create
 from accounts.models import Role
 from collections_app.models import Document
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 
 EXAMPLES = int(os.environ.get("KB_SCHEMATHESIS_EXAMPLES", "12"))
 # Not positive_data_acceptance: schema-valid settings may still break a business rule (a planned chunk strategy,

@@ -12,8 +12,8 @@ import pytest
 import requests
 from django.conf import settings
 
+from accounts.issuing import api_key_create
 from accounts.models import Role
-from collections_app.services.keys import api_key_create
 
 
 def test_searches_past_the_rate_get_429_with_retry_after_and_other_keys_go_on(cast, collection, settings):

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from retrieval.services import reader_create
+from accounts.readers import reader_create
 
 
 def _cases(collection_id: str) -> list[tuple[str, str, dict, str, str]]:

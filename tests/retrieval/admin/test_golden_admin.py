@@ -15,7 +15,7 @@ from django.urls import reverse
 from accounts.models import Membership, Role
 from collections_app.services.collections import collection_create
 from retrieval.models import Evaluation, GoldenQuestion
-from tests.retrieval.golden.corpus import document, paragraph
+from tests.retrieval.services.golden.corpus import document, paragraph
 
 ADD = "admin:retrieval_goldenquestion_add"
 

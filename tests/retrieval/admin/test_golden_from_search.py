@@ -12,21 +12,21 @@ from django.urls import reverse
 
 from accounts.models import Membership, Role
 from collections_app.models import Chunk
-from retrieval.golden import golden_question_from_search, marker_from
 from retrieval.models import GoldenQuestion, Measure
-from tests.retrieval.golden.corpus import paragraph
+from retrieval.services.golden import golden_question_from_search, marker_from
+from tests.retrieval.services.golden.corpus import paragraph
 
 FROM_SEARCH = "admin:retrieval_goldenquestion_from_search"
 QUESTION = "Where do staff park their cars?"
 
 
 def search_page(client, collection, q: str = QUESTION) -> str:
-    url = reverse("admin:collections_app_collection_search", args=[collection.pk])
+    url = reverse("admin:retrieval_searchevent_try_search", args=[collection.pk])
     return client.get(url, {"q": q}).content.decode()
 
 
 def keep(client, collection, *, kind: str, paragraph_id: str = "", q: str = QUESTION):
-    back = reverse("admin:collections_app_collection_search", args=[collection.pk]) + "?q=x"
+    back = reverse("admin:retrieval_searchevent_try_search", args=[collection.pk]) + "?q=x"
     return client.post(reverse(FROM_SEARCH), {"collection": collection.pk, "q": q, "kind": kind,
                                               "paragraph": paragraph_id, "next": back})  # fmt: skip
 

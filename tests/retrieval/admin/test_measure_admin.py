@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from retrieval.measure import floor_read_off, variants_resolve
 from retrieval.models import Measure
+from retrieval.services.measure import floor_read_off, variants_resolve
 
 
 def question(rank, score, *, control=False):

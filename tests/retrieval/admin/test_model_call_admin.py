@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Membership, Role
 from retrieval.models import CollectionJudge, ModelCall
-from retrieval.services import NO_ENDPOINT_WARNING
+from retrieval.services.judges import NO_ENDPOINT_WARNING
 
 
 def _call(tenant, agent, days_ago: int, tokens_in: int, tokens_out: int, ms: float, ok: bool = True) -> ModelCall:

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from accounts.issuing import api_key_create
 from accounts.models import Role
+from accounts.readers import reader_create
 from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 from retrieval.models import CitationCheck, SearchEvent
-from retrieval.services import reader_create
 from tests.conftest import client_for
 from tests.files.documents import HANDBOOK, docx_bytes, html_bytes
 

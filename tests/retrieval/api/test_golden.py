@@ -8,12 +8,12 @@ import zipfile
 
 import pytest
 
+from accounts.issuing import api_key_create
 from accounts.models import Agent
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 from retrieval.models import GoldenQuestion
 from tests.conftest import client_for
-from tests.retrieval.golden.corpus import document, paragraph
+from tests.retrieval.services.golden.corpus import document, paragraph
 
 
 def url(collection, rest: str = "") -> str:

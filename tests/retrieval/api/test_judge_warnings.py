@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core import checks
 
 from retrieval.models import CollectionJudge
-from retrieval.services import NO_ENDPOINT_WARNING, collection_judge_set
+from retrieval.services.judges import NO_ENDPOINT_WARNING, collection_judge_set
 
 
 def test_the_judge_answer_warns_while_no_chat_endpoint_is_set(cast, collection, settings) -> None:

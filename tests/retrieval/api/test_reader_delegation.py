@@ -16,9 +16,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from accounts.models import ApiKey
+from accounts.readers import reader_create
 from collections_app.models import Chunk
 from collections_app.services.collections import collection_create
-from retrieval.services import reader_create
 from tests.conftest import client_for
 from tests.files.documents import html_bytes
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.readers import reader_create
 from collections_app.models import Chunk
 from collections_app.services.collections import collection_update
 from retrieval.models import SearchEvent
-from retrieval.services import reader_create
 from tests.files.documents import html_bytes
 from tests.margins import assert_clears
 

@@ -19,11 +19,11 @@ from django.db import connection
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from accounts.issuing import api_key_create
 from accounts.models import Role
+from accounts.readers import reader_create
 from collections_app.services.collections import collection_create
-from collections_app.services.keys import api_key_create
 from retrieval.models import SearchEvent
-from retrieval.services import reader_create
 from tests.conftest import client_for
 from tests.files.documents import HANDBOOK, docx_bytes
 from tests.files.sections import SECTIONS

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from accounts.issuing import api_key_create
 from accounts.models import Role
 from collections_app.models import Chunk
-from collections_app.services.keys import api_key_create
 from retrieval.mcp._tools import SERVER_ERROR
 from tests.conftest import client_for
 

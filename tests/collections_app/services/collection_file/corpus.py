@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections_app.models import Document
 from tests.files.documents import docx_bytes, html_bytes, pdf_bytes
-from tests.retrieval.golden.corpus import OFFICE as GOLDEN_OFFICE
-from tests.retrieval.golden.corpus import TRAVEL as GOLDEN_TRAVEL
+from tests.retrieval.services.golden.corpus import OFFICE as GOLDEN_OFFICE
+from tests.retrieval.services.golden.corpus import TRAVEL as GOLDEN_TRAVEL
 
-# The golden set's two documents (tests/retrieval/golden/corpus.py), each a few sections longer.
+# The golden set's two documents (tests/retrieval/services/golden/corpus.py), each a few sections longer.
 OFFICE = [
     *GOLDEN_OFFICE,
     (2, "Meeting rooms", "Meeting rooms are booked in the calendar for at most four hours at a time."),

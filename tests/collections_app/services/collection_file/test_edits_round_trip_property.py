@@ -18,11 +18,11 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collections_app.exceptions import Conflict, Invalid
 from collections_app.models import Chunk, Collection, CollectionFile, Document
 from collections_app.services.collection_file import collection_export, collection_import, collection_import_run
 from collections_app.services.paragraph_edits import paragraph_edit, paragraph_merge_next, paragraph_split
-from retrieval.search import collection_scope, search
+from infra.errors import Conflict, Invalid
+from retrieval.selectors.search import collection_scope, search
 from tests.collections_app.paragraphs.conftest import HANDBOOK, MANUAL, uploaded
 from tests.files.documents import docx_bytes, pdf_bytes
 

@@ -23,7 +23,7 @@ from collections_app.services.collection_file import (
 from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create
 from tests.files.documents import html_bytes
-from tests.retrieval.golden.corpus import OFFICE
+from tests.retrieval.services.golden.corpus import OFFICE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

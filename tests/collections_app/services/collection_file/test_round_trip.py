@@ -18,7 +18,7 @@ import pytest
 from collections_app.models import Build, Chunk, Collection, CollectionFile, Document
 from collections_app.services.builds import build_record
 from embedding import get_embedder
-from retrieval.search import Visibility, collection_scope, search, vector_retrieve
+from retrieval.selectors.search import Visibility, collection_scope, search, vector_retrieve
 from tests.collections_app.services.collection_file.corpus import QUESTIONS, corpus_upload
 
 

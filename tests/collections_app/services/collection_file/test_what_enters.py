@@ -20,7 +20,7 @@ from collections_app.models import Collection, CollectionFile, Document
 from collections_app.services.collections import collection_create
 from tests.collections_app.services.collection_file.test_round_trip import export_bytes
 from tests.files.documents import html_bytes
-from tests.retrieval.golden.corpus import OFFICE
+from tests.retrieval.services.golden.corpus import OFFICE
 
 ADMIN = "/admin/collections_app"
 

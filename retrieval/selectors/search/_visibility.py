@@ -1,0 +1,45 @@
+"""Who may read a paragraph: the one predicate every stage that reads paragraphs applies.
+
+A paragraph is visible to a search when it belongs to the search's tenant and to one of the searched
+collections, and — in a per-reader collection — the reader holds at least one of its labels, or it has
+none (an unlabelled paragraph is readable by anybody; builds warn when they leave such paragraphs).
+Retrieval, windows and parents all use this fragment, so widening never reaches a row the reader could
+not have been handed directly.
+
+Only the collection's active generation is read (a re-index builds the next one beside it and switches in
+one transaction), and only paragraphs: a hierarchical parent row is never matched nor stitched; a parent
+section handed to a reader is put together from the children this predicate lets through.
+
+This is the SQL the search stages share; every read through the ORM says the same with
+`Chunk.objects.live().paragraphs().readable_by(labels)` (collections_app/models.py: ChunkQuerySet), and
+tests/retrieval/selectors/search/test_visibility.py checks on randomised labels that both select the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# On `c` (collections_app_chunk) joined to `col` (its collection). ORM: ChunkQuerySet.readable_by(labels).
+READER_SQL = "(NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])"
+# ORM: ChunkQuerySet.live().paragraphs(). A paragraph an editor hid is nobody's to read (issue 20).
+LIVE_PARAGRAPH_SQL = "c.generation = col.active_generation AND c.kind = 'paragraph' AND NOT c.hidden"
+VISIBLE_SQL = f"""
+    c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
+    AND {READER_SQL}
+    AND {LIVE_PARAGRAPH_SQL}
+"""
+FROM_VISIBLE = "collections_app_chunk c JOIN collections_app_collection col ON col.id = c.collection_id"
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """What one search may read, as SQL parameters for VISIBLE_SQL."""
+
+    tenant_id: object
+    collection_ids: list[str]
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"tenant": self.tenant_id, "collections": self.collection_ids, "labels": self.labels}
