@@ -28,7 +28,7 @@ from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from collections_app.models import Collection
 from embedding import EmbeddingUnavailable, get_embedder
@@ -103,7 +103,7 @@ def recording_note() -> str:
     )
 
 
-def unanswered_searches(collection: Collection):  # -> QuerySet[SearchEvent]
+def unanswered_searches(collection: Collection) -> QuerySet[SearchEvent]:
     """The collection's searches by keys (agents' or not) that came back empty or only weak, newest first."""
     return (
         SearchEvent.objects.filter(tenant_id=collection.tenant_id, collections__contains=[collection.name])
