@@ -3,8 +3,8 @@ when they ask the same thing, with one-click actions: open in try-a-search, add 
 dismiss.
 
 The tenant's admins only, as the audit's questions are (retrieval.selectors.gaps reads them, services.gaps
-dismisses). The page hangs off an admin of its own (dismissed gaps, kept out of the index): collections_app links to
-it by URL name, `retrieval_gapdismissal_gaps`, as it links to try-a-search.
+dismisses). The page is a tool page of the dismissals' admin ("Dismissed gaps": who hid which gap when):
+collections_app links to it by URL name, `retrieval_gapdismissal_gaps`, as it links to try-a-search.
 """
 
 from __future__ import annotations
@@ -13,15 +13,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html
 
 from accounts.models import Role
 from collections_app.models import Collection
-from doors.admin.base import TenantScopedAdmin, ToolPage, object_for_tool
-from doors.admin.roles import may
+from doors.admin.base import AuditAdmin, ToolPage, object_for_tool
+from doors.admin.roles import may, tenants_where
 from infra.errors import DomainError
 from retrieval.models import GapDismissal
 from retrieval.selectors.gaps import Gap, collection_gaps, recording_note
@@ -41,11 +43,49 @@ BADGES = {
 
 
 @admin.register(GapDismissal)
-class GapDismissalAdmin(TenantScopedAdmin):
+class GapDismissalAdmin(AuditAdmin):
+    """The dismissals (who hid which gap when; digests of its wordings, never their text) and, as a tool page of
+    this admin, each collection's gaps page. Read by the tenant's admins only; a dismissal is made on the gaps page
+    and never changed here."""
+
+    view_role = Role.ADMIN
+    list_display = ["dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link"]
+    list_filter = ["tenant", "collection"]
+    list_select_related = ["tenant", "collection"]
+    fields = ["dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link"]
+    readonly_fields = fields
     tool_pages: tuple[ToolPage, ...] = (ToolPage("gaps/<path:object_id>/", "gaps_view", "gaps"),)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return False  # reached from a collection's page, not the index: a dismissal is a row of the gaps page
+        return super().has_module_permission(request) and may(request, None, self.view_role)
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        if request.user.is_superuser:
+            return super().has_view_permission(request, obj)
+        return may(request, None if obj is None else self.tenant_id_of(obj), self.view_role)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        tenants = tenants_where(request, self.view_role)
+        return queryset if tenants is None else queryset.filter(tenant__in=tenants)
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        # A member of the row's tenant below admin is told "forbidden" (403); another tenant's row does not exist.
+        tenants = tenants_where(request, Role.VIEWER)
+        rows = GapDismissal.objects.all() if tenants is None else GapDismissal.objects.filter(tenant__in=tenants)
+        try:
+            return rows.get(pk=object_id)
+        except (GapDismissal.DoesNotExist, ValidationError, ValueError):
+            return None
+
+    @admin.display(description="wordings hidden")
+    def wordings(self, obj: GapDismissal) -> int:
+        return len(obj.digests)
+
+    @admin.display(description="gaps")
+    def gaps_link(self, obj: GapDismissal) -> str:
+        url = reverse(f"{self.admin_site.name}:retrieval_gapdismissal_gaps", args=[obj.collection_id])
+        return format_html('<a href="{}">gaps of {}</a>', url, obj.collection)
 
     def gaps_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         collection = object_for_tool(self.admin_site.get_model_admin(Collection), request, object_id, change=False)
