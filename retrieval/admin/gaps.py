@@ -52,8 +52,7 @@ class GapDismissalAdmin(AuditAdmin):
     list_display = ["dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link"]
     list_filter = ["tenant", "collection"]
     list_select_related = ["tenant", "collection"]
-    fields = ["dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link"]
-    readonly_fields = fields
+    fields = readonly_fields = ("dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link")
     tool_pages: tuple[ToolPage, ...] = (ToolPage("gaps/<path:object_id>/", "gaps_view", "gaps"),)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
