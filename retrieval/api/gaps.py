@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,21 +34,19 @@ GAPS_NOTE = (
     "and how many unanswered searches kept no question (it also says how many rare wordings past the 300 most asked "
     "are not listed). Searches tried in the admin are not counted. Admin keys only."
 )
-GAP_EXAMPLE = [
-    {
-        "question": "Can I bring my dog to the office?",
-        "count": 4,
-        "first_seen": "2026-12-01T09:12:03Z",
-        "last_seen": "2026-12-07T14:02:51Z",
-        "badge": "empty",
-        "readers": ["ada@example.com"],
-        "agents": ["support-bot"],
-        "questions": [
-            {"question": "Can I bring my dog to the office?", "count": 3},
-            {"question": "can I bring my dog to work", "count": 1},
-        ],
-    }
-]
+GAP_EXAMPLE = {
+    "question": "Can I bring my dog to the office?",
+    "count": 4,
+    "first_seen": "2026-12-01T09:12:03Z",
+    "last_seen": "2026-12-07T14:02:51Z",
+    "badge": "empty",
+    "readers": ["ada@example.com"],
+    "agents": ["support-bot"],
+    "questions": [
+        {"question": "Can I bring my dog to the office?", "count": 3},
+        {"question": "can I bring my dog to work", "count": 1},
+    ],
+}
 
 
 class GapsAdminOnly(AdminOnly):
@@ -109,6 +108,24 @@ class GapListView(GapsDoor):
     @extend_schema(
         summary="The questions nobody could answer, grouped",
         description=GAPS_NOTE,
+        parameters=[
+            OpenApiParameter(
+                RECORDING_HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                response=[200],
+                enum=["on", "off"],
+                description="whether questions are recorded (KB_AUDIT_QUESTIONS)",
+            ),
+            OpenApiParameter(
+                NOTE_HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                response=[200],
+                description="when recording is off: how to turn it on, and how many unanswered searches "
+                "kept no question; how many rare wordings are not listed",
+            ),
+        ],
         responses={200: GapOutput(many=True), **refusals(*GUARDED)},
         examples=[
             OpenApiExample("A gap asked four times", value=GAP_EXAMPLE, response_only=True, status_codes=["200"])
