@@ -125,12 +125,14 @@ class GapDismissalAdmin(AuditAdmin):
         try_url = reverse(f"{site}:retrieval_searchevent_try_search", args=[collection.pk])
         golden = reverse(f"{site}:retrieval_goldenquestion_add")
         add = {"collection": collection.pk, "question": gap.question}
+        # Tried as the reader its latest search was made for (a per-reader collection is searched as someone).
+        asked = {"q": gap.question, **({"reader": gap.reader_id} if gap.reader_id else {})}
         may_add = may(request, collection.tenant_id, Role.EDITOR)  # golden questions are the editors' (and admins')
         return {
             "gap": gap,
             "badge_meaning": BADGES.get(gap.badge, gap.badge),
             "reasons": ", ".join(REASONS.get(r, r) for r in gap.reasons),
-            "try_url": f"{try_url}?{urlencode({'q': gap.question})}",
+            "try_url": f"{try_url}?{urlencode(asked)}",
             "golden_url": f"{golden}?{urlencode(add)}" if may_add else "",
             "control_url": f"{golden}?{urlencode({**add, 'control': 1})}" if may_add else "",
         }

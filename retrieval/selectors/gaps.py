@@ -72,6 +72,7 @@ class Gap:
     variants: list[Variant]
     digests: list[str] = field(default_factory=list)  # of each wording, normalised (what a dismissal keeps)
     reasons: list[str] = field(default_factory=list)  # why the empty answers were empty (below_floor, ...)
+    reader_id: str = ""  # the reader its latest search was made for, if any (try-a-search asks as that reader)
 
     @property
     def key(self) -> str:
@@ -128,6 +129,7 @@ class _Wording:
     readers: set[str]
     agents: set[str]
     reasons: set[str]
+    reader_id: str = ""
 
     @property
     def count(self) -> int:
@@ -139,19 +141,27 @@ def collection_gaps(*, collection: Collection, include_dismissed: bool = False) 
     searches = unanswered_searches(collection)
     rows = list(
         searches.exclude(question="").values_list(
-            "question", "created_at", "results", "reason", "reader__name", "agent__name", "on_behalf_of__name"
+            "question",
+            "created_at",
+            "results",
+            "reason",
+            "reader_id",
+            "reader__name",
+            "agent__name",
+            "on_behalf_of__name",
         )[: MAX_EVENTS + 1]
     )
     read_all = len(rows) <= MAX_EVENTS
     wordings: dict[str, _Wording] = {}
-    for question, created_at, results, reason, reader, agent, on_behalf_of in rows[:MAX_EVENTS]:
+    for question, created_at, results, reason, reader_id, reader, agent, on_behalf_of in rows[:MAX_EVENTS]:
         normal = normalised(question)
         if not normal:
             continue
         w = wordings.get(normal)
         if w is None:  # rows come newest first: the first one seen is the latest search
-            w = wordings[normal] = _Wording(normal, Counter(), created_at, created_at,
-                                            "weak" if results else "empty", set(), set(), set())  # fmt: skip
+            badge = "weak" if results else "empty"
+            w = wordings[normal] = _Wording(normal, Counter(), created_at, created_at, badge, set(), set(), set(),
+                                            str(reader_id or ""))  # fmt: skip
         w.spellings[question.strip()] += 1
         w.first_seen = min(w.first_seen, created_at)
         w.last_seen = max(w.last_seen, created_at)
@@ -214,6 +224,7 @@ def _gap(group: list[_Wording]) -> Gap:
         variants=[Variant(w.spellings.most_common(1)[0][0], w.count) for w in group],
         digests=[hashlib.sha256(w.normal.encode()).hexdigest() for w in group],
         reasons=sorted(set().union(*(w.reasons for w in group))),
+        reader_id=latest.reader_id,
     )
 
 

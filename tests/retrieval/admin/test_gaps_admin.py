@@ -67,6 +67,13 @@ def test_an_admin_reaches_the_gaps_from_the_collection_and_sees_each_question_on
     try_url = reverse("admin:retrieval_searchevent_try_search", args=[gaps.pk]) + "?" + urlencode({"q": SAUNA})
     golden = reverse("admin:retrieval_goldenquestion_add") + "?" + urlencode({"collection": gaps.pk, "question": SAUNA})
     assert f'href="{try_url}"'.replace("&", "&amp;") in html
+    ada = Reader.objects.get(name="ada@x.org")  # asked as a reader: tried as that reader
+    try_dog = (
+        reverse("admin:retrieval_searchevent_try_search", args=[gaps.pk])
+        + "?"
+        + urlencode({"q": DOG, "reader": ada.pk})
+    )
+    assert f'href="{try_dog}"'.replace("&", "&amp;") in html
     assert f'href="{golden}"'.replace("&", "&amp;") in html
     assert f'href="{golden}&control=1"'.replace("&", "&amp;") in html
     assert "Question recording (KB_AUDIT_QUESTIONS) is on" in html
