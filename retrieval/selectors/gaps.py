@@ -110,7 +110,10 @@ def recording_note() -> str:
 
 
 def unanswered_searches(collection: Collection) -> QuerySet[SearchEvent]:
-    """The collection's searches by keys (agents' or not) that came back empty or only weak, newest first."""
+    """The collection's searches by keys (agents' or not) that came back empty or only weak, newest first.
+
+    A search with neither key nor agent is an admin's try; one whose key was deleted since (and had no agent) reads
+    the same and is left out too."""
     return (
         SearchEvent.objects.filter(tenant_id=collection.tenant_id, collections__contains=[collection.name])
         .filter(Q(api_key__isnull=False) | Q(agent__isnull=False))
