@@ -210,6 +210,9 @@ class CollectionAdmin(
         golden = reverse(f"{self.admin_site.name}:retrieval_goldenquestion_changelist")
         golden += f"?collection__id__exact={unquote(object_id)}"
         tools = [("Try a search", search), ("Golden questions", golden)]
+        collection = self.get_object(request, unquote(object_id))
+        if collection is not None and may(request, collection.tenant_id, Role.ADMIN):  # the audit's questions
+            tools.append(("Gaps", reverse(f"{self.admin_site.name}:retrieval_gapdismissal_gaps", args=[collection.pk])))
         return super().change_view(request, object_id, form_url, {"kb_tools": tools, **(extra_context or {})})
 
     @admin.display(ordering="document_count", description="documents")
