@@ -35,6 +35,7 @@ MAX_PAIRING = 200
 CACHE_SECONDS = 3600
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+_TOKENS = re.compile(r"\w+|[^\w\s]")
 
 
 class VersionsNotComparable(Exception):
@@ -144,7 +145,8 @@ def _replaced(old: list[str], new: list[str], i1: int, i2: int, j1: int, j2: int
 
 
 def _alike(old: str, new: str) -> float:
-    matcher = difflib.SequenceMatcher(None, _WORDS.findall(old), _WORDS.findall(new), autojunk=False)
+    # On the words and marks only: the spaces between them would make any two sentences look half alike.
+    matcher = difflib.SequenceMatcher(None, _TOKENS.findall(old.lower()), _TOKENS.findall(new.lower()), autojunk=False)
     return matcher.quick_ratio() and matcher.ratio()
 
 
@@ -192,6 +194,8 @@ def version_paragraphs(document: Document, version: DocumentVersion) -> list[str
         stored = document_stored_blocks(document)
         if stored is not None:
             return _texts(stored)
+    if not version.file.name or not version.file.storage.exists(version.file.name):
+        raise VersionsNotComparable(f"the original of version {version.number} is no longer stored")
     key = f"kb:version-text:{version.content_hash}:{_options_key(document)}"
     found = cache.get(key)
     if found is None:
@@ -205,8 +209,6 @@ def _options_key(document: Document) -> str:
 
 
 def _parse(document: Document, version: DocumentVersion) -> list[Block]:
-    if not version.file.name or not version.file.storage.exists(version.file.name):
-        raise VersionsNotComparable(f"the original of version {version.number} is no longer stored")
     budgets = document_budgets()
     try:
         outcome = _bounded(
