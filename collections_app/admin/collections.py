@@ -236,6 +236,8 @@ class CollectionAdmin(
     @admin.display(description="documents")
     def documents_by_status(self, obj: Collection) -> str:
         counts = dict(obj.documents.values_list("status").annotate(n=Count("id")).order_by())
+        if not counts and import_failed(obj):
+            return format_html('none: <span class="kb-badge kb-badge-error">import failed</span> (see above)')
         if not counts:
             return format_html(
                 'none yet — <a href="{}?collection={}">upload one</a>',
