@@ -80,7 +80,7 @@ def export_state(record: CollectionFile) -> SafeString:
         url = reverse("admin:collections_app_collectionfile_download", args=[record.pk])
         return format_html(
             '<span data-kb-export="{}" data-kb-pending="0">Export of {} is ready: '
-            '<a href="{}" class="kb-export-download">Download {}</a> ({}). '
+            '<a class="kb-export-download" href="{}">Download {}</a> ({}). '
             "It is also listed under {} with a Download link.</span>",
             record.pk, name, url, download_name(record.collection), filesizeformat(record.size), entry,
         )  # fmt: skip
