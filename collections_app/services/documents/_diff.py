@@ -23,8 +23,9 @@ from django.core.cache import cache
 
 from collections_app.models import Document, DocumentVersion
 from collections_app.services.documents._read import _bounded, document_budgets, document_stored_blocks
-from ingestion import parse_document_bounded
+from ingestion import NothingReadable, OverBudget, UnsupportedFile, parse_document_bounded
 from ingestion.blocks import Block
+from ingestion.errors import ParserUnavailable
 
 # Two paragraphs at least this alike are one paragraph changed; below it, one removed and another added.
 ALIKE = 0.5
@@ -33,6 +34,9 @@ ALIKE = 0.5
 MAX_PAIRING = 200
 # Parsed texts of versions, by their content: a version's file never changes, so its text is kept for a while.
 CACHE_SECONDS = 3600
+
+# What the ingestion says for a person (_ingest.py's refusals), shown as it is.
+_SAID_AS_THEY_ARE = (NothingReadable, UnsupportedFile, OverBudget, ParserUnavailable)
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 _TOKENS = re.compile(r"\w+|[^\w\s]")
@@ -218,9 +222,10 @@ def _parse(document: Document, version: DocumentVersion) -> list[Block]:
                 directory=settings.KB_STAGING_DIR or None,
             ),
         )  # fmt: skip
-    except Exception as exc:  # a version that could not be read then cannot be now: said, never a server error
-        message = str(exc) if not isinstance(exc, OSError) else type(exc).__name__  # an OS error may carry a path
-        raise VersionsNotComparable(f"version {version.number} cannot be read: {message}") from None
+    except _SAID_AS_THEY_ARE as exc:  # a version that could not be read then cannot be now: said, never a 500
+        raise VersionsNotComparable(f"version {version.number} cannot be read: {exc}") from None
+    except Exception as exc:  # anything else by its kind only (an OS error can carry a path)
+        raise VersionsNotComparable(f"version {version.number} cannot be read ({type(exc).__name__})") from None
     return outcome.value.blocks
 
 
