@@ -479,21 +479,20 @@ class DocumentAdmin(
                 format_html('<span title="{}">{}…</span>', v.content_hash, v.content_hash[:12]),
                 Truncator(v.error).chars(200) if v.error else "",
                 format_html(
-                    '<a href="{}?version={}">download</a>{}',
-                    url,
-                    v.number,
-                    format_html(
-                        ' · <a href="{}" class="kb-version-compare">what changed since version {}</a>',
-                        versions_diff_url(obj, before.number, v.number),
-                        before.number,
-                    )
-                    if before is not None
-                    else "",
-                ),
+                    '<a href="{}" class="kb-version-compare">since version {}</a>',
+                    versions_diff_url(obj, before.number, v.number),
+                    before.number,
+                )
+                if before is not None
+                else "—",
+                format_html('<a href="{}?version={}">download</a>', url, v.number),
             )
             for v, before in zip(versions, [*versions[1:], None], strict=True)
         ]
-        headers = ["version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error", ""]
+        headers = [
+            "version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error",
+            "what changed", "",
+        ]  # fmt: skip
         shown = table(headers, rows, empty="none recorded")
         if len(versions) < 2:
             return shown

@@ -21,7 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.cache import cache
 
-from collections_app.models import Document, DocumentVersion
+from collections_app.models import Document, DocumentStatus, DocumentVersion
 from collections_app.services.documents._read import _bounded, document_budgets, document_stored_blocks
 from ingestion import NothingReadable, OverBudget, UnsupportedFile, parse_document_bounded
 from ingestion.blocks import Block
@@ -194,7 +194,7 @@ def document_versions_diff(*, document: Document, old: int, new: int, context: i
 
 def version_paragraphs(document: Document, version: DocumentVersion) -> list[str]:
     """The version's text as its file reads, one entry per block (see the module's docstring)."""
-    if version.content_hash == document.content_hash and document.status == "done":
+    if version.content_hash == document.content_hash and document.status == DocumentStatus.DONE:
         stored = document_stored_blocks(document)
         if stored is not None:
             return _texts(stored)
