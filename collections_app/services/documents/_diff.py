@@ -6,24 +6,33 @@
 Which text is compared: a retired version's paragraphs are not kept (a publish replaces them), only its original
 file (_versions.py). So every version is compared as its file reads: the parser's blocks (headings, paragraphs,
 list items, tables), each one paragraph of the diff. The version whose blocks the document stores is read from
-them; any other version's stored original is parsed again, within the document budgets, in a child process
-(_read.py). That is the text an editor calls the document's, without the cut into search paragraphs (which moves
-with chunk settings, not with the file) and without the editor's own paragraph edits (which belong to no version).
+them; any other version's stored original is parsed again in a child process, within the document budgets and at
+most PARSE_SECONDS (a page waits for it). That is the text an editor calls the document's, without the cut into
+search paragraphs (which moves with chunk settings, not with the file) and without the editor's own paragraph
+edits (which belong to no version).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from django.conf import settings
 from django.core.cache import cache
 
 from collections_app.models import Document, DocumentStatus, DocumentVersion
-from collections_app.services.documents._read import _bounded, document_budgets, document_stored_blocks
-from ingestion import NothingReadable, OverBudget, UnsupportedFile, parse_document_bounded
+from collections_app.services.documents._read import document_budgets, document_stored_blocks
+from ingestion import (
+    NothingReadable,
+    OutOfMemory,
+    OutOfTime,
+    OverBudget,
+    UnsupportedFile,
+    memory_over,
+    parse_document_bounded,
+)
 from ingestion.blocks import Block
 from ingestion.errors import ParserUnavailable
 
@@ -32,6 +41,8 @@ ALIKE = 0.5
 # A run of changes longer than this on both sides is not paired paragraph by paragraph (that costs len × len
 # comparisons): its paragraphs are shown removed, then added.
 MAX_PAIRING = 200
+# Seconds a page waits for an older version's file to be parsed again (a scanned PDF's OCR can take far longer).
+PARSE_SECONDS = 60
 # Parsed texts of versions, by their content: a version's file never changes, so its text is kept for a while.
 CACHE_SECONDS = 3600
 
@@ -213,15 +224,22 @@ def _options_key(document: Document) -> str:
 
 
 def _parse(document: Document, version: DocumentVersion) -> list[Block]:
+    # A page waits for this parse: at most PARSE_SECONDS, however long an ingestion may read (KB_PARSE_SECONDS).
+    # (KB_PARSE_SECONDS = 0 is no limit for an ingestion; a page's still is PARSE_SECONDS.)
     budgets = document_budgets()
+    budgets = replace(budgets, seconds=min(budgets.seconds or PARSE_SECONDS, PARSE_SECONDS))
     try:
-        outcome = _bounded(
-            budgets,
-            lambda: parse_document_bounded(
-                Path(version.file.path), version.filename, document.ingest_options, budgets,
-                directory=settings.KB_STAGING_DIR or None,
-            ),
+        outcome = parse_document_bounded(
+            Path(version.file.path), version.filename, document.ingest_options, budgets,
+            directory=settings.KB_STAGING_DIR or None,
         )  # fmt: skip
+    except OutOfTime:
+        raise VersionsNotComparable(
+            f"reading version {version.number} again takes over {budgets.seconds:,.0f} s, longer than a page waits; "
+            "download both versions to compare them"
+        ) from None
+    except OutOfMemory:
+        raise VersionsNotComparable(f"version {version.number} cannot be read: {memory_over(budgets)}") from None
     except _SAID_AS_THEY_ARE as exc:  # a version that could not be read then cannot be now: said, never a 500
         raise VersionsNotComparable(f"version {version.number} cannot be read: {exc}") from None
     except Exception as exc:  # anything else by its kind only (an OS error can carry a path)

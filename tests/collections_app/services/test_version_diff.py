@@ -86,3 +86,22 @@ def test_an_unknown_version_or_a_lost_original_says_why(cast, collection, upload
     first.file.storage.delete(first.file.name)
     with pytest.raises(VersionsNotComparable, match="original of version 1 is no longer stored"):
         document_versions_diff(document=document, old=1, new=2)
+
+
+def test_an_older_version_too_slow_to_read_again_is_said_not_waited_for(cast, collection, upload, monkeypatch) -> None:
+    from collections_app.services.documents import _diff
+    from ingestion import OutOfTime
+
+    assert upload(cast.editor, collection, "slow.md", V1 + b"\nSlow.\n").status_code == 202
+    assert upload(cast.editor, collection, "slow.md", V2).status_code == 202
+    document = Document.objects.get(collection=collection)
+    asked: list[float] = []
+
+    def too_slow(path, filename, options, budgets, **kwargs):
+        asked.append(budgets.seconds)
+        raise OutOfTime()
+
+    monkeypatch.setattr(_diff, "parse_document_bounded", too_slow)
+    with pytest.raises(VersionsNotComparable, match="takes over 60 s, longer than a page waits"):
+        document_versions_diff(document=document, old=1, new=2)
+    assert asked == [_diff.PARSE_SECONDS]
