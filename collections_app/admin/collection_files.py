@@ -112,8 +112,9 @@ def with_import_state(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
     return queryset.annotate(**{f"import_{field}": Subquery(latest.values(field)[:1]) for field in _IMPORT_FIELDS})
 
 
-def import_state(collection: Collection) -> SafeString | None:
-    """The collection's import while it runs, or its failure while the collection holds nothing; else None."""
+def import_state(collection: Collection, *, brief: bool = False) -> SafeString | None:
+    """The collection's import while it runs, or its failure while the collection holds nothing; else None.
+    `brief`: a list's cell (the reason and the entry's link; what to do next is on the collection's page)."""
     if not hasattr(collection, "import_status"):
         latest = (
             CollectionFile.objects.filter(collection=collection, kind=CollectionFileKind.IMPORT)
@@ -136,6 +137,13 @@ def import_state(collection: Collection) -> SafeString | None:
     documents = getattr(collection, "document_count", None)  # the collection list's annotation
     if documents is None:
         documents = collection.documents.count()
+    if status == CollectionFileStatus.ERROR and not documents and brief:
+        return format_html(
+            '<span class="kb-badge kb-badge-error">import failed</span> {} (<a href="{}" class="kb-import-entry">'
+            "its entry</a>)",
+            getattr(collection, "import_error", "") or "the import stopped",
+            entry_url(getattr(collection, "import_id", "")),
+        )
     if status == CollectionFileStatus.ERROR and not documents:
         return format_html(
             '<span class="kb-badge kb-badge-error">import failed</span> {}. Nothing of the file was kept: delete '

@@ -229,8 +229,8 @@ class CollectionAdmin(
 
     @admin.display(ordering="document_count", description="documents")
     def document_count(self, obj: Collection) -> str:
-        if import_failed(obj):  # not "0 documents" as if it were merely empty: its import failed
-            return format_html('<span class="kb-badge kb-badge-error">import failed</span>')
+        if import_failed(obj):  # not "0" as if it were merely empty: the state column says its import failed
+            return format_html('<span title="{}">—</span>', "its import failed: nothing of the file was kept")
         return format_html('<a href="{}">{}</a>', _documents_url(obj), obj.document_count)  # type: ignore[attr-defined]
 
     @admin.display(description="documents")
