@@ -9,13 +9,20 @@ class RetrievalConfig(AppConfig):
     # gunicorn's post_worker_init hook (not here, which every manage.py command and test would run).
 
     def ready(self) -> None:
-        from collections_app.hooks import register_cutover_evaluator, register_recovery_sweep
+        from collections_app.hooks import (
+            register_collection_file_table,
+            register_cutover_evaluator,
+            register_recovery_sweep,
+        )
         from retrieval import checks  # noqa: F401  (registers the system checks)
-        from retrieval.services.golden import evaluations_sweep, gate_evaluate
+        from retrieval.services.golden import GOLDEN_TABLE, evaluations_sweep, gate_evaluate
         from retrieval.services.measure import measures_sweep
 
         # collections_app never imports retrieval; its flows call these through collections_app/hooks.py:
-        # the golden gate of a re-index's cutover, and the recovery round's sweeps of killed measures and evaluations.
+        # the golden gate of a re-index's cutover, the recovery round's sweeps of killed measures and evaluations, and
+        # the golden questions' table in a collection file.
         register_cutover_evaluator(gate_evaluate)
         register_recovery_sweep(measures_sweep)
         register_recovery_sweep(evaluations_sweep)
+        # The golden questions travel with a collection file, in a table of their own.
+        register_collection_file_table(GOLDEN_TABLE)

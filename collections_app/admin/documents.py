@@ -39,6 +39,7 @@ from collections_app.admin.upload_metadata import (
     metadata_json_field,
     upload_collection_id,
 )
+from collections_app.admin.version_diff import VersionDiffAdminMixin, versions_diff_url
 from collections_app.models import DOCUMENT_IN_FLIGHT, Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
 from collections_app.services.documents import (
@@ -247,6 +248,7 @@ class DocumentAdmin(
     ColumnRolesAdminMixin,
     PreviewAdminMixin,
     StaleAdminMixin,
+    VersionDiffAdminMixin,
     TenantScopedAdmin,
 ):
     # Eight columns, so the list fits 1,280 px beside the navigation (kb_admin.css puts its filters above it):
@@ -461,8 +463,10 @@ class DocumentAdmin(
 
     @admin.display(description="versions")
     def versions_shown(self, obj: Document) -> str:
-        """Every version, newest first, each original a download (the one answering marked)."""
+        """Every version, newest first, each original a download (the one answering marked) and a link to what
+        changed since the version before it (version_diff.py)."""
         url = reverse(f"{self.admin_site.name}:collections_app_document_download", args=[obj.pk])
+        versions = list(document_versions_for(obj))  # newest first: each row's "before" is the next one
         rows = [
             (
                 v.number,
@@ -474,12 +478,29 @@ class DocumentAdmin(
                 f"{v.retired_at:%Y-%m-%d %H:%M}" if v.retired_at else "—",
                 format_html('<span title="{}">{}…</span>', v.content_hash, v.content_hash[:12]),
                 Truncator(v.error).chars(200) if v.error else "",
+                format_html(
+                    '<a href="{}" class="kb-version-compare">since version {}</a>',
+                    versions_diff_url(obj, before.number, v.number),
+                    before.number,
+                )
+                if before is not None
+                else "—",
                 format_html('<a href="{}?version={}">download</a>', url, v.number),
             )
-            for v in document_versions_for(obj)
+            for v, before in zip(versions, [*versions[1:], None], strict=True)
         ]
-        headers = ["version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error", ""]
-        return table(headers, rows, empty="none recorded")
+        headers = [
+            "version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error",
+            "what changed", "",
+        ]  # fmt: skip
+        shown = table(headers, rows, empty="none recorded")
+        if len(versions) < 2:
+            return shown
+        return format_html(
+            '{}<p><a href="{}" class="kb-versions-compare">Compare any two versions</a></p>',
+            shown,
+            versions_diff_url(obj),
+        )
 
     @admin.display(description="warnings")
     def warnings_shown(self, obj: Document) -> str:

@@ -6,11 +6,13 @@
 Public API: the services (`golden_question_create/update/delete`, `golden_question_from_search` ("Try a
 search"'s buttons), `evaluation_start`, `evaluation_run`, `evaluations_sweep` (the
 recovery round's: evaluations whose worker died)), the
-selector `golden_questions_for`, import and export (`golden_import_jsonl`, `golden_export_jsonl`,
+selector `golden_questions_for`, `GOLDEN_TABLE` (their table in a collection file),
+import and export (`golden_import_jsonl`, `golden_export_jsonl`,
 `golden_import_beir`, `golden_export_beir`), `documents_resolve` (ids from the names editors use), `evaluate`
 (the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
 """
 
+from ._collection_file import GOLDEN_TABLE
 from ._evaluate import (
     DEFAULT_TOP_N,
     WORKER_STOPPED,
@@ -49,6 +51,7 @@ from ._questions import (
 
 __all__ = [
     "DEFAULT_TOP_N",
+    "GOLDEN_TABLE",
     "MAX_IMPORT_BYTES",
     "NDCG_DEPTH",
     "WORKER_STOPPED",
