@@ -38,11 +38,15 @@ from collections_app.services.paragraph_edits import (
 from collections_app.services.preview import document_paragraph_numbers
 from doors.admin.base import ToolPage, object_for_tool
 from embedding import UnsearchableVector
-from infra.errors import DomainError
+from infra.errors import DomainError, Invalid
 
 # Paragraphs on one page of the paragraphs page; the history shows the latest edits.
 PARAGRAPHS_PER_PAGE = 100
 HISTORY_SHOWN = 50
+CLICK_TO_SPLIT = (
+    "Click in the paragraph's text where it should split (with text on both sides of the cursor), then press "
+    "“Split at the cursor”."
+)
 ACTIONS = ("edit", "split", "merge", "hide", "unhide", "revert", "reapply", "discard")
 
 
@@ -87,6 +91,8 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             document=document, paragraphs=list(rows.values_list("text", "hidden", "edited"))
         )
         page = Paginator(rows, PARAGRAPHS_PER_PAGE).get_page(request.GET.get("page"))
+        page.object_list = list(page.object_list)  # evaluated once: the template reads what _with_next set
+        _with_next(page.object_list, rows)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Paragraphs of {document.filename}",
@@ -137,7 +143,13 @@ def _dispatch(document: Document, data: dict[str, Any], by: str) -> list[Chunk]:
     if action == "edit":
         return paragraph_edit(document=document, paragraph_id=paragraph, text=data["text"], by=by)
     if action == "split":
-        return paragraph_split(document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by)
+        try:
+            return paragraph_split(document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by)
+        except Invalid as exc:
+            if exc.field != "at":
+                raise
+            # The page sends where the cursor stood: no cursor (or one at an edge) is a click still to make.
+            raise Invalid(CLICK_TO_SPLIT, field="at") from exc
     if action == "merge":
         across = data["across_sections"]
         return paragraph_merge_next(document=document, paragraph_id=paragraph, by=by, across_sections=across)
@@ -154,6 +166,19 @@ def _on_edit(document: Document, action: str, edit: ParagraphEdit, data: dict[st
     if target is None:
         raise _Missing("no paragraph has that number: pick one from the list below")
     return paragraph_edit_reapply(edit=edit, paragraph_id=target.pk, by=by)
+
+
+def _with_next(shown: list[Chunk], rows: Any) -> None:
+    """Each paragraph shown learns its next one (`kb_next`, None for the document's last): the page offers a merge
+    only where there is a next paragraph it can merge with, and "across sections" only where the next is in another
+    section."""
+    if not shown:
+        return
+    after = rows.filter(ordinal__gt=shown[-1].ordinal).only("ordinal", "section", "hidden").first()
+    for paragraph, following in zip(shown, [*shown[1:], after], strict=True):
+        paragraph.kb_next = following
+        paragraph.kb_merge = following is not None and following.hidden == paragraph.hidden
+        paragraph.kb_across = following is not None and list(following.section) != list(paragraph.section)
 
 
 class _Missing(DomainError):

@@ -45,7 +45,7 @@ from collections_app.models import (
     ParagraphEdit,
 )
 from collections_app.selectors import breadcrumb_title
-from collections_app.services.documents import merged_text, split_texts, text_hash
+from collections_app.services.documents import merged_text, split_continues, split_parts, text_hash
 from collections_app.sql import keyword_vector
 from embedding import get_embedder
 from infra.errors import Conflict, DomainError, Invalid
@@ -152,16 +152,20 @@ def _split(document: Document, paragraph_id: Any, at: int, by: str) -> list[Chun
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
-        halves = split_texts(paragraph.text, at)
-        if halves is None:
+        parts = split_parts(paragraph.text, at)
+        if parts is None:
             raise Invalid(
-                f"split at a character between 1 and {len(paragraph.text) - 1} that leaves text on both sides",
+                f"character {at} leaves no text on one side: split at a character between 1 and "
+                f"{len(paragraph.text) - 1} that leaves text on both sides",
                 field="at",
             )
+        head, separator, tail = parts
         anchor = _anchor(paragraph)
         before = [_shape(paragraph)]
-        second = _split_row(scope, paragraph, halves[0], halves[1])
-        _record(scope, EditOperation.SPLIT, anchor, before, [_shape(paragraph), _shape(second)], {"at": at}, by)
+        second = _split_row(scope, paragraph, head, tail, tail_continues=split_continues(separator))
+        # What the split took out between the halves: a merge of the two joins them with exactly that again.
+        params = {"at": at, "separator": separator}
+        _record(scope, EditOperation.SPLIT, anchor, before, [_shape(paragraph), _shape(second)], params, by)
         return [paragraph, second]
 
 
@@ -195,7 +199,8 @@ def _merge_next(document: Document, paragraph_id: Any, by: str, across_sections:
         labels = _merged_labels(scope.collection, paragraph, following)
         anchor = {**_anchor(paragraph), "next_hash": text_hash(following.text)}
         before = [_shape(paragraph), _shape(following)]
-        text = merged_text(paragraph.text, following.text, continues=following.continues)
+        separator = _joint(paragraph, following)
+        text = merged_text(paragraph.text, following.text, continues=following.continues, separator=separator)
         if len(text) > MAX_PARAGRAPH_CHARS:
             # An import refuses a longer row: a merge past it would export a file nothing imports again.
             raise Invalid(
@@ -203,7 +208,8 @@ def _merge_next(document: Document, paragraph_id: Any, by: str, across_sections:
                 f"{MAX_PARAGRAPH_CHARS:,} (split one of the two first)"
             )
         _merge_rows(scope, paragraph, following, text, labels)
-        params = {"across_sections": across_sections}
+        # Recorded so a rebuild's replay joins them the same way (services/documents/_edits.py).
+        params = {"across_sections": across_sections, "separator": separator}
         _record(scope, EditOperation.MERGE_NEXT, anchor, before, [_shape(paragraph)], params, by)
         return [paragraph]
 
@@ -507,6 +513,37 @@ def _shape(paragraph: Chunk) -> dict[str, Any]:
         "page": paragraph.page,
         "continues": paragraph.continues,
     }
+
+
+def _joint(paragraph: Chunk, following: Chunk) -> str:
+    """What a merge joins two neighbours with. Two halves a split left (and nothing changed since): what that split
+    took out between them, so the merge gives the paragraph back exactly. Otherwise a space when the second was cut
+    inside the first's block, a paragraph break when not, and always after a heading standing alone (a heading
+    keeps its own line)."""
+    separator = _split_separator(paragraph, following)
+    if separator is not None:
+        return separator
+    heading = bool(paragraph.section) and paragraph.text.strip() == str(paragraph.section[-1]).strip()
+    return " " if following.continues and not heading else "\n\n"
+
+
+def _split_separator(paragraph: Chunk, following: Chunk) -> str | None:
+    """The separator of the latest applied split of the document that left exactly these two texts, or None."""
+    splits = ParagraphEdit.objects.filter(
+        document_id=paragraph.document_id, operation=EditOperation.SPLIT, status=EditStatus.APPLIED
+    ).order_by("-created_at", "-id")
+    for split in splits.only("before", "after", "params")[:50]:
+        after = [shape.get("text") for shape in split.after]
+        if after != [paragraph.text, following.text]:
+            continue
+        if "separator" in split.params:
+            return str(split.params["separator"])
+        # A split made before the separator was recorded: it is what lies between the halves in the text it cut.
+        whole = str(split.before[0].get("text", "")) if split.before else ""
+        head, tail = paragraph.text, following.text
+        if whole.startswith(head) and whole.endswith(tail) and len(whole) >= len(head) + len(tail):
+            return whole[len(head) : len(whole) - len(tail)]
+    return None
 
 
 def _merged_labels(collection: Collection, first: Chunk, second: Chunk) -> list[str]:

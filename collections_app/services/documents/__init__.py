@@ -29,7 +29,14 @@ from collections_app.services.documents._chunk import (
     document_stage_stream,
 )
 from collections_app.services.documents._delete import document_delete
-from collections_app.services.documents._edits import document_edits_replay, merged_text, split_texts, text_hash
+from collections_app.services.documents._edits import (
+    document_edits_replay,
+    merged_text,
+    split_continues,
+    split_parts,
+    split_texts,
+    text_hash,
+)
 from collections_app.services.documents._embed import document_embed
 from collections_app.services.documents._ingest import document_ingest
 from collections_app.services.documents._publish import document_keywords_index, document_publish
@@ -67,6 +74,8 @@ __all__ = [
     "document_streams",
     "document_version_problem",
     "merged_text",
+    "split_continues",
+    "split_parts",
     "split_texts",
     "stored_files_of",
     "stored_files_remove",
