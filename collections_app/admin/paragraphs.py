@@ -9,6 +9,7 @@ to the same place. The document's own page says how many edits no longer apply a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -91,14 +92,13 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             document=document, paragraphs=list(rows.values_list("text", "hidden", "edited"))
         )
         page = Paginator(rows, PARAGRAPHS_PER_PAGE).get_page(request.GET.get("page"))
-        page.object_list = list(page.object_list)  # evaluated once: the template reads what _with_next set
-        _with_next(page.object_list, rows)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Paragraphs of {document.filename}",
             "opts": self.opts,
             "original": document,
             "page": page,
+            "shown": _shown(list(page.object_list), rows),
             "numbers": numbers,
             "history": document_paragraph_edits(document).select_related("reverts")[:HISTORY_SHOWN],
             "stale": list(document_stale_edits(document)),
@@ -168,17 +168,31 @@ def _on_edit(document: Document, action: str, edit: ParagraphEdit, data: dict[st
     return paragraph_edit_reapply(edit=edit, paragraph_id=target.pk, by=by)
 
 
-def _with_next(shown: list[Chunk], rows: Any) -> None:
-    """Each paragraph shown learns its next one (`kb_next`, None for the document's last): the page offers a merge
-    only where there is a next paragraph it can merge with, and "across sections" only where the next is in another
-    section."""
-    if not shown:
-        return
-    after = rows.filter(ordinal__gt=shown[-1].ordinal).only("ordinal", "section", "hidden").first()
-    for paragraph, following in zip(shown, [*shown[1:], after], strict=True):
-        paragraph.kb_next = following
-        paragraph.kb_merge = following is not None and following.hidden == paragraph.hidden
-        paragraph.kb_across = following is not None and list(following.section) != list(paragraph.section)
+@dataclass(frozen=True)
+class _Shown:
+    """A paragraph on the page with what may be done to it: a merge only where there is a next paragraph it can
+    merge with (not after the document's last, not across a hidden/shown pair), "across sections" only where the
+    next one is in another section."""
+
+    paragraph: Chunk
+    following: Chunk | None
+    merge: bool
+    across: bool
+
+
+def _shown(paragraphs: list[Chunk], rows: Any) -> list[_Shown]:
+    if not paragraphs:
+        return []
+    after = rows.filter(ordinal__gt=paragraphs[-1].ordinal).only("ordinal", "section", "hidden").first()
+    return [
+        _Shown(
+            paragraph=paragraph,
+            following=following,
+            merge=following is not None and following.hidden == paragraph.hidden,
+            across=following is not None and list(following.section) != list(paragraph.section),
+        )
+        for paragraph, following in zip(paragraphs, [*paragraphs[1:], after], strict=True)
+    ]
 
 
 class _Missing(DomainError):

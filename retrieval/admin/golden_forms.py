@@ -29,7 +29,7 @@ def tenant_labels(field: forms.ModelChoiceField, *, several_tenants: bool) -> No
     """For a person who sees several tenants (a superuser, staff of more than one), a choice whose name another
     choice shares says its tenant ("beta-secret (tenant Acme)"): two same-named collections or readers could not be
     told apart otherwise. Choices of one tenant, or with a name of their own, read as before."""
-    if not several_tenants:
+    if not several_tenants or field.queryset is None:
         return
     queryset = field.queryset.select_related("tenant")
     shared = {name for name, count in Counter(queryset.values_list("name", flat=True)).items() if count > 1}
