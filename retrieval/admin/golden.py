@@ -57,11 +57,31 @@ from retrieval.services.measure import measure_start
 COLLECTION_FILTER = "collection__id__exact"
 
 
+class CollectionFilter(admin.RelatedOnlyFieldListFilter):
+    """The list's "By collection" filter: like the dropdowns, same-named collections of different tenants say
+    their tenant to a person who sees several tenants."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
+        choices = super().field_choices(field, request, model_admin)
+        if not _several_tenants(request):
+            return choices
+        named = [str(label) for _, label in choices]
+        shared = {name for name in named if named.count(name) > 1}
+        if not shared:
+            return choices
+        tenants = dict(
+            Collection.objects.filter(pk__in=[pk for pk, label in choices if str(label) in shared]).values_list(
+                "pk", "tenant__name"
+            )
+        )
+        return [(pk, f"{label} (tenant {tenants[pk]})" if pk in tenants else label) for pk, label in choices]
+
+
 @admin.register(GoldenQuestion)
 class GoldenQuestionAdmin(EditorsOnly):
     form = GoldenQuestionForm
     list_display = ["question_shown", "collection", "answer_shown", "note", "updated_at"]
-    list_filter = ["collection"]
+    list_filter = [("collection", CollectionFilter)]
     list_select_related = ["collection"]
     search_fields = ["question"]
 

@@ -92,3 +92,22 @@ def test_staff_of_two_tenants_see_the_tenant_and_an_editor_of_one_does_not(clien
     client.force_login(both)
     labels = [label for _, label, _ in options(client.get(reverse(ADD)).content.decode(), "collection")]
     assert {"beta-secret (tenant acme)", "beta-secret (tenant globex)", "handbook"} <= set(labels)
+
+
+def test_the_lists_collection_filter_says_the_tenant_of_same_named_collections_to_a_superuser(
+    staff, cast, twins
+) -> None:
+    from django.test import Client
+
+    from retrieval.models import GoldenQuestion
+
+    for collection in twins:
+        GoldenQuestion.objects.create(tenant=collection.tenant, collection=collection, question="Who?", control=True)
+    root = Client()
+    root.force_login(User.objects.create_superuser("root", password="pw"))
+
+    page = html.unescape(root.get(reverse(LIST)).content.decode())
+    assert "beta-secret (tenant acme)" in page and "beta-secret (tenant globex)" in page
+
+    one = html.unescape(staff.get(reverse(LIST)).content.decode())
+    assert "beta-secret" in one and "(tenant " not in one
