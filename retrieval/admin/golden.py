@@ -61,7 +61,7 @@ class CollectionFilter(admin.RelatedOnlyFieldListFilter):
     """The list's "By collection" filter: like the dropdowns, same-named collections of different tenants say
     their tenant to a person who sees several tenants."""
 
-    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> Any:
         choices = super().field_choices(field, request, model_admin)
         if not _several_tenants(request):
             return choices
@@ -69,12 +69,9 @@ class CollectionFilter(admin.RelatedOnlyFieldListFilter):
         shared = {name for name in named if named.count(name) > 1}
         if not shared:
             return choices
-        tenants = dict(
-            Collection.objects.filter(pk__in=[pk for pk, label in choices if str(label) in shared]).values_list(
-                "pk", "tenant__name"
-            )
-        )
-        return [(pk, f"{label} (tenant {tenants[pk]})" if pk in tenants else label) for pk, label in choices]
+        twins = Collection.objects.filter(pk__in=[pk for pk, label in choices if str(label) in shared])
+        tenants = {str(pk): tenant for pk, tenant in twins.values_list("pk", "tenant__name")}
+        return [(pk, f"{label} (tenant {tenants[str(pk)]})" if str(pk) in tenants else label) for pk, label in choices]
 
 
 @admin.register(GoldenQuestion)

@@ -35,6 +35,7 @@ def document() -> Document:
     document = Document.objects.get(collection=collection)
     assert document.status == "done", document.error
     first = Chunk.objects.filter(document=document).editable().order_by("ordinal").first()
+    assert first is not None
     paragraph_edit(document=document, paragraph_id=first.pk, text=HEADED, by="edna")  # the heading on its line
     return document
 

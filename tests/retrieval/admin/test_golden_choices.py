@@ -50,7 +50,9 @@ def test_add_from_a_collections_list_starts_with_that_collection(staff, cast, tw
     listing = staff.get(reverse(LIST), {"collection__id__exact": ours.pk}).content.decode()
     # The list's own "Add" (the sidebar's goes to a blank form): it carries the list's filter along.
     tools = listing.split('class="object-tools"')[1].split("</ul>")[0]
-    add = html.unescape(re.search(r'<a href="([^"]*/goldenquestion/add/[^"]*)" class="addlink"', tools).group(1))
+    found = re.search(r'<a href="([^"]*/goldenquestion/add/[^"]*)" class="addlink"', tools)
+    assert found is not None, "no Add on the list"
+    add = html.unescape(found.group(1))
     assert "_changelist_filters" in add
 
     page = staff.get(add).content.decode()
