@@ -32,6 +32,7 @@ from collections_app.services.paragraph_edits import (
     paragraph_edit_discard,
     paragraph_edit_reapply,
     paragraph_edit_revert,
+    paragraph_edits_refusal,
     paragraph_hide,
     paragraph_merge_next,
     paragraph_split,
@@ -88,6 +89,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         if request.method == "POST":
             return self._act(request, document)
         rows = document_paragraphs_for_editors(document)
+        refusal = paragraph_edits_refusal(document=document)  # then no action is offered: none could run
         numbers = document_paragraph_numbers(
             document=document, paragraphs=list(rows.values_list("text", "hidden", "edited"))
         )
@@ -103,7 +105,8 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             "history": document_paragraph_edits(document).select_related("reverts")[:HISTORY_SHOWN],
             "stale": list(document_stale_edits(document)),
             "stale_warning": stale_edits_warning(document_stale_edits(document).count()),
-            "can_edit": self.has_change_permission(request, document),
+            "can_edit": self.has_change_permission(request, document) and refusal is None,
+            "refusal": refusal,
         }
         return TemplateResponse(request, "admin/collections_app/document/paragraphs.html", context)
 

@@ -58,6 +58,13 @@ from ingestion import ChunkDraft, detect_language
 EMBED_IN_REQUEST_CHARS = 4_000
 
 
+REINDEX_PENDING = (
+    "a re-index of this collection is being built (or waits for a model change): edit its paragraphs once it is "
+    "done, so the edit is not lost at its cutover"
+)
+EDIT_PENDING = "an edit of this document is being embedded (pending); try again in a moment"
+
+
 class ParagraphNotFound(DomainError):
     meaning = "not_found"
 
@@ -412,6 +419,23 @@ def _operation_of(edit: ParagraphEdit) -> Callable[[], list[Chunk]]:
     raise Invalid("this edit cannot be finished")
 
 
+def paragraph_edits_refusal(*, document: Document) -> str | None:
+    """Why any edit of the document's paragraphs would be refused now (the same reasons `_lock` refuses with), or
+    None: the paragraphs page offers no action that cannot run, and says this instead. Reads only."""
+    collection = Collection.objects.only("reindex_generation").get(pk=document.collection_id)
+    if collection.reindex_generation is not None:
+        return REINDEX_PENDING
+    status = Document.objects.filter(pk=document.pk).values_list("status", flat=True).first()
+    if status != DocumentStatus.DONE:
+        return f"{document.filename} is being read (or could not be): edit its paragraphs once it is done"
+    pending = ParagraphEdit.objects.filter(
+        document=document, status=EditStatus.PENDING, created_at__gte=timezone.now() - PENDING_EDIT_BOUND
+    )
+    if pending.exists():
+        return EDIT_PENDING
+    return None
+
+
 def _checked_text(text: str) -> str:
     problem = text_problem(text)
     if problem:
@@ -429,10 +453,7 @@ def _lock(document: Document, paragraph_id: Any, *, edit: ParagraphEdit | None =
     and the paragraph of the generation searches read."""
     collection = Collection.objects.select_for_update().get(pk=document.collection_id)
     if collection.reindex_generation is not None:
-        raise Conflict(
-            "a re-index of this collection is being built (or waits for a model change): edit its paragraphs "
-            "once it is done, so the edit is not lost at its cutover"
-        )
+        raise Conflict(REINDEX_PENDING)
     locked = Document.objects.select_for_update().defer("blocks").get(pk=document.pk)
     if locked.status != DocumentStatus.DONE:
         raise Conflict(f"{locked.filename} is being read (or could not be): edit its paragraphs once it is done")
@@ -457,7 +478,7 @@ def _refuse_while_pending(document: Document) -> None:
     for edit in pending.filter(created_at__lt=timezone.now() - PENDING_EDIT_BOUND):
         _failed(edit, "its embedding never finished")
     if pending.exists():
-        raise Conflict("an edit of this document is being embedded (pending); try again in a moment")
+        raise Conflict(EDIT_PENDING)
 
 
 def _located(rows: Any, edit: ParagraphEdit) -> Chunk | None:

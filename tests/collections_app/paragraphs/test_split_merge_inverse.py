@@ -141,3 +141,18 @@ def test_the_admin_offers_merge_only_where_a_merge_can_run(handbook, staff):
     assert ['value="merge"' in block for block in blocks] == [True, True, False]  # never on the last
     # The next paragraph is in another section: "across sections" is offered with the merge.
     assert all("across sections" in block for block in blocks[:2])
+
+
+def test_the_admin_offers_no_action_while_none_could_run_and_says_why(handbook, staff):
+    from collections_app.models import Collection
+
+    collection = Collection.objects.get(pk=handbook.collection_id)
+    Collection.objects.filter(pk=collection.pk).update(reindex_generation=collection.active_generation + 1)
+
+    page = html.unescape(staff.get(admin_url(handbook)).content.decode())
+
+    assert "No edit can be made now: a re-index of this collection is being built" in page
+    assert 'value="split"' not in page and 'value="merge"' not in page and 'value="edit"' not in page
+    Collection.objects.filter(pk=collection.pk).update(reindex_generation=None)
+    again = staff.get(admin_url(handbook)).content.decode()
+    assert "No edit can be made now" not in again and 'value="split"' in again
