@@ -126,18 +126,21 @@ class MeasureAdmin(EditorsOnly):
 
     def apply_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Asks first (a page saying each setting before → after and the documents marked stale), then saves the
-        chosen variant on the collection (POST with `confirmed`) and offers the re-index on the collection's page."""
+        chosen variant on the collection (POST with `confirmed`) and offers the re-index on the collection's page.
+        Only ever a POST: nobody reads this page on its own (the authorization matrix's rule for Measure)."""
         measure = self.get_object(request, unquote(object_id))
         if measure is None:
             raise Http404("no such measure")
-        if not may(request, measure.tenant_id, Role.EDITOR):
+        if request.method != "POST" or not may(request, measure.tenant_id, Role.EDITOR):
             raise PermissionDenied
         back = reverse("admin:retrieval_measure_change", args=[measure.pk])
-        asked = request.POST if request.method == "POST" else request.GET
+        asked = request.POST
         with_floor = asked.get("floor") == "1" or request.GET.get("floor") == "1"
         try:
             variant = int(asked.get("variant", ""))
-            if request.method != "POST" or asked.get("confirmed") != "yes":
+            # The result page's buttons post here: first the page that asks (as the admin's "delete selected"
+            # asks), whose Apply posts again with `confirmed`.
+            if asked.get("confirmed") != "yes":
                 effects = measure_apply_effects(measure=measure, variant=variant, with_floor=with_floor)
                 return self._confirm(request, measure, variant, with_floor, effects)
             collection = measure_apply(measure=measure, variant=variant, with_floor=with_floor,
@@ -176,6 +179,7 @@ class MeasureAdmin(EditorsOnly):
             "marked_stale": effects.marked_stale,
             "already_stale": measure.collection.documents.filter(stale=True).count(),
             "back": reverse("admin:retrieval_measure_change", args=[measure.pk]),
+            "action": reverse("admin:retrieval_measure_apply", args=[measure.pk]),
         }
         return TemplateResponse(request, "admin/retrieval/measure/apply.html", context)
 

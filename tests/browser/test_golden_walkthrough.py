@@ -129,7 +129,7 @@ def test_keep_evaluate_measure_apply_and_the_gate_holds_the_worse_design_back(
 
     # 6. Apply the worse design (the first): asked first (each setting before → after, the documents marked
     # stale), then its settings saved, the documents stale, the re-index offered.
-    page.locator(".kb-measure tbody tr").first.locator("a:text('Apply this variant')").click()
+    page.locator(".kb-measure tbody tr").first.locator("button:text('Apply this variant')").click()
     page.wait_for_selector("#kb-apply-changes")
     assert "2 documents will be marked stale" in page.inner_text("#kb-apply-stale")
     page.click("input[value='Apply']")

@@ -91,7 +91,7 @@ def test_stars_legend_and_a_confirmation_before_apply(offline_page, live_server,
 
     # Apply asks first; "No, take me back" changes nothing.
     before = Collection.objects.get(pk=measure.collection_id).chunk_size
-    rows.nth(0).locator("a:text('Apply this variant')").click()
+    rows.nth(0).locator("button:text('Apply this variant')").click()
     page.wait_for_selector("#kb-apply-changes")
     size = page.locator("#kb-apply-changes tr[data-setting=chunk_size]")
     assert size.locator(".kb-before").inner_text() == str(before)
@@ -106,7 +106,7 @@ def test_stars_legend_and_a_confirmation_before_apply(offline_page, live_server,
     assert collection.chunk_size == before and not collection.documents.filter(stale=True).exists()
 
     # Apply: saved, the documents stale, the re-index offered.
-    rows.nth(0).locator("a:text('Apply this variant')").click()
+    rows.nth(0).locator("button:text('Apply this variant')").click()
     page.wait_for_selector("#kb-apply-changes")
     page.click("input[value='Apply']")
     page.wait_for_selector("input[value='Yes, re-index']")

@@ -106,7 +106,7 @@ def test_apply_asks_first_saying_each_setting_before_and_after_and_the_documents
     url = reverse("admin:retrieval_measure_apply", args=[measure.pk])
     before = (corpus.chunk_size, corpus.chunk_overlap)
 
-    asked = staff.get(url, {"variant": "0"})
+    asked = staff.post(url, {"variant": "0"})  # the result page's button
 
     assert asked.status_code == 200
     page = asked.content.decode()
@@ -118,8 +118,7 @@ def test_apply_asks_first_saying_each_setting_before_and_after_and_the_documents
     corpus.refresh_from_db()
     assert (corpus.chunk_size, corpus.chunk_overlap) == before  # asking changed nothing
     assert not corpus.documents.filter(stale=True).exists()
-    # A post without the confirmation (the old button, a stale tab) asks too.
-    assert "will be marked stale" in staff.post(url, {"variant": "0"}).content.decode()
+    assert staff.get(url, {"variant": "0", "confirmed": "yes"}).status_code == 403  # only ever a POST
     corpus.refresh_from_db()
     assert corpus.chunk_size == before[0]
 
@@ -134,6 +133,6 @@ def test_apply_of_a_missing_variant_says_what_to_do_and_changes_nothing(staff, c
     measure = two_variants(cast, corpus, {"ndcg_at_10": 0.5}, {"ndcg_at_10": 0.9})
     url = reverse("admin:retrieval_measure_apply", args=[measure.pk])
     for asked in ({"variant": "7"}, {"variant": "x"}, {}):
-        answer = staff.get(url, asked, follow=True)
+        answer = staff.post(url, asked, follow=True)
         assert answer.status_code == 200 and "Not applied" in answer.content.decode()
     assert not corpus.documents.filter(stale=True).exists()
