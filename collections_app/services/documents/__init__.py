@@ -37,7 +37,14 @@ from collections_app.services.documents._diff import (
     paragraphs_diff,
     words_diff,
 )
-from collections_app.services.documents._edits import document_edits_replay, merged_text, split_texts, text_hash
+from collections_app.services.documents._edits import (
+    document_edits_replay,
+    merged_text,
+    split_continues,
+    split_parts,
+    split_texts,
+    text_hash,
+)
 from collections_app.services.documents._embed import document_embed
 from collections_app.services.documents._ingest import document_ingest
 from collections_app.services.documents._publish import document_keywords_index, document_publish
@@ -79,6 +86,8 @@ __all__ = [
     "document_versions_diff",
     "merged_text",
     "paragraphs_diff",
+    "split_continues",
+    "split_parts",
     "split_texts",
     "stored_files_of",
     "stored_files_remove",
