@@ -83,6 +83,7 @@ def test_an_unknown_version_or_a_lost_original_says_why(cast, collection, upload
     with pytest.raises(VersionsNotComparable, match="has no version 7"):
         document_versions_diff(document=document, old=1, new=7)
     first = DocumentVersion.objects.get(document=document, number=1)
+    assert first.file.name
     first.file.storage.delete(first.file.name)
     with pytest.raises(VersionsNotComparable, match="original of version 1 is no longer stored"):
         document_versions_diff(document=document, old=1, new=2)
