@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Model, QuerySet
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.dateformat import format as date_format
@@ -224,6 +224,19 @@ def upload_problem(upload: UploadedFile) -> str:
 INLINE_PARAGRAPHS = 3
 # Families read by OCR (Tesseract): only their documents offer OCR options.
 OCR_FAMILIES = {"image", "pdf"}
+# Why an imported document has no size and no "Download original".
+IMPORTED_NOTE = "it was imported from a collection file, which brings a document's paragraphs, not its file."
+
+
+def document_reingest_reads(document: Document) -> str:
+    """What a re-ingest of `document` really reads, in the words of its confirmation page (services/documents:
+    the stored parser output when there is one, else the original parsed again)."""
+    if not document.has_original:
+        return (
+            "the paragraphs it was imported with (it has no original file: it came from a collection file), cut "
+            "again and embedded again"
+        )
+    return "what the parser read from its original (kept, so it is not parsed again), cut again and embedded again"
 
 
 class DocumentChangeList(ChangeList):
@@ -376,8 +389,11 @@ class DocumentAdmin(
         tools = []
         if self.has_change_permission(request, document):
             tools.append(("Re-ingest", reverse(f"{site}:collections_app_document_reingest", args=[document.pk])))
+        if document.has_original:  # an imported document has none: no button that can only fail
+            tools.append(
+                ("Download original", reverse(f"{site}:collections_app_document_download", args=[document.pk]))
+            )
         tools += [
-            ("Download original", reverse(f"{site}:collections_app_document_download", args=[document.pk])),
             ("Paragraphs", _chunks_url(document)),
             ("Preview chunking", reverse(f"{site}:collections_app_document_preview", args=[document.pk])),
             ("Builds", reverse(f"{site}:collections_app_build_changelist") + f"?document__id__exact={document.pk}"),
@@ -435,6 +451,9 @@ class DocumentAdmin(
 
     @admin.display(ordering="size", description="size")
     def size_shown(self, obj: Document) -> str:
+        if not obj.has_original:
+            # Not "0 bytes": there is no file at all, only the paragraphs a collection file brought.
+            return format_html('<span class="kb-no-original" title="{}">—</span> no original (imported)', IMPORTED_NOTE)
         return readable_size(obj.size)
 
     @admin.display(description="paragraphs")
@@ -609,7 +628,8 @@ class DocumentAdmin(
     )
 
     def reingest_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Asks first (GET), then queues (POST): the document shows `queued` at once."""
+        """Asks first (GET), then queues (POST): the document shows `queued` at once. The question says what is
+        read again: the original, or for an imported document (no original) the paragraphs it was imported with."""
         document = object_for_tool(self, request, object_id, change=True)
         if request.method == "POST":
             with transaction.atomic():
@@ -622,24 +642,33 @@ class DocumentAdmin(
             "title": f"Re-ingest {document.filename}?",
             "opts": self.opts,
             "original": document,
+            "reads": document_reingest_reads(document),
         }
         return TemplateResponse(request, "admin/collections_app/document/reingest.html", context)
 
-    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
+    def download_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The stored original, under its own file name (never the path it is stored at); `?version=N`: that
-        version's."""
+        version's. A document without one (imported from a collection file), or whose file is gone, is sent back
+        to its page with a message saying so, not to a bare 404."""
         document = object_for_tool(self, request, object_id, change=False)
+        change_url = reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
+        if not document.has_original and "version" not in request.GET:
+            self.message_user(request, f"{document.filename} has no original to download: {IMPORTED_NOTE}",
+                              messages.WARNING)  # fmt: skip
+            return HttpResponseRedirect(change_url)
         stored: Document | DocumentVersion = document
         if "version" in request.GET:
             number = request.GET["version"]
             found = document_versions_for(document).filter(number=int(number)).first() if number.isdigit() else None
             if found is None:
-                raise Http404(f"{document.filename} has no version {number}")
+                self.message_user(request, f"{document.filename} has no version {number}.", messages.WARNING)
+                return HttpResponseRedirect(change_url)
             stored = found
         try:
             handle = stored.file.open("rb")
         except (OSError, ValueError):
-            raise Http404(f"the original of {stored.filename} is no longer stored") from None
+            self.message_user(request, f"The original of {stored.filename} is no longer stored.", messages.WARNING)
+            return HttpResponseRedirect(change_url)
         return FileResponse(handle, as_attachment=True, filename=stored.filename)
 
     def status_view(self, request: HttpRequest) -> JsonResponse:

@@ -114,3 +114,13 @@ def marked_text(text: str, spans: Iterable[Mapping[str, Any]]) -> SafeString:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+# A search's `refused`, three values never collapsed, in words: (one word for a list, what it means). The API's
+# value (null, false, true) stays the API's; an editor reads what happened.
+REFUSED_SHOWN: dict[bool | None, tuple[str, str]] = {
+    None: ("no judge", "no judge: this search could not refuse (no judge configured, no endpoint, or the judge "
+                       "failed; the trace says which)"),
+    False: ("approved", "approved: the judge approved the results"),
+    True: ("refused", "refused: nothing answers (the judge refused; the results were withheld)"),
+}  # fmt: skip
