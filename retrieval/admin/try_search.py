@@ -159,7 +159,8 @@ def _result(result: dict[str, Any], ranks: dict[str, int]) -> dict[str, Any]:
     matches = result.get("matches") or []
     return {
         "chunk_id": result.get("chunk_id") or "",
-        "text": marked_text(str(result.get("text", "")), matches),
+        # The paragraph it cites highlighted, the others that matched marked lightly (doors.admin.display).
+        "text": marked_text(str(result.get("text", "")), matches, best=str(result.get("chunk_id") or "")),
         "matched": len(matches),
         "badge": result.get("badge", ""),
         "score": result.get("score"),
