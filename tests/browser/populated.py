@@ -26,7 +26,7 @@ from retrieval.models import Evaluation, Measure
 from retrieval.services.golden import evaluation_start, golden_question_create
 from retrieval.services.measure import measure_start
 from tests.conftest import client_for
-from tests.files.documents import HANDBOOK, html_bytes
+from tests.files.documents import HANDBOOK, html_bytes, pdf_bytes
 
 PASSWORD = "a long populated-tenant password"
 ANSWERED = "how are refunds paid back to my card"
@@ -97,6 +97,22 @@ def populated_tenant(tmp_path: Path) -> Populated:
         tenant=tenant, collection=collection, imported=imported, handbook=handbook, onboarding=onboarding,
         imported_document=imported_document, evaluation=evaluation, measure=measure, theirs=theirs,
     )  # fmt: skip
+
+
+def populated_records(tenant: Tenant) -> Collection:
+    """More kinds of document in a collection of their own (the findings' searches stay on the handbook): a
+    spreadsheet (column roles), a PDF (OCR languages), a PDF that cannot be read (in error, with its reason), and a
+    per-reader collection's labels."""
+    records = collection_create(tenant=tenant, name="records", per_reader=True)
+    for name, content in (
+        ("prices.csv", b"product,price,region\nlamp,12.50,north\nchair,40,south\ntable,99,north\n"),
+        ("report.pdf", pdf_bytes([[("Quarterly report", "Sales rose in the north and fell in the south.")]])),
+        ("broken.pdf", b"%PDF-1.4\n" + b"not really a pdf at all " * 40),
+    ):
+        document_create(collection=records, filename=name, content=io.BytesIO(content), uploaded_by="edna")
+    statuses = dict(Document.objects.filter(collection=records).values_list("filename", "status"))
+    assert statuses == {"prices.csv": "done", "report.pdf": "done", "broken.pdf": "error"}, statuses
+    return records
 
 
 def log_in(page, base: str, name: str, password: str = PASSWORD) -> None:
