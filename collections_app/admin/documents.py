@@ -646,7 +646,7 @@ class DocumentAdmin(
         }
         return TemplateResponse(request, "admin/collections_app/document/reingest.html", context)
 
-    def download_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse | HttpResponseRedirect:
         """The stored original, under its own file name (never the path it is stored at); `?version=N`: that
         version's. A document without one (imported from a collection file), or whose file is gone, is sent back
         to its page with a message saying so, not to a bare 404."""
