@@ -228,6 +228,12 @@ OCR_FAMILIES = {"image", "pdf"}
 IMPORTED_NOTE = "it was imported from a collection file, which brings a document's paragraphs, not its file."
 
 
+def document_can_reingest(document: Document) -> bool:
+    """Whether a re-ingest has anything to read: the original, or the stored parser output (all an imported
+    document has; the column is deferred on the admin's rows, so it is asked for, not loaded)."""
+    return document.has_original or Document.objects.filter(pk=document.pk, blocks__isnull=False).exists()
+
+
 def document_reingest_reads(document: Document) -> str:
     """What a re-ingest of `document` really reads, in the words of its confirmation page (services/documents:
     the stored parser output when there is one, else the original parsed again)."""
@@ -387,7 +393,7 @@ class DocumentAdmin(
         """The buttons above the page: (label, url)."""
         site = self.admin_site.name
         tools = []
-        if self.has_change_permission(request, document):
+        if self.has_change_permission(request, document) and document_can_reingest(document):
             tools.append(("Re-ingest", reverse(f"{site}:collections_app_document_reingest", args=[document.pk])))
         if document.has_original:  # an imported document has none: no button that can only fail
             tools.append(
@@ -614,12 +620,20 @@ class DocumentAdmin(
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         documents = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
+        readable = {d.pk for d in documents if document_can_reingest(d)}
+        unreadable = [d.filename for d in documents if d.pk not in readable]
+        documents = [d for d in documents if d.pk in readable]
         with transaction.atomic():
             for document in documents:
                 document_queue_ingest(document=document, reingest=True)
         self.message_user(request, f"{len(documents)} document(s) queued for ingestion.")
-        if skipped := queryset.count() - len(documents):
+        if skipped := queryset.count() - len(documents) - len(unreadable):
             self.message_user(request, f"{skipped} document(s) left alone: you may only view them.", messages.WARNING)
+        if unreadable:
+            self.message_user(
+                request, f"Left alone, nothing to read again (no original, nothing read from one): "
+                f"{', '.join(unreadable)}.", messages.WARNING,
+            )  # fmt: skip
 
     tool_pages: tuple[ToolPage, ...] = (
         ToolPage("status/", "status_view", "status"),
@@ -631,6 +645,12 @@ class DocumentAdmin(
         """Asks first (GET), then queues (POST): the document shows `queued` at once. The question says what is
         read again: the original, or for an imported document (no original) the paragraphs it was imported with."""
         document = object_for_tool(self, request, object_id, change=True)
+        if not document_can_reingest(document):  # not offered on its page; an old link says why
+            self.message_user(request, f"{document.filename} cannot be re-ingested: it has no original and nothing "
+                              "read from one. Upload the file again.", messages.WARNING)  # fmt: skip
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
+            )
         if request.method == "POST":
             with transaction.atomic():
                 document_queue_ingest(document=document, reingest=True)

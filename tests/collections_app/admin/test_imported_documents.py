@@ -73,3 +73,13 @@ def test_a_re_parse_with_other_ocr_languages_is_refused_with_the_reason(cast, st
 
     page = staff.get(f"{ADMIN}/document/{imported.pk}/ocr/", follow=True).content.decode()
     assert "no original to re-parse" in page and "Save and re-parse" not in page
+
+
+def test_a_document_with_neither_original_nor_its_paragraphs_source_is_not_offered_a_re_ingest(staff, imported):
+    Document.objects.filter(pk=imported.pk).update(blocks=None)  # nothing left a re-ingest could read
+    page = staff.get(f"{ADMIN}/document/{imported.pk}/change/").content.decode()
+    assert ">Re-ingest</a>" not in page
+    answer = staff.post(f"{ADMIN}/document/{imported.pk}/reingest/", follow=True)
+    assert "cannot be re-ingested: it has no original" in answer.content.decode()
+    imported.refresh_from_db()
+    assert imported.status == "done"  # nothing queued, nothing failed
