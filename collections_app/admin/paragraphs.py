@@ -39,6 +39,7 @@ from collections_app.services.paragraph_edits import (
 )
 from collections_app.services.preview import document_paragraph_numbers
 from doors.admin.base import ToolPage, object_for_tool
+from doors.admin.display import as_sentence
 from embedding import UnsearchableVector
 from infra.errors import DomainError, Invalid
 
@@ -80,7 +81,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             context["kb_tools"] = [*context.get("kb_tools", []), ("Edit paragraphs", url)]
             stale = document_stale_edits(document).count()
             if stale:
-                messages.warning(request, f"{stale_edits_warning(stale)}: see “Edit paragraphs”.")
+                messages.warning(request, as_sentence(f"{stale_edits_warning(stale)}: see “Edit paragraphs”."))
         return super().change_view(request, object_id, form_url, context)
 
     def paragraphs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -121,7 +122,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         try:
             changed = _dispatch(document, data, by)
         except (DomainError, UnsearchableVector) as exc:  # the model's bad vector: said, nothing changed
-            messages.error(request, str(exc))
+            messages.error(request, as_sentence(str(exc)))
             return HttpResponseRedirect(back + _where(request, None))
         except EditPending:
             messages.info(
