@@ -9,9 +9,13 @@ class RetrievalConfig(AppConfig):
     # gunicorn's post_worker_init hook (not here, which every manage.py command and test would run).
 
     def ready(self) -> None:
-        from collections_app.hooks import register_cutover_evaluator, register_recovery_sweep
+        from collections_app.hooks import (
+            register_cutover_evaluator,
+            register_document_references,
+            register_recovery_sweep,
+        )
         from retrieval import checks  # noqa: F401  (registers the system checks)
-        from retrieval.services.golden import evaluations_sweep, gate_evaluate
+        from retrieval.services.golden import evaluations_sweep, gate_evaluate, golden_questions_referring
         from retrieval.services.measure import measures_sweep
 
         # collections_app never imports retrieval; its flows call these through collections_app/hooks.py:
@@ -19,3 +23,5 @@ class RetrievalConfig(AppConfig):
         register_cutover_evaluator(gate_evaluate)
         register_recovery_sweep(measures_sweep)
         register_recovery_sweep(evaluations_sweep)
+        # Deleting a document warns which golden questions refer to it (its confirmation page, the API's answer).
+        register_document_references(golden_questions_referring)

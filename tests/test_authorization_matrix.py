@@ -448,6 +448,7 @@ ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need 
 EDITOR_ONLY = {
     "golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail",
     "measure-detail", "document-version-original", "paragraph-list", "paragraph-edit-list", "collection-export",
+    "trash-list",  # who deleted what: the editors' (issue 41)
 }  # fmt: skip
 
 

@@ -210,6 +210,9 @@ class CollectionAdmin(
         golden = reverse(f"{self.admin_site.name}:retrieval_goldenquestion_changelist")
         golden += f"?collection__id__exact={unquote(object_id)}"
         tools = [("Try a search", search), ("Golden questions", golden)]
+        if self.has_change_permission(request):  # the trash is the editors' (collections_app/admin/trash.py)
+            trash = reverse(f"{self.admin_site.name}:collections_app_document_trash")
+            tools.append(("Trash", f"{trash}?collection={unquote(object_id)}"))
         return super().change_view(request, object_id, form_url, {"kb_tools": tools, **(extra_context or {})})
 
     @admin.display(ordering="document_count", description="documents")
