@@ -219,6 +219,8 @@ class CollectionAdmin(
                 ("Measure", reverse(f"{site}:retrieval_goldenquestion_measure") + f"?collection={pk}"),
                 ("Export", reverse(f"{site}:collections_app_collection_export", args=[pk])),
             ]
+            # The trash is the editors' (collections_app/admin/trash.py).
+            tools.append(("Trash", reverse(f"{site}:collections_app_document_trash") + f"?collection={pk}"))
         if collection is not None and may(request, collection.tenant_id, Role.ADMIN):  # the audit's questions
             tools.append(("Gaps", reverse(f"{site}:retrieval_gapdismissal_gaps", args=[collection.pk])))
         if collection is not None:
