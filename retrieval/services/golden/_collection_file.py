@@ -114,7 +114,7 @@ def golden_file_read(
     }
     known = document_names(collection)
     created: dict[str, GoldenQuestion] = {}
-    dropped: list[int] = []
+    dropped: dict[str, list[int]] = {}  # why -> the questions' numbers in the file
     lost = 0
     for row in rows:
         doc_ids = [str(documents[seq]) for seq in row["documents"] if seq in documents]
@@ -134,8 +134,11 @@ def golden_file_read(
         }
         try:
             cleaned = golden_question_clean(collection=collection, values=values, known=known)
-        except InvalidGolden:
-            dropped.append(row["seq"])  # its answer did not come with the file: nothing it could be judged by
+        except InvalidGolden as exc:
+            # Mostly: its answer did not come with the file, so nothing could judge it; a hand-made file can also
+            # hold a control that names answers, said as such.
+            why = "nothing left to judge them by" if exc.field == "markers" else str(exc)
+            dropped.setdefault(why, []).append(row["seq"])
             continue
         if cleaned["question"] in created:
             continue  # the same question twice in one file: the first is kept (a collection holds it once)
@@ -145,12 +148,9 @@ def golden_file_read(
         warnings.append(
             f"golden questions: {lost} answer(s) named a document or paragraph the file does not hold; left out"
         )
-    if dropped:
-        shown = ", ".join(str(seq) for seq in dropped[:10]) + (", ..." if len(dropped) > 10 else "")
-        warnings.append(
-            f"golden questions: {len(dropped)} not imported, nothing left to judge them by (numbers in the file: "
-            f"{shown})"
-        )
+    for why, seqs in dropped.items():
+        shown = ", ".join(str(seq) for seq in seqs[:10]) + (", ..." if len(seqs) > 10 else "")
+        warnings.append(f"golden questions: {len(seqs)} not imported, {why} (numbers in the file: {shown})")
     return warnings
 
 
@@ -175,6 +175,10 @@ def _rows(store: sqlite3.Connection, name: str) -> list[dict[str, Any]]:
 
 
 def _checked(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        _number(row["seq"], "seq (the question's number)")
+    except InvalidGolden as exc:
+        raise BadCollectionFile(f"{TABLE}: {exc}") from None
     where = f"{TABLE} row {row['seq']}"
     try:
         row["question"] = _text(row["question"], "its question", MAX_QUESTION_CHARS, blank=False)
@@ -187,11 +191,13 @@ def _checked(row: dict[str, Any]) -> dict[str, Any]:
             _number(v, "a document number") for v in _list(_json_list(row["documents"], "documents"), "documents")
         ]
         pairs = _list(_json_list(row["paragraphs"], "paragraphs"), "paragraphs")
+        if any(not isinstance(pair, list) or len(pair) != 2 for pair in pairs):
+            raise InvalidGolden("paragraphs must be [document number, ordinal] pairs")
+        row["paragraphs"] = [
+            (_number(seq, "a document number"), _number(ordinal, "an ordinal")) for seq, ordinal in pairs
+        ]
     except InvalidGolden as exc:
         raise BadCollectionFile(f"{where}: {exc}") from None
-    if any(not isinstance(pair, list) or len(pair) != 2 for pair in pairs):
-        raise BadCollectionFile(f"{where}: paragraphs must be [document number, ordinal] pairs")
-    row["paragraphs"] = [(_number(seq, "a document number"), _number(ordinal, "an ordinal")) for seq, ordinal in pairs]
     if row["control"] not in (0, 1):
         raise BadCollectionFile(f"{where}: control must be 0 or 1")
     row["control"] = bool(row["control"])
@@ -209,7 +215,7 @@ def _json_list(value: object, what: str) -> Any:
 
 def _number(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
-        raise BadCollectionFile(f"{TABLE}: {what} must be a whole number from 0")
+        raise InvalidGolden(f"{what} must be a whole number from 0")
     return value
 
 

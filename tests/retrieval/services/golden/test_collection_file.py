@@ -137,3 +137,51 @@ def test_a_question_whose_answer_did_not_travel_is_skipped_and_the_build_says_so
     warnings = Build.objects.get(collection=copy).warnings
     assert any("1 not imported" in w and "2" in w for w in warnings), warnings
     assert not any("lunch" in w.lower() for w in warnings)  # by number, never the question's text
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        # A hand-made file with a question numbered by nothing: the file is refused, never "numbers: None".
+        ("UPDATE kb_golden_questions SET seq = NULL WHERE seq = 2", "seq (the question's number) must be a whole"),
+        # A bad number inside an answer names the row it is in, as every other problem of a row does.
+        ("UPDATE kb_golden_questions SET documents = '[true]' WHERE seq = 3", "row 3: a document number must be"),
+        ("UPDATE kb_golden_questions SET paragraphs = '[[1, -1]]' WHERE seq = 2", "row 2: an ordinal must be"),
+    ],
+)
+def test_a_hostile_golden_row_is_refused_naming_its_row_and_never_none(
+    cast, corpus, golden, django_capture_on_commit_callbacks, tmp_path: Path, change: str, said: str
+) -> None:
+    path = tmp_path / "hostile.db"
+    path.write_bytes(export_bytes(cast.editor, corpus))
+    with sqlite3.connect(path) as store:
+        # seq as the format makes it is the rowid (never NULL): a hand-made table without the key can hold one.
+        store.execute("CREATE TABLE loose AS SELECT * FROM kb_golden_questions")
+        store.execute("DROP TABLE kb_golden_questions")
+        store.execute("ALTER TABLE loose RENAME TO kb_golden_questions")
+        store.execute(change)
+
+    response = import_file(cast.editor, path.read_bytes(), "hostile-copy", django_capture_on_commit_callbacks)
+
+    assert response.status_code == 400, response.content
+    message = json.dumps(response.json())
+    assert said in message and "None" not in message
+    assert not Collection.objects.filter(tenant=cast.tenant, name="hostile-copy").exists()
+
+
+def test_a_control_that_names_an_answer_is_skipped_saying_why_not_that_nothing_could_judge_it(
+    cast, corpus, golden, django_capture_on_commit_callbacks, tmp_path: Path
+) -> None:
+    path = tmp_path / "control.db"
+    path.write_bytes(export_bytes(cast.editor, corpus))
+    with sqlite3.connect(path) as store:
+        store.execute("UPDATE kb_golden_questions SET control = 1 WHERE seq = 3")  # the allowance: has a document
+
+    response = import_file(cast.editor, path.read_bytes(), "control-copy", django_capture_on_commit_callbacks)
+
+    assert response.status_code == 202, response.content
+    copy = Collection.objects.get(tenant=cast.tenant, name="control-copy")
+    assert GoldenQuestion.objects.filter(collection=copy).count() == 3
+    warnings = Build.objects.get(collection=copy).warnings
+    assert any("1 not imported" in w and "a control" in w and "(numbers in the file: 3)" in w for w in warnings)
+    assert not any("nothing left to judge" in w for w in warnings), warnings
