@@ -66,7 +66,7 @@ class VersionDiffAdminMixin(admin.ModelAdmin):
 
         def number(name: str) -> int | None:
             value = request.GET.get(name, "")
-            return int(value) if value.isdigit() and len(value) < 9 else None
+            return int(value) if value.isascii() and value.isdigit() and len(value) < 9 else None
 
         new = number("new") or (document.version if document.version in numbers else (numbers[0] if numbers else 0))
         before = [n for n in numbers if n < new]

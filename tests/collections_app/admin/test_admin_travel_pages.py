@@ -56,6 +56,13 @@ def test_it_answers_an_unknown_version_with_a_message_not_a_server_error(staff, 
     assert answer.status_code == 400 and b"has no version 9" in answer.content
 
 
+@pytest.mark.parametrize("number", ["\u00b2", "\u2460", "-1", "x"])
+def test_a_version_number_that_is_no_plain_number_shows_the_usual_comparison(staff, document, number) -> None:
+    # "²" and "①" pass str.isdigit() yet int() refuses them: the page once answered its bare "Bad request".
+    answer = staff.get(f"{ADMIN}/document/{document.pk}/versions/diff/", {"old": number, "new": "2"})
+    assert answer.status_code == 200 and b"From version 1 to version 2" in answer.content
+
+
 def test_it_is_a_404_for_another_tenants_document_and_collection(cast, client, collection, document) -> None:
     stranger = User.objects.create_user("olga", password="pw", is_staff=True)
     Membership.objects.create(user=stranger, tenant=cast.outsider_tenant, role=Role.EDITOR)
