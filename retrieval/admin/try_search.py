@@ -71,7 +71,10 @@ class TrySearchAdminMixin(admin.ModelAdmin):
 
     def try_search_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         collection = object_for_tool(self.admin_site.get_model_admin(Collection), request, object_id, change=False)
-        form = TrySearchForm(request.GET if "q" in request.GET else None, collection=collection)
+        # The page's own form posts its question (in the body: a long one, in Cyrillic or Hebrew above all, would
+        # overflow the web server's request line as a query string); a link (the gaps page's) still asks by ?q=.
+        asked = request.POST if request.method == "POST" else (request.GET if "q" in request.GET else None)
+        form = TrySearchForm(asked, collection=collection)
         answer: dict[str, Any] | None = None
         if form.is_bound and form.is_valid():
             scope = form.scope()
