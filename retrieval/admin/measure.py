@@ -138,6 +138,11 @@ class MeasureAdmin(EditorsOnly):
         with_floor = asked.get("floor") == "1" or request.GET.get("floor") == "1"
         try:
             variant = int(asked.get("variant", ""))
+        except ValueError:
+            self.message_user(request, "Not applied: choose a variant with its “Apply this variant” button.",
+                              messages.ERROR)  # fmt: skip
+            return HttpResponseRedirect(back)
+        try:
             # The result page's buttons post here: first the page that asks (as the admin's "delete selected"
             # asks), whose Apply posts again with `confirmed`.
             if asked.get("confirmed") != "yes":
@@ -145,11 +150,7 @@ class MeasureAdmin(EditorsOnly):
                 return self._confirm(request, measure, variant, with_floor, effects)
             collection = measure_apply(measure=measure, variant=variant, with_floor=with_floor,
                                        role=_role(request, measure))  # fmt: skip
-        except ValueError:
-            self.message_user(request, "Not applied: choose a variant with its “Apply this variant” button.",
-                              messages.ERROR)  # fmt: skip
-            return HttpResponseRedirect(back)
-        except DomainError as exc:
+        except DomainError as exc:  # an Invalid is a ValueError too: caught here, to say what it says
             self.message_user(request, f"Not applied: {exc}", messages.ERROR)
             return HttpResponseRedirect(back)
         stale = collection.documents.filter(stale=True).count()

@@ -136,3 +136,23 @@ def test_apply_of_a_missing_variant_says_what_to_do_and_changes_nothing(staff, c
         answer = staff.post(url, asked, follow=True)
         assert answer.status_code == 200 and "Not applied" in answer.content.decode()
     assert not corpus.documents.filter(stale=True).exists()
+
+
+def test_apply_that_cannot_be_done_says_why_not_to_choose_a_variant(staff, cast, corpus) -> None:
+    # The service's refusals are ValueErrors too: they were answered "choose a variant with its button", which the
+    # person had just done; each now says its own reason.
+    measure = two_variants(cast, corpus, {"ndcg_at_10": 0.5}, {"ndcg_at_10": 0.9})
+    measure.variants[0]["floor"]["suggested"] = None
+    measure.save(update_fields=["variants"])
+    url = reverse("admin:retrieval_measure_apply", args=[measure.pk])
+    floored = staff.post(url + "?floor=1", {"variant": "0"}, follow=True).content.decode()
+    assert "no floor separates them" in floored and "choose a variant" not in floored
+    missing = staff.post(url, {"variant": "7"}, follow=True).content.decode()
+    assert "this measure has variants" in missing
+
+    failed = two_variants(cast, corpus, {"ndcg_at_10": 0.5}, {"ndcg_at_10": 0.9})
+    Measure.objects.filter(pk=failed.pk).update(status="failed")
+    url = reverse("admin:retrieval_measure_apply", args=[failed.pk])
+    answer = staff.post(url, {"variant": "0", "confirmed": "yes"}, follow=True).content.decode()
+    assert "only a finished measure" in answer and "choose a variant" not in answer
+    assert not corpus.documents.filter(stale=True).exists()
