@@ -23,8 +23,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from collections_app.hooks import document_references
-from collections_app.models import Document
+from collections_app.models import DOCUMENT_IN_FLIGHT, Document
 from collections_app.services.documents._delete import document_delete
+from collections_app.services.documents._queue import document_queue_ingest
+from collections_app.services.recovery import document_lease_held
 from infra.errors import Conflict, DomainError
 
 # Who trashed a document that vanished from its folder source (no person, no key).
@@ -121,7 +123,17 @@ def document_restore(*, document: Document) -> Document:
         Document.all_objects.filter(pk__in=[m.pk for m in family]).update(
             trashed_at=None, trashed_by=None, trashed_by_name="", updated_at=timezone.now()
         )
+        _ingestion_resume([m for m in family if m.status in DOCUMENT_IN_FLIGHT])
     return Document.objects.get(pk=locked.pk)
+
+
+def _ingestion_resume(documents: list[Document]) -> None:
+    """A document deleted while it was queued or read stopped there (its task ended seeing it deleted, and the
+    recovery requeues only tasks that died): restored, it is queued again at the commit, or it would stay
+    `parsing` for ever. One a worker still reads (it holds the lease) carries on by itself."""
+    for document in documents:
+        if not document_lease_held(document_id=str(document.pk)):
+            document_queue_ingest(document=document, reingest=True)
 
 
 def document_purge(*, document: Document) -> None:

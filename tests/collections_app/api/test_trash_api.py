@@ -6,6 +6,7 @@ real searches through the real pipeline."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,28 @@ def test_the_trash_is_editors_and_nobody_elses(cast, searchable, leave):
     other = cast.editor.post("/api/manage/collections", {"name": "other"}, format="json").json()
     assert cast.editor.post(f"/api/manage/collections/{other['id']}/trash/{leave.pk}/restore").status_code == 404
     assert Document.all_objects.get(pk=leave.pk).trashed_at is not None
+
+
+def test_a_document_deleted_before_it_was_read_is_read_once_restored_not_left_parsing_for_ever(
+    cast, searchable, django_capture_on_commit_callbacks
+):
+    # Uploaded, deleted before its worker took it: the worker then stops at the deletion. The recovery requeues
+    # only ingestions that died, so the restored document sat `queued`/`parsing` for ever, answering nothing.
+    file = io.BytesIO(LEAVE)
+    file.name = "leave.txt"
+    with django_capture_on_commit_callbacks() as queued:
+        assert cast.editor.post(documents_url(searchable), {"file": file}).status_code == 202
+    document = Document.objects.get(filename="leave.txt")
+    assert cast.editor.delete(documents_url(searchable, f"/{document.pk}")).status_code == 200
+    for task in queued:  # the worker, after the deletion
+        task()
+    document.refresh_from_db()
+    assert document.status in ("queued", "parsing")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        restored = cast.editor.post(trash_url(searchable, f"/{document.pk}/restore"))
+
+    assert restored.status_code == 200, restored.content
+    document.refresh_from_db()
+    assert document.status == "done", document.error
+    assert found(search(cast.viewer), document)
