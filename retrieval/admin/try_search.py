@@ -14,6 +14,7 @@ result (its paragraph and a marker from its text), "nothing here should answer" 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin
@@ -103,6 +104,7 @@ class TrySearchAdminMixin(admin.ModelAdmin):
                 }
         context = {
             **self.admin_site.each_context(request),
+            "back_url": _back_url(request, form) if answer is not None else "",
             "title": f"Try a search of {collection.name}",
             "opts": Collection._meta,  # breadcrumbs through the collection it searches
             "original": collection,
@@ -115,6 +117,18 @@ class TrySearchAdminMixin(admin.ModelAdmin):
             else "",
         }
         return TemplateResponse(request, "admin/retrieval/searchevent/try_search.html", context)
+
+
+# The longest address a page links back to: gunicorn reads a request line of at most 4,094 bytes.
+BACK_URL_BYTES = 3500
+
+
+def _back_url(request: HttpRequest, form: TrySearchForm) -> str:
+    """Where "this answers it" returns: this search asked again by its address (?q=...), so its answer shows
+    again; a question too long for an address (the form posted it) returns to the empty form instead."""
+    asked = {name: form.data[name] for name in ("q", "top_n", "around", "reader") if form.data.get(name)}
+    url = f"{request.path}?{urlencode(asked)}"
+    return url if len(url) <= BACK_URL_BYTES else request.path
 
 
 # Why an answer is empty, by SearchAnswer.reason, in an editor's words.
