@@ -319,9 +319,15 @@ def _allowed(role: str, needed: Role | str | None) -> bool:
     return ROLE_RANK[Role(role)] >= ROLE_RANK[Role(needed)]
 
 
+# Tool pages registered on one model's admin but about another's row (try-a-search is the search audit's page,
+# about a collection).
+OBJECT_OF = {"retrieval_searchevent_try_search": "collections_app.Collection"}
+
+
 def _admin_url(page: Page, world: World, side: str) -> str:
     if page.param is not None:
-        return reverse(f"admin:{page.url_name}", kwargs={page.param: world.objects[(page.label, side)].pk})
+        label = OBJECT_OF.get(page.url_name, page.label)
+        return reverse(f"admin:{page.url_name}", kwargs={page.param: world.objects[(label, side)].pk})
     url = reverse(f"admin:{page.url_name}")
     if side == "other":
         # Reach for the other tenant's rows: a changelist filtered to its tenant, an add form preset to it.
