@@ -73,10 +73,18 @@ class Server:
     def url(self) -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{DATABASE}"
 
+    def _reach(self) -> None:
+        if os.geteuid() == 0:
+            # Any pytest session started meanwhile (another test run on the machine) closes /tmp/pytest-of-root to
+            # its owner again: the server's own user must reach its data folder at every pg_ctl, not just the first.
+            ensure_prefix_permissions(self.data.parent)
+
     def start(self) -> None:
+        self._reach()
         _run("pg_ctl", "-D", str(self.data), "-l", str(self.data / "server.log"), "-w", "-t", "60", "start")
 
     def stop(self, mode: str = "fast") -> None:
+        self._reach()
         with contextlib.suppress(RuntimeError):
             _run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
 

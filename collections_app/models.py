@@ -344,6 +344,12 @@ class Document(TenantOwned):
     def __str__(self) -> str:
         return self.filename
 
+    @property
+    def has_original(self) -> bool:
+        """Whether a file is stored for it: a document imported from a collection file has only the paragraphs it
+        came with (its stored parser output is made of them), no original to download or parse again."""
+        return bool(self.file.name)
+
 
 class VersionStatus(models.TextChoices):
     READING = "reading", "being read"

@@ -269,3 +269,23 @@ class Measure(TenantOwned):
 
     def __str__(self) -> str:
         return f"measure of {self.collection} {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class GapDismissal(TenantOwned):
+    """An admin's "dismiss" on the gaps page: a group of unanswered questions hidden until one of them is asked again.
+
+    Holds the digests of the group's questions (sha256 of each as the gaps page normalises it), never their text:
+    the text stays in the search audit, under its rights and for as long as it keeps it. A group is hidden while no
+    search asked one of these questions after `dismissed_at`."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="gap_dismissals")
+    digests = ArrayField(models.CharField(max_length=64), default=list)
+    dismissed_by = models.CharField(max_length=200, blank=True, default="")
+    dismissed_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-dismissed_at"]
+        verbose_name = "dismissed gap"
+
+    def __str__(self) -> str:
+        return f"gap of {self.collection} dismissed {self.dismissed_at:%Y-%m-%d %H:%M}"

@@ -50,7 +50,15 @@ from collections_app.models import (
     ParagraphEdit,
     ReaderLabel,
 )
-from retrieval.models import CollectionJudge, Evaluation, GoldenQuestion, Measure, ModelCall, SearchEvent
+from retrieval.models import (
+    CollectionJudge,
+    Evaluation,
+    GapDismissal,
+    GoldenQuestion,
+    Measure,
+    ModelCall,
+    SearchEvent,
+)
 
 OTHER = "quokka"  # in every name of the other tenant
 OWN = "wombat"
@@ -85,6 +93,8 @@ RULES: dict[str, Any] = {
     "retrieval.GoldenQuestion": (Role.EDITOR, Role.EDITOR),  # the editors' own test set, read by them only
     "retrieval.Evaluation": (Role.EDITOR, None),  # written by "Evaluate" (a golden questions tool page) only
     "retrieval.Measure": (Role.EDITOR, None),  # written by its task only; "Apply" (a POST) changes the collection
+    # Who hid which unanswered question: the tenant's admins (as the audit's questions); made on the gaps page only.
+    "retrieval.GapDismissal": (Role.ADMIN, None),
 }
 # Tool pages of an object (get_urls) need the role that writes the model, unless listed here as reading.
 READ_TOOL_PAGES: set[str] = {
@@ -94,7 +104,10 @@ READ_TOOL_PAGES: set[str] = {
     "retrieval_searchevent_try_search",  # try a search: reads, and records the audit event
     "collections_app_collection_preview",  # chunking preview of one of its documents (applying is a POST, editors)
     "collections_app_collection_reindex_status",  # the page's live re-index progress
+    "retrieval_gapdismissal_gaps",  # a collection's gaps: reads (dismissing is a POST of the same page)
 }
+# Tool pages of another app's admin that take a collection's id (collections_app links to them by URL name).
+COLLECTION_TOOL_PAGES: set[str] = {"retrieval_searchevent_try_search", "retrieval_gapdismissal_gaps"}
 # Tool pages that only take a POST: whoever may use them is answered 405 on a GET (the rest 403, as anywhere).
 POST_ONLY_PAGES: set[str] = {
     "retrieval_goldenquestion_from_search",  # "Try a search"'s buttons keep a golden question
@@ -162,6 +175,7 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
     )
     evaluation = Evaluation.objects.create(tenant=tenant, collection=collection, status="done")
     measure = Measure.objects.create(tenant=tenant, collection=collection, status="done")
+    dismissal = GapDismissal.objects.create(tenant=tenant, collection=collection, digests=["0" * 64])
     exported = CollectionFile.objects.create(
         tenant=tenant, collection=collection, kind="export", status="done", done=1, total=1,
         stored=default_storage.save(f"collection-files/{tag}.db", ContentFile(b"SQLite format 3\x00")),
@@ -171,6 +185,7 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
     return {
         "collections_app.CollectionFile": exported,
         "retrieval.Measure": measure,
+        "retrieval.GapDismissal": dismissal,
         "retrieval.GoldenQuestion": golden,
         "retrieval.Evaluation": evaluation,
         "accounts.Tenant": tenant,
@@ -321,7 +336,8 @@ def _allowed(role: str, needed: Role | str | None) -> bool:
 
 def _admin_url(page: Page, world: World, side: str) -> str:
     if page.param is not None:
-        return reverse(f"admin:{page.url_name}", kwargs={page.param: world.objects[(page.label, side)].pk})
+        label = "collections_app.Collection" if page.url_name in COLLECTION_TOOL_PAGES else page.label
+        return reverse(f"admin:{page.url_name}", kwargs={page.param: world.objects[(label, side)].pk})
     url = reverse(f"admin:{page.url_name}")
     if side == "other":
         # Reach for the other tenant's rows: a changelist filtered to its tenant, an add form preset to it.
@@ -442,7 +458,8 @@ def api_endpoints() -> list[Endpoint]:
 ENDPOINTS = api_endpoints()
 WRITES = {"post", "put", "patch", "delete"}
 SAFE_READS = {"search", "citations-verify"}  # POST endpoints that only read: any valid key
-ADMIN_ONLY = {"reader-list", "reader-detail"}  # reading and changing both need an admin key
+# Reading and changing both need an admin key: readers, and the questions nobody could answer (the audit's text).
+ADMIN_ONLY = {"reader-list", "reader-detail", "collection-gaps", "collection-gaps-dismiss"}
 # Reading needs an editor key too: golden questions, their evaluations and measures are the editors' working
 # material, and a version's original is the whole file.
 EDITOR_ONLY = {
@@ -472,6 +489,7 @@ def _api_body(endpoint: Endpoint, side: str) -> tuple[dict[str, Any], str]:
         ("collection-judge", "put"): {"enabled": True, "timeout": 5},
         ("golden-list", "post"): {"question": f"new {uuid.uuid4().hex[:8]}?", "markers": ["text"]},
         ("golden-detail", "patch"): {"note": "changed"},
+        ("collection-gaps-dismiss", "post"): {"question": "text?"},
         ("paragraph-detail", "patch"): {"hidden": True},
         ("paragraph-split", "post"): {"at": 2},
         ("paragraph-edit-reapply", "post"): {"paragraph_id": str(uuid.uuid4())},

@@ -19,7 +19,7 @@ from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS
 from collections_app.services.gate import GATED_METRICS
 from collections_app.services.reindex import collection_cutover
 from doors.admin.base import AuditAdmin, ToolPage
-from doors.admin.display import LanguageFilter, key_value_rows
+from doors.admin.display import LanguageFilter, as_sentence, key_value_rows
 from doors.admin.roles import may
 from infra.errors import DomainError
 from ingestion.languages import language_shown
@@ -202,7 +202,7 @@ class BuildAdmin(AuditAdmin):
                 collection_cutover(collection=build.collection, generation=build.gate["generation"],
                                    anyway_by=request.user.get_username() or "an admin")  # fmt: skip
             except DomainError as exc:
-                self.message_user(request, str(exc), messages.ERROR)
+                self.message_user(request, as_sentence(str(exc)), messages.ERROR)
             else:
                 self.message_user(request, f"{build.collection}: the held-back re-index now answers searches.")
         return HttpResponseRedirect(reverse("admin:collections_app_build_change", args=[build.pk]))

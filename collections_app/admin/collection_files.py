@@ -35,6 +35,7 @@ from django.utils.safestring import SafeString
 
 from accounts.models import Role, Tenant
 from collections_app.models import (
+    Chunk,
     Collection,
     CollectionFile,
     CollectionFileKind,
@@ -65,34 +66,43 @@ def _phase(record: CollectionFile) -> str:
     return CollectionFilePhase(record.phase).label if record.phase else "waiting for a worker"
 
 
+def entry_url(record_id: object) -> str:
+    """The record's own page under Collection files (its progress, error, size and Download link)."""
+    return reverse("admin:collections_app_collectionfile_change", args=[record_id])
+
+
 def export_state(record: CollectionFile) -> SafeString:
-    """An export as a person follows it: its progress, then the download link (or why it failed)."""
+    """An export as a person follows it: its progress, then the download link (or why it failed), and where it is
+    listed (its entry under Collection files, which keeps the Download link after this page is left)."""
     name = record.collection.name
+    entry = format_html('<a href="{}" class="kb-export-entry">Collection files</a>', entry_url(record.pk))
     if record.status == CollectionFileStatus.DONE and record.stored:
         url = reverse("admin:collections_app_collectionfile_download", args=[record.pk])
         return format_html(
-            '<span data-kb-export="{}" data-kb-pending="0">Export of {} is ready: <a href="{}">Download {}</a> ({}).'
-            "</span>",
-            record.pk, name, url, download_name(record.collection), filesizeformat(record.size),
+            '<span data-kb-export="{}" data-kb-pending="0">Export of {} is ready: '
+            '<a class="kb-export-download" href="{}">Download {}</a> ({}). '
+            "It is also listed under {} with a Download link.</span>",
+            record.pk, name, url, download_name(record.collection), filesizeformat(record.size), entry,
         )  # fmt: skip
     if record.status in (CollectionFileStatus.DONE, CollectionFileStatus.ERROR):
         # Done without a file: downloaded and removed since, or failed.
         return format_html(
             '<span data-kb-export="{}" data-kb-pending="0"><span class="kb-badge kb-badge-error">failed</span> '
-            "Export of {}: {}. Start it again; the collection is as it was.</span>",
-            record.pk, name, record.error or "the file is no longer kept",
+            "Export of {}: {}. Start it again; the collection is as it was. Its entry under {} says the same.</span>",
+            record.pk, name, record.error or "the file is no longer kept", entry,
         )  # fmt: skip
     status_url = reverse("admin:collections_app_collectionfile_status", args=[record.pk])
     return format_html(
-        '<span data-kb-export="{}" data-kb-pending="1" data-kb-status-url="{}">Export of {}: {} '
-        '<progress max="{}" value="{}"></progress> {} / {} paragraphs — the download link appears here when the '
-        "file is written.</span>",
+        '<span data-kb-export="{}" data-kb-pending="1" data-kb-status-url="{}">The collection file of {} is being '
+        'written ({} <progress max="{}" value="{}"></progress> {} / {} paragraphs); it will be listed under {} with '
+        "a Download link, and the link appears here too when the file is ready.</span>",
         record.pk, status_url, name, _phase(record), max(record.total, 1), record.done, record.done, record.total,
+        entry,
     )  # fmt: skip
 
 
 # The latest import of each collection, annotated on the collection list (one query for the page).
-_IMPORT_FIELDS = ("status", "phase", "done", "total", "error")
+_IMPORT_FIELDS = ("id", "status", "phase", "done", "total", "error")
 
 
 def with_import_state(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
@@ -102,8 +112,9 @@ def with_import_state(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
     return queryset.annotate(**{f"import_{field}": Subquery(latest.values(field)[:1]) for field in _IMPORT_FIELDS})
 
 
-def import_state(collection: Collection) -> SafeString | None:
-    """The collection's import while it runs, or its failure while the collection holds nothing; else None."""
+def import_state(collection: Collection, *, brief: bool = False) -> SafeString | None:
+    """The collection's import while it runs, or its failure while the collection holds nothing; else None.
+    `brief`: a list's cell (the reason and the entry's link; what to do next is on the collection's page)."""
     if not hasattr(collection, "import_status"):
         latest = (
             CollectionFile.objects.filter(collection=collection, kind=CollectionFileKind.IMPORT)
@@ -126,24 +137,59 @@ def import_state(collection: Collection) -> SafeString | None:
     documents = getattr(collection, "document_count", None)  # the collection list's annotation
     if documents is None:
         documents = collection.documents.count()
+    if status == CollectionFileStatus.ERROR and not documents and brief:
+        return format_html(
+            '<span class="kb-badge kb-badge-error">import failed</span> {} (<a href="{}" class="kb-import-entry">'
+            "its entry</a>)",
+            getattr(collection, "import_error", "") or "the import stopped",
+            entry_url(getattr(collection, "import_id", "")),
+        )
     if status == CollectionFileStatus.ERROR and not documents:
         return format_html(
             '<span class="kb-badge kb-badge-error">import failed</span> {}. Nothing of the file was kept: delete '
-            "this collection, or import the file again under another name.",
-            getattr(collection, "import_error", ""),
+            "this collection, or import the file again under another name "
+            '(<a href="{}" class="kb-import-entry">its entry under Collection files</a>).',
+            getattr(collection, "import_error", "") or "the import stopped",
+            entry_url(getattr(collection, "import_id", "")),
         )
     return None
 
 
+def import_failed(collection: Collection) -> bool:
+    """Its latest import failed and the collection holds nothing (read after import_state)."""
+    return (
+        getattr(collection, "import_status", None) == CollectionFileStatus.ERROR
+        and import_state(collection) is not None
+    )
+
+
 class CollectionExportAdminMixin(TenantScopedAdmin):
-    """Mixed into CollectionAdmin: the "Download as collection file" action, and each collection's import state."""
+    """Mixed into CollectionAdmin: the "Download as collection file" action, the same from the collection's own
+    page (<collection>/export/: asks, then starts), and each collection's import state."""
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         return with_import_state(super().get_queryset(request))
 
-    @admin.action(description="Download as collection file", permissions=["change"])
-    def export_collection_file(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
-        collections = list(self.manageable(request, queryset))
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("<path:object_id>/export/", "export_view", "export"),)
+
+    def export_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Asks first (GET), then starts the export (POST) and goes back to the collection's page, whose message
+        follows it to its Download link."""
+        collection = object_for_tool(self, request, object_id, change=True)
+        if request.method == "POST":
+            self._export(request, [collection])
+            return HttpResponseRedirect(reverse("admin:collections_app_collection_change", args=[collection.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Download {collection.name} as a collection file?",
+            "opts": self.opts,
+            "original": collection,
+            "paragraphs": Chunk.objects.live().paragraphs().filter(collection=collection).count(),
+            "download_name": download_name(collection),
+        }
+        return TemplateResponse(request, "admin/collections_app/collection/export.html", context)
+
+    def _export(self, request: HttpRequest, collections: list[Collection]) -> None:
         started = []
         for collection in collections:
             record = collection_export_start(collection=collection, created_by=request.user.get_username())
@@ -155,6 +201,11 @@ class CollectionExportAdminMixin(TenantScopedAdmin):
                 format_html_join(" ", "{}", ((export_state(record),) for record in started)),
                 messages.SUCCESS,
             )
+
+    @admin.action(description="Download as collection file", permissions=["change"])
+    def export_collection_file(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
+        collections = list(self.manageable(request, queryset))
+        self._export(request, collections)
         if skipped := queryset.count() - len(collections):
             self.message_user(request, f"{skipped} collection(s) left alone: you may only view them.", messages.WARNING)
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from accounts.models import Role
-from collections_app.admin.collection_files import CollectionExportAdminMixin
+from collections_app.admin.collection_files import CollectionExportAdminMixin, import_failed, import_state
 from collections_app.admin.collection_languages import CollectionLanguagesAdminMixin, languages_fieldset
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.reindex import ReindexAdminMixin
@@ -205,23 +205,43 @@ class CollectionAdmin(
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        # Try a search and the golden questions are retrieval's pages, reached by URL name, not by an import.
-        search = reverse(f"{self.admin_site.name}:retrieval_searchevent_try_search", args=[unquote(object_id)])
-        golden = reverse(f"{self.admin_site.name}:retrieval_goldenquestion_changelist")
-        golden += f"?collection__id__exact={unquote(object_id)}"
+        # Try a search, the golden questions, evaluate and measure are retrieval's pages, reached by URL name, not
+        # by an import; evaluate and measure open with this collection chosen.
+        site, pk = self.admin_site.name, unquote(object_id)
+        search = reverse(f"{site}:retrieval_searchevent_try_search", args=[pk])
+        golden = reverse(f"{site}:retrieval_goldenquestion_changelist") + f"?collection__id__exact={pk}"
         tools = [("Try a search", search), ("Golden questions", golden)]
-        if self.has_change_permission(request):  # the trash is the editors' (collections_app/admin/trash.py)
-            trash = reverse(f"{self.admin_site.name}:collections_app_document_trash")
-            tools.append(("Trash", f"{trash}?collection={unquote(object_id)}"))
-        return super().change_view(request, object_id, form_url, {"kb_tools": tools, **(extra_context or {})})
+        context: dict[str, Any] = {}
+        collection = self.get_object(request, pk)
+        if collection is not None and self.has_change_permission(request, collection):
+            tools += [
+                ("Evaluate", reverse(f"{site}:retrieval_goldenquestion_evaluate") + f"?collection={pk}"),
+                ("Measure", reverse(f"{site}:retrieval_goldenquestion_measure") + f"?collection={pk}"),
+                ("Export", reverse(f"{site}:collections_app_collection_export", args=[pk])),
+            ]
+            # The trash of its documents (collections_app/admin/trash.py), the editors' as deleting is.
+            tools.append(("Trash", reverse(f"{site}:collections_app_document_trash") + f"?collection={pk}"))
+        if collection is not None and may(request, collection.tenant_id, Role.ADMIN):  # the audit's questions
+            tools.append(("Gaps", reverse(f"{site}:retrieval_gapdismissal_gaps", args=[collection.pk])))
+        if collection is not None:
+            # An import running, or failed and leaving nothing: said at the top of the page, not only in a field.
+            context["kb_import_banner"] = import_state(collection)
+            context["kb_import_failed"] = import_failed(collection)
+        return super().change_view(
+            request, object_id, form_url, {"kb_tools": tools, **context, **(extra_context or {})}
+        )
 
     @admin.display(ordering="document_count", description="documents")
     def document_count(self, obj: Collection) -> str:
+        if import_failed(obj):  # not "0" as if it were merely empty: the state column says its import failed
+            return format_html('<span title="{}">—</span>', "its import failed: nothing of the file was kept")
         return format_html('<a href="{}">{}</a>', _documents_url(obj), obj.document_count)  # type: ignore[attr-defined]
 
     @admin.display(description="documents")
     def documents_by_status(self, obj: Collection) -> str:
         counts = dict(obj.documents.values_list("status").annotate(n=Count("id")).order_by())
+        if not counts and import_failed(obj):
+            return format_html('none: <span class="kb-badge kb-badge-error">import failed</span> (see above)')
         if not counts:
             return format_html(
                 'none yet — <a href="{}?collection={}">upload one</a>',

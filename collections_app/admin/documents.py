@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Model, QuerySet
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.dateformat import format as date_format
@@ -40,6 +40,7 @@ from collections_app.admin.upload_metadata import (
     metadata_json_field,
     upload_collection_id,
 )
+from collections_app.admin.version_diff import VersionDiffAdminMixin, versions_diff_url
 from collections_app.models import DOCUMENT_IN_FLIGHT, Collection, Document, DocumentStatus, DocumentVersion
 from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMENT_COLUMNS, document_versions_for
 from collections_app.services.documents import (
@@ -224,6 +225,25 @@ def upload_problem(upload: UploadedFile) -> str:
 INLINE_PARAGRAPHS = 3
 # Families read by OCR (Tesseract): only their documents offer OCR options.
 OCR_FAMILIES = {"image", "pdf"}
+# Why an imported document has no size and no "Download original".
+IMPORTED_NOTE = "it was imported from a collection file, which brings a document's paragraphs, not its file."
+
+
+def document_can_reingest(document: Document) -> bool:
+    """Whether a re-ingest has anything to read: the original, or the stored parser output (all an imported
+    document has; the column is deferred on the admin's rows, so it is asked for, not loaded)."""
+    return document.has_original or Document.objects.filter(pk=document.pk, blocks__isnull=False).exists()
+
+
+def document_reingest_reads(document: Document) -> str:
+    """What a re-ingest of `document` really reads, in the words of its confirmation page (services/documents:
+    the stored parser output when there is one, else the original parsed again)."""
+    if not document.has_original:
+        return (
+            "the paragraphs it was imported with (it has no original file: it came from a collection file), cut "
+            "again and embedded again"
+        )
+    return "what the parser read from its original (kept, so it is not parsed again), cut again and embedded again"
 
 
 class DocumentChangeList(ChangeList):
@@ -248,6 +268,7 @@ class DocumentAdmin(
     ColumnRolesAdminMixin,
     PreviewAdminMixin,
     StaleAdminMixin,
+    VersionDiffAdminMixin,
     TenantScopedAdmin,
 ):
     # Eight columns, so the list fits 1,280 px beside the navigation (kb_admin.css puts its filters above it):
@@ -375,10 +396,13 @@ class DocumentAdmin(
         """The buttons above the page: (label, url)."""
         site = self.admin_site.name
         tools = []
-        if self.has_change_permission(request, document):
+        if self.has_change_permission(request, document) and document_can_reingest(document):
             tools.append(("Re-ingest", reverse(f"{site}:collections_app_document_reingest", args=[document.pk])))
+        if document.has_original:  # an imported document has none: no button that can only fail
+            tools.append(
+                ("Download original", reverse(f"{site}:collections_app_document_download", args=[document.pk]))
+            )
         tools += [
-            ("Download original", reverse(f"{site}:collections_app_document_download", args=[document.pk])),
             ("Paragraphs", _chunks_url(document)),
             ("Preview chunking", reverse(f"{site}:collections_app_document_preview", args=[document.pk])),
             ("Builds", reverse(f"{site}:collections_app_build_changelist") + f"?document__id__exact={document.pk}"),
@@ -436,6 +460,9 @@ class DocumentAdmin(
 
     @admin.display(ordering="size", description="size")
     def size_shown(self, obj: Document) -> str:
+        if not obj.has_original:
+            # Not "0 bytes": there is no file at all, only the paragraphs a collection file brought.
+            return format_html('<span class="kb-no-original" title="{}">—</span> no original (imported)', IMPORTED_NOTE)
         return readable_size(obj.size)
 
     @admin.display(description="paragraphs")
@@ -462,8 +489,10 @@ class DocumentAdmin(
 
     @admin.display(description="versions")
     def versions_shown(self, obj: Document) -> str:
-        """Every version, newest first, each original a download (the one answering marked)."""
+        """Every version, newest first, each original a download (the one answering marked) and a link to what
+        changed since the version before it (version_diff.py)."""
         url = reverse(f"{self.admin_site.name}:collections_app_document_download", args=[obj.pk])
+        versions = list(document_versions_for(obj))  # newest first: each row's "before" is the next one
         rows = [
             (
                 v.number,
@@ -475,12 +504,29 @@ class DocumentAdmin(
                 f"{v.retired_at:%Y-%m-%d %H:%M}" if v.retired_at else "—",
                 format_html('<span title="{}">{}…</span>', v.content_hash, v.content_hash[:12]),
                 Truncator(v.error).chars(200) if v.error else "",
+                format_html(
+                    '<a href="{}" class="kb-version-compare">since version {}</a>',
+                    versions_diff_url(obj, before.number, v.number),
+                    before.number,
+                )
+                if before is not None
+                else "—",
                 format_html('<a href="{}?version={}">download</a>', url, v.number),
             )
-            for v in document_versions_for(obj)
+            for v, before in zip(versions, [*versions[1:], None], strict=True)
         ]
-        headers = ["version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error", ""]
-        return table(headers, rows, empty="none recorded")
+        headers = [
+            "version", "status", "file", "size", "uploaded", "answering from", "retired", "SHA-256", "error",
+            "what changed", "",
+        ]  # fmt: skip
+        shown = table(headers, rows, empty="none recorded")
+        if len(versions) < 2:
+            return shown
+        return format_html(
+            '{}<p><a href="{}" class="kb-versions-compare">Compare any two versions</a></p>',
+            shown,
+            versions_diff_url(obj),
+        )
 
     @admin.display(description="warnings")
     def warnings_shown(self, obj: Document) -> str:
@@ -589,12 +635,20 @@ class DocumentAdmin(
     @admin.action(description="Re-ingest the selected documents", permissions=["change"])
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         documents = list(self.manageable(request, queryset))  # a viewer's tenants' rows are left alone
+        readable = {d.pk for d in documents if document_can_reingest(d)}
+        unreadable = [d.filename for d in documents if d.pk not in readable]
+        documents = [d for d in documents if d.pk in readable]
         with transaction.atomic():
             for document in documents:
                 document_queue_ingest(document=document, reingest=True)
         self.message_user(request, f"{len(documents)} document(s) queued for ingestion.")
-        if skipped := queryset.count() - len(documents):
+        if skipped := queryset.count() - len(documents) - len(unreadable):
             self.message_user(request, f"{skipped} document(s) left alone: you may only view them.", messages.WARNING)
+        if unreadable:
+            self.message_user(
+                request, f"Left alone, nothing to read again (no original, nothing read from one): "
+                f"{', '.join(unreadable)}.", messages.WARNING,
+            )  # fmt: skip
 
     tool_pages: tuple[ToolPage, ...] = (
         ToolPage("status/", "status_view", "status"),
@@ -603,8 +657,15 @@ class DocumentAdmin(
     )
 
     def reingest_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Asks first (GET), then queues (POST): the document shows `queued` at once."""
+        """Asks first (GET), then queues (POST): the document shows `queued` at once. The question says what is
+        read again: the original, or for an imported document (no original) the paragraphs it was imported with."""
         document = object_for_tool(self, request, object_id, change=True)
+        if not document_can_reingest(document):  # not offered on its page; an old link says why
+            self.message_user(request, f"{document.filename} cannot be re-ingested: it has no original and nothing "
+                              "read from one. Upload the file again.", messages.WARNING)  # fmt: skip
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
+            )
         if request.method == "POST":
             with transaction.atomic():
                 document_queue_ingest(document=document, reingest=True)
@@ -616,24 +677,33 @@ class DocumentAdmin(
             "title": f"Re-ingest {document.filename}?",
             "opts": self.opts,
             "original": document,
+            "reads": document_reingest_reads(document),
         }
         return TemplateResponse(request, "admin/collections_app/document/reingest.html", context)
 
-    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse:
+    def download_view(self, request: HttpRequest, object_id: str) -> FileResponse | HttpResponseRedirect:
         """The stored original, under its own file name (never the path it is stored at); `?version=N`: that
-        version's."""
+        version's. A document without one (imported from a collection file), or whose file is gone, is sent back
+        to its page with a message saying so, not to a bare 404."""
         document = object_for_tool(self, request, object_id, change=False)
+        change_url = reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
+        if not document.has_original and "version" not in request.GET:
+            self.message_user(request, f"{document.filename} has no original to download: {IMPORTED_NOTE}",
+                              messages.WARNING)  # fmt: skip
+            return HttpResponseRedirect(change_url)
         stored: Document | DocumentVersion = document
         if "version" in request.GET:
             number = request.GET["version"]
             found = document_versions_for(document).filter(number=int(number)).first() if number.isdigit() else None
             if found is None:
-                raise Http404(f"{document.filename} has no version {number}")
+                self.message_user(request, f"{document.filename} has no version {number}.", messages.WARNING)
+                return HttpResponseRedirect(change_url)
             stored = found
         try:
             handle = stored.file.open("rb")
         except (OSError, ValueError):
-            raise Http404(f"the original of {stored.filename} is no longer stored") from None
+            self.message_user(request, f"The original of {stored.filename} is no longer stored.", messages.WARNING)
+            return HttpResponseRedirect(change_url)
         return FileResponse(handle, as_attachment=True, filename=stored.filename)
 
     def status_view(self, request: HttpRequest) -> JsonResponse:

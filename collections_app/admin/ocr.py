@@ -7,7 +7,7 @@ document_options_update, which re-parses from the original only once the editor 
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -21,6 +21,7 @@ from collections_app.services.ingest_options import (
     ReparseNeedsConfirmation,
     document_options_update,
     ingest_options_validate,
+    no_original_to_reparse,
 )
 from doors.admin.base import ToolPage, object_for_tool
 from ingestion.ocr import SCANNED_TEXT_LANGUAGES
@@ -71,6 +72,8 @@ class OcrAdminMixin(admin.ModelAdmin):
 
     @admin.display(description="OCR languages")
     def ocr_languages(self, obj: Document) -> str:
+        if not obj.has_original:
+            return "— imported from a collection file: no original to read again with OCR"
         langs = obj.ingest_options.get("tesseract_langs") or []
         mineru = obj.ingest_options.get("mineru_lang")
         url = reverse(f"{self.admin_site.name}:collections_app_document_ocr", args=[obj.pk])
@@ -85,6 +88,11 @@ class OcrAdminMixin(admin.ModelAdmin):
 
     def ocr_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         document = object_for_tool(self, request, object_id, change=True)
+        if not document.has_original:  # nothing to re-parse: said on the document's page, not as a form that fails
+            self.message_user(request, no_original_to_reparse(document), messages.WARNING)
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:collections_app_document_change", args=[document.pk])
+            )
         # The API's wording ends with how to confirm over the API; the checkbox says that here.
         warning = capfirst(REPARSE_WARNING.partition(" Send ")[0])
         form = DocumentOcrForm(request.POST or None, initial=DocumentOcrForm.initial_for(document))

@@ -9,6 +9,7 @@ to the same place. The document's own page says how many edits no longer apply a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -31,18 +32,24 @@ from collections_app.services.paragraph_edits import (
     paragraph_edit_discard,
     paragraph_edit_reapply,
     paragraph_edit_revert,
+    paragraph_edits_refusal,
     paragraph_hide,
     paragraph_merge_next,
     paragraph_split,
 )
 from collections_app.services.preview import document_paragraph_numbers
 from doors.admin.base import ToolPage, object_for_tool
+from doors.admin.display import as_sentence
 from embedding import UnsearchableVector
-from infra.errors import DomainError
+from infra.errors import DomainError, Invalid
 
 # Paragraphs on one page of the paragraphs page; the history shows the latest edits.
 PARAGRAPHS_PER_PAGE = 100
 HISTORY_SHOWN = 50
+CLICK_TO_SPLIT = (
+    "Click in the paragraph's text where it should split (with text on both sides of the cursor), then press "
+    "“Split at the cursor”."
+)
 ACTIONS = ("edit", "split", "merge", "hide", "unhide", "revert", "reapply", "discard")
 
 
@@ -74,7 +81,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             context["kb_tools"] = [*context.get("kb_tools", []), ("Edit paragraphs", url)]
             stale = document_stale_edits(document).count()
             if stale:
-                messages.warning(request, f"{stale_edits_warning(stale)}: see “Edit paragraphs”.")
+                messages.warning(request, as_sentence(f"{stale_edits_warning(stale)}: see “Edit paragraphs”."))
         return super().change_view(request, object_id, form_url, context)
 
     def paragraphs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -83,6 +90,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         if request.method == "POST":
             return self._act(request, document)
         rows = document_paragraphs_for_editors(document)
+        refusal = paragraph_edits_refusal(document=document)  # then no action is offered: none could run
         numbers = document_paragraph_numbers(
             document=document, paragraphs=list(rows.values_list("text", "hidden", "edited"))
         )
@@ -93,11 +101,13 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             "opts": self.opts,
             "original": document,
             "page": page,
+            "shown": _shown(list(page.object_list), rows),
             "numbers": numbers,
             "history": document_paragraph_edits(document).select_related("reverts")[:HISTORY_SHOWN],
             "stale": list(document_stale_edits(document)),
             "stale_warning": stale_edits_warning(document_stale_edits(document).count()),
-            "can_edit": self.has_change_permission(request, document),
+            "can_edit": self.has_change_permission(request, document) and refusal is None,
+            "refusal": refusal,
         }
         return TemplateResponse(request, "admin/collections_app/document/paragraphs.html", context)
 
@@ -112,7 +122,7 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         try:
             changed = _dispatch(document, data, by)
         except (DomainError, UnsearchableVector) as exc:  # the model's bad vector: said, nothing changed
-            messages.error(request, str(exc))
+            messages.error(request, as_sentence(str(exc)))
             return HttpResponseRedirect(back + _where(request, None))
         except EditPending:
             messages.info(
@@ -137,7 +147,13 @@ def _dispatch(document: Document, data: dict[str, Any], by: str) -> list[Chunk]:
     if action == "edit":
         return paragraph_edit(document=document, paragraph_id=paragraph, text=data["text"], by=by)
     if action == "split":
-        return paragraph_split(document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by)
+        try:
+            return paragraph_split(document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by)
+        except Invalid as exc:
+            if exc.field != "at":
+                raise
+            # The page sends where the cursor stood: no cursor (or one at an edge) is a click still to make.
+            raise Invalid(CLICK_TO_SPLIT, field="at") from exc
     if action == "merge":
         across = data["across_sections"]
         return paragraph_merge_next(document=document, paragraph_id=paragraph, by=by, across_sections=across)
@@ -154,6 +170,33 @@ def _on_edit(document: Document, action: str, edit: ParagraphEdit, data: dict[st
     if target is None:
         raise _Missing("no paragraph has that number: pick one from the list below")
     return paragraph_edit_reapply(edit=edit, paragraph_id=target.pk, by=by)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """A paragraph on the page with what may be done to it: a merge only where there is a next paragraph it can
+    merge with (not after the document's last, not across a hidden/shown pair), "across sections" only where the
+    next one is in another section."""
+
+    paragraph: Chunk
+    following: Chunk | None
+    merge: bool
+    across: bool
+
+
+def _shown(paragraphs: list[Chunk], rows: Any) -> list[_Shown]:
+    if not paragraphs:
+        return []
+    after = rows.filter(ordinal__gt=paragraphs[-1].ordinal).only("ordinal", "section", "hidden").first()
+    return [
+        _Shown(
+            paragraph=paragraph,
+            following=following,
+            merge=following is not None and following.hidden == paragraph.hidden,
+            across=following is not None and list(following.section) != list(paragraph.section),
+        )
+        for paragraph, following in zip(paragraphs, [*paragraphs[1:], after], strict=True)
+    ]
 
 
 class _Missing(DomainError):

@@ -38,8 +38,10 @@ from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.roles import role_in
 from infra.errors import DomainError
 from ingestion import ChunkingSettings
-from ingestion.chunking import StrategyNotBuilt
+from ingestion.chunking import CHUNKING_DEFAULTS, StrategyNotBuilt, overlap_following
 
+# The share of the size an overlap left empty follows (ingestion.chunking.overlap_following).
+OVERLAP_SHARE = CHUNKING_DEFAULTS.overlap * 100 // CHUNKING_DEFAULTS.size
 # Paragraphs listed per side; the numbers are of every block previewed (a large document's first blocks).
 SHOWN = 60
 
@@ -56,9 +58,19 @@ FORM_NAMES = {api: name for name, api in API_NAMES.items()}
 
 class ChunkPreviewForm(forms.Form):
     strategy = forms.ChoiceField(choices=ChunkStrategy.choices)
-    size = forms.IntegerField(min_value=CHUNK_SIZE_RANGE[0], max_value=CHUNK_SIZE_RANGE[1])
-    unit = forms.ChoiceField(choices=SizeUnit.choices)
-    overlap = forms.IntegerField(min_value=0)
+    size = forms.IntegerField(
+        min_value=CHUNK_SIZE_RANGE[0],
+        max_value=CHUNK_SIZE_RANGE[1],
+        help_text="The largest paragraph, in the unit below.",
+    )
+    unit = forms.ChoiceField(choices=SizeUnit.choices, help_text="What size, overlap and parent size count.")
+    # Not required, as in the API: an overlap left empty follows the size (a fifth of it, as the defaults are).
+    overlap = forms.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="Repeated from the end of one paragraph at the start of the next, in the same unit. Empty: "
+        f"{OVERLAP_SHARE}% of the size, as in the defaults.",
+    )
     parent_size = forms.IntegerField(
         required=False,
         min_value=CHUNK_SIZE_RANGE[0],
@@ -68,12 +80,16 @@ class ChunkPreviewForm(forms.Form):
 
     def changes(self) -> dict[str, Any]:
         """The typed settings under the collection's names, as collection_update and the API take them. An
-        overlap left as it was is not sent: a new size or unit then brings its own (collection_chunking_with)."""
-        return {
+        overlap left as it was is not sent: a new size or unit then brings its own (collection_chunking_with). One
+        left empty is the overlap that follows the typed size (the API's rule for a size sent without one)."""
+        changes = {
             API_NAMES[name]: self.cleaned_data[name]
             for name in API_NAMES
             if name != "overlap" or name in self.changed_data
         }
+        if changes.get("chunk_overlap", 0) is None:
+            changes["chunk_overlap"] = overlap_following(self.cleaned_data["size"])
+        return changes
 
     def add_service_error(self, exc: Exception) -> None:
         """A refusal of the service beside the field it names (its API name mapped to this form's)."""
@@ -100,6 +116,11 @@ def _form_values(settings: ChunkingSettings) -> list[tuple[str, Any]]:
     return [(name, "" if value is None else value) for name, value in values.items()]
 
 
+def unit_shown(unit: str) -> str:
+    """A size unit in words ("characters", "tokens"), as the form's choice names it."""
+    return str(dict(SizeUnit.choices).get(unit, unit))
+
+
 def _side(title: str, document: Document, settings: ChunkingSettings, source: PreviewBlocks) -> dict[str, Any]:
     numbers = chunk_preview_numbers(
         document=document, preview=document_chunk_preview(document=document, settings=settings, source=source)
@@ -108,6 +129,7 @@ def _side(title: str, document: Document, settings: ChunkingSettings, source: Pr
     return {
         "title": title,
         "settings": settings,
+        "unit_shown": unit_shown(settings.unit),
         "numbers": numbers,
         "share_under_50_percent": round(numbers.share_under_50_tokens * 100, 1),
         "chunks": paragraphs[:SHOWN],
@@ -166,6 +188,8 @@ def preview_page(
         "opts": model_admin.opts,
         "original": original or document or collection,
         "collection": collection,
+        # The unit the collection's sizes count, as the chunker measures them (not always tokens).
+        "collection_unit": unit_shown(collection_chunking(collection=collection).unit),
         "document": document,
         "documents": documents,
         "form": form,

@@ -74,7 +74,8 @@ def reindex_state(collection: Collection) -> SafeString:
             done,
             total,
         )
-    importing = import_state(collection)  # an import running, or failed and leaving nothing: never "up to date"
+    # An import running, or failed and leaving nothing: never "up to date" (the collection's page says more above).
+    importing = import_state(collection, brief=True)
     if importing is not None:
         return format_html('<span data-kb-reindex="{}" data-kb-pending="0">{}</span>', collection.pk, importing)
     stale = stale_count_of(collection)

@@ -28,6 +28,7 @@ from collections_app.services.folder_sources import (
     folder_source_configured,
     folder_sources_adopt_legacy,
 )
+from doors.admin.display import as_sentence
 from ingestion import UnsupportedFile
 
 
@@ -115,7 +116,7 @@ class FolderSourceAdminMixin:
         try:
             folder_sources_adopt_legacy()  # a legacy variable is bound to its one collection before anything reads it
         except FolderSourceError as exc:
-            self.message_user(request, str(exc), messages.ERROR)  # type: ignore[attr-defined]
+            self.message_user(request, as_sentence(str(exc)), messages.ERROR)  # type: ignore[attr-defined]
             return
         queued, skipped = [], []
         for collection in self.manageable(request, queryset):  # type: ignore[attr-defined]  # not a viewer's

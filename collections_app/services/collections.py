@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -11,7 +12,7 @@ from collections_app.services.documents import collection_chunking, stored_files
 from collections_app.services.languages import language_codes
 from collections_app.services.metadata_schema import metadata_schema_problem
 from collections_app.services.reader_access import reader_access_check
-from collections_app.services.reindex import CHUNKING_FIELDS, collection_mark_stale
+from collections_app.services.reindex import CHUNKING_FIELDS, REBUILD_FIELDS, collection_mark_stale
 from embedding import EmbeddingUnavailable, get_model
 from infra.errors import Conflict, Invalid
 from infra.validation import name_problem, text_problem
@@ -198,6 +199,29 @@ def collection_update(*, collection: Collection, role: Role | None = None, **cha
         _save(collection, update_fields=fields)
         collection_mark_stale(collection=collection, changed=changed)
     return collection
+
+
+@dataclass(frozen=True)
+class UpdateEffects:
+    """What collection_update would change, asked before it does (a confirmation page says it)."""
+
+    # (setting, value now, value after), in the order asked; a setting a change brings along (the overlap a new
+    # size gives) included.
+    changes: list[tuple[str, Any, Any]]
+    # Documents the change marks stale (not stale yet), to be rebuilt by a re-index.
+    marked_stale: int
+
+
+def collection_update_effects(*, collection: Collection, **changes: Any) -> UpdateEffects:
+    """What `collection_update(collection=..., **changes)` would change, without changing anything: the same
+    checks (a refused change raises the same error) and the same settings brought along."""
+    _validate(changes)
+    changes = _with_chunking(changes, collection)
+    changed = [(field, getattr(collection, field), value) for field, value in changes.items()
+               if getattr(collection, field) != value]  # fmt: skip
+    rebuilt = {field for field, _, _ in changed} & set(REBUILD_FIELDS)
+    stale = collection.documents.exclude(stale=True).count() if rebuilt else 0
+    return UpdateEffects(changes=changed, marked_stale=stale)
 
 
 def _save(collection: Collection, update_fields: list[str] | None = None) -> None:

@@ -37,6 +37,17 @@ class ReparseNeedsConfirmation(Conflict):
     pass
 
 
+class NoOriginalToReparse(Conflict):
+    """The document came from a collection file: only its paragraphs were imported, there is no file to parse."""
+
+
+def no_original_to_reparse(document: Document) -> str:
+    return (
+        f"{document.filename} was imported from a collection file and has no original to re-parse: only its "
+        "paragraphs came with it. Upload the file itself to read it with other options."
+    )
+
+
 def ingest_options_validate(options: Any, *, scope: str = "document") -> dict[str, Any]:
     """Return the cleaned options or raise InvalidIngestOptions naming what is wrong.
 
@@ -107,6 +118,8 @@ IMPORT_OPTIONS = frozenset({navigation_hubs.OPTION})
 def document_options_update(*, document: Document, changes: dict[str, Any], confirm_reparse: bool) -> Document:
     """Change a document's ingest options; it is re-parsed from its stored original only once confirmed."""
     cleaned = ingest_options_validate(changes)
+    if not document.has_original:
+        raise NoOriginalToReparse(no_original_to_reparse(document))
     if not confirm_reparse:
         raise ReparseNeedsConfirmation(REPARSE_WARNING)
     with transaction.atomic():

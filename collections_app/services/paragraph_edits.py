@@ -45,7 +45,7 @@ from collections_app.models import (
     ParagraphEdit,
 )
 from collections_app.selectors import breadcrumb_title
-from collections_app.services.documents import merged_text, split_texts, text_hash
+from collections_app.services.documents import merged_text, split_continues, split_parts, text_hash
 from collections_app.sql import keyword_vector
 from embedding import get_embedder
 from infra.errors import Conflict, DomainError, Invalid
@@ -56,6 +56,13 @@ from ingestion import ChunkDraft, detect_language
 # model's windows, about a second on two busy cores. A paragraph the chunker cut (chunk_size 1,000 characters by
 # default) is far below it; a longer edit is finished by a task.
 EMBED_IN_REQUEST_CHARS = 4_000
+
+
+REINDEX_PENDING = (
+    "a re-index of this collection is being built (or waits for a model change): edit its paragraphs once it is "
+    "done, so the edit is not lost at its cutover"
+)
+EDIT_PENDING = "an edit of this document is being embedded (pending); try again in a moment"
 
 
 class ParagraphNotFound(DomainError):
@@ -152,16 +159,20 @@ def _split(document: Document, paragraph_id: Any, at: int, by: str) -> list[Chun
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
-        halves = split_texts(paragraph.text, at)
-        if halves is None:
+        parts = split_parts(paragraph.text, at)
+        if parts is None:
             raise Invalid(
-                f"split at a character between 1 and {len(paragraph.text) - 1} that leaves text on both sides",
+                f"character {at} leaves no text on one side: split at a character between 1 and "
+                f"{len(paragraph.text) - 1} that leaves text on both sides",
                 field="at",
             )
+        head, separator, tail = parts
         anchor = _anchor(paragraph)
         before = [_shape(paragraph)]
-        second = _split_row(scope, paragraph, halves[0], halves[1])
-        _record(scope, EditOperation.SPLIT, anchor, before, [_shape(paragraph), _shape(second)], {"at": at}, by)
+        second = _split_row(scope, paragraph, head, tail, tail_continues=split_continues(separator))
+        # What the split took out between the halves: a merge of the two joins them with exactly that again.
+        params = {"at": at, "separator": separator}
+        _record(scope, EditOperation.SPLIT, anchor, before, [_shape(paragraph), _shape(second)], params, by)
         return [paragraph, second]
 
 
@@ -195,7 +206,8 @@ def _merge_next(document: Document, paragraph_id: Any, by: str, across_sections:
         labels = _merged_labels(scope.collection, paragraph, following)
         anchor = {**_anchor(paragraph), "next_hash": text_hash(following.text)}
         before = [_shape(paragraph), _shape(following)]
-        text = merged_text(paragraph.text, following.text, continues=following.continues)
+        separator = _joint(paragraph, following)
+        text = merged_text(paragraph.text, following.text, continues=following.continues, separator=separator)
         if len(text) > MAX_PARAGRAPH_CHARS:
             # An import refuses a longer row: a merge past it would export a file nothing imports again.
             raise Invalid(
@@ -203,7 +215,8 @@ def _merge_next(document: Document, paragraph_id: Any, by: str, across_sections:
                 f"{MAX_PARAGRAPH_CHARS:,} (split one of the two first)"
             )
         _merge_rows(scope, paragraph, following, text, labels)
-        params = {"across_sections": across_sections}
+        # Recorded so a rebuild's replay joins them the same way (services/documents/_edits.py).
+        params = {"across_sections": across_sections, "separator": separator}
         _record(scope, EditOperation.MERGE_NEXT, anchor, before, [_shape(paragraph)], params, by)
         return [paragraph]
 
@@ -406,6 +419,23 @@ def _operation_of(edit: ParagraphEdit) -> Callable[[], list[Chunk]]:
     raise Invalid("this edit cannot be finished")
 
 
+def paragraph_edits_refusal(*, document: Document) -> str | None:
+    """Why any edit of the document's paragraphs would be refused now (the same reasons `_lock` refuses with), or
+    None: the paragraphs page offers no action that cannot run, and says this instead. Reads only."""
+    collection = Collection.objects.only("reindex_generation").get(pk=document.collection_id)
+    if collection.reindex_generation is not None:
+        return REINDEX_PENDING
+    status = Document.objects.filter(pk=document.pk).values_list("status", flat=True).first()
+    if status != DocumentStatus.DONE:
+        return f"{document.filename} is being read (or could not be): edit its paragraphs once it is done"
+    pending = ParagraphEdit.objects.filter(
+        document=document, status=EditStatus.PENDING, created_at__gte=timezone.now() - PENDING_EDIT_BOUND
+    )
+    if pending.exists():
+        return EDIT_PENDING
+    return None
+
+
 def _checked_text(text: str) -> str:
     problem = text_problem(text)
     if problem:
@@ -423,10 +453,7 @@ def _lock(document: Document, paragraph_id: Any, *, edit: ParagraphEdit | None =
     and the paragraph of the generation searches read."""
     collection = Collection.objects.select_for_update().get(pk=document.collection_id)
     if collection.reindex_generation is not None:
-        raise Conflict(
-            "a re-index of this collection is being built (or waits for a model change): edit its paragraphs "
-            "once it is done, so the edit is not lost at its cutover"
-        )
+        raise Conflict(REINDEX_PENDING)
     locked = Document.objects.select_for_update().defer("blocks").get(pk=document.pk)
     if locked.status != DocumentStatus.DONE:
         raise Conflict(f"{locked.filename} is being read (or could not be): edit its paragraphs once it is done")
@@ -451,7 +478,7 @@ def _refuse_while_pending(document: Document) -> None:
     for edit in pending.filter(created_at__lt=timezone.now() - PENDING_EDIT_BOUND):
         _failed(edit, "its embedding never finished")
     if pending.exists():
-        raise Conflict("an edit of this document is being embedded (pending); try again in a moment")
+        raise Conflict(EDIT_PENDING)
 
 
 def _located(rows: Any, edit: ParagraphEdit) -> Chunk | None:
@@ -507,6 +534,37 @@ def _shape(paragraph: Chunk) -> dict[str, Any]:
         "page": paragraph.page,
         "continues": paragraph.continues,
     }
+
+
+def _joint(paragraph: Chunk, following: Chunk) -> str:
+    """What a merge joins two neighbours with. Two halves a split left (and nothing changed since): what that split
+    took out between them, so the merge gives the paragraph back exactly. Otherwise a space when the second was cut
+    inside the first's block, a paragraph break when not, and always after a heading standing alone (a heading
+    keeps its own line)."""
+    separator = _split_separator(paragraph, following)
+    if separator is not None:
+        return separator
+    heading = bool(paragraph.section) and paragraph.text.strip() == str(paragraph.section[-1]).strip()
+    return " " if following.continues and not heading else "\n\n"
+
+
+def _split_separator(paragraph: Chunk, following: Chunk) -> str | None:
+    """The separator of the latest applied split of the document that left exactly these two texts, or None."""
+    splits = ParagraphEdit.objects.filter(
+        document_id=paragraph.document_id, operation=EditOperation.SPLIT, status=EditStatus.APPLIED
+    ).order_by("-created_at", "-id")
+    for split in splits.only("before", "after", "params")[:50]:
+        after = [shape.get("text") for shape in split.after]
+        if after != [paragraph.text, following.text]:
+            continue
+        if "separator" in split.params:
+            return str(split.params["separator"])
+        # A split made before the separator was recorded: it is what lies between the halves in the text it cut.
+        whole = str(split.before[0].get("text", "")) if split.before else ""
+        head, tail = paragraph.text, following.text
+        if whole.startswith(head) and whole.endswith(tail) and len(whole) >= len(head) + len(tail):
+            return whole[len(head) : len(whole) - len(tail)]
+    return None
 
 
 def _merged_labels(collection: Collection, first: Chunk, second: Chunk) -> list[str]:

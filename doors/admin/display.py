@@ -85,28 +85,35 @@ def stages_table(stages: Iterable[Mapping[str, Any]]) -> SafeString:
     return table(["stage", "status", "details", "ms"], stage_rows(stages))
 
 
-def marked_text(text: str, spans: Iterable[Mapping[str, Any]]) -> SafeString:
+def marked_text(text: str, spans: Iterable[Mapping[str, Any]], *, best: str | None = None) -> SafeString:
     """`text` escaped, with each span's characters [start, end) wrapped in <mark> (its score on hover).
 
     Spans come from a search result's `matches` (character offsets into its text). Offsets outside the text
     are clamped; a span without whole-number offsets, empty or overlapping an earlier one is dropped: a wrong
     offset may mark too little, never break the page or let the text's own markup through.
+
+    `best`: the paragraph the result cites (its best match). Given, only its span is highlighted (`kb-match`);
+    the other matched paragraphs are marked lightly (`kb-match-also`), so a window where most paragraphs cleared
+    the floor does not come out all highlighted and the mark still points at something.
     """
-    whole: list[tuple[int, int, Any]] = [
-        (s["start"], s["end"], s.get("score")) for s in spans if _whole(s.get("start")) and _whole(s.get("end"))
+    whole: list[tuple[int, int, Any, bool]] = [
+        (s["start"], s["end"], s.get("score"), best is None or str(s.get("paragraph_id")) == best)
+        for s in spans
+        if _whole(s.get("start")) and _whole(s.get("end"))
     ]
-    kept: list[tuple[int, int, Any]] = []
-    for start, end, span_score in sorted(whole, key=lambda t: t[:2]):
+    kept: list[tuple[int, int, Any, bool]] = []
+    for start, end, span_score, primary in sorted(whole, key=lambda t: t[:2]):
         start, end = min(max(start, 0), len(text)), min(max(end, 0), len(text))
         if end <= start or (kept and start < kept[-1][1]):
             continue
-        kept.append((start, end, span_score))
+        kept.append((start, end, span_score, primary))
     pieces: list[SafeString] = []
     position = 0
-    for start, end, score in kept:
-        title = f"matched paragraph, score {score:.3f}" if isinstance(score, int | float) else "matched paragraph"
-        pieces.append(format_html('{}<mark class="kb-match" title="{}">{}</mark>', text[position:start], title,
-                                  text[start:end]))  # fmt: skip
+    for start, end, score, primary in kept:
+        what = "matched paragraph" if primary else "also matched"
+        title = f"{what}, score {score:.3f}" if isinstance(score, int | float) else what
+        pieces.append(format_html('{}<mark class="{}" title="{}">{}</mark>', text[position:start],
+                                  "kb-match" if primary else "kb-match-also", title, text[start:end]))  # fmt: skip
         position = end
     pieces.append(format_html("{}", text[position:]))
     return SafeString("".join(pieces))
@@ -114,3 +121,22 @@ def marked_text(text: str, spans: Iterable[Mapping[str, Any]]) -> SafeString:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+# A search's `refused`, three values never collapsed, in words: (one word for a list, what it means). The API's
+# value (null, false, true) stays the API's; an editor reads what happened.
+REFUSED_SHOWN: dict[bool | None, tuple[str, str]] = {
+    None: ("no judge", "no judge: this search could not refuse (no judge configured, no endpoint, or the judge "
+                       "failed; the trace says which)"),
+    False: ("approved", "approved: the judge approved the results"),
+    True: ("refused", "refused: nothing answers (the judge refused; the results were withheld)"),
+}  # fmt: skip
+
+
+def as_sentence(text: str) -> str:
+    """A message begun as a sentence: its first word capitalised when it is a plain lower-case word ("the original
+    ..." → "The original ..."), never when it is a name ("it-onboarding.md: accepted" stays as written)."""
+    first = text.split(" ", 1)[0].rstrip(":,;")
+    if first.isalpha() and first.islower():
+        return text[:1].upper() + text[1:]
+    return text

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from doors.admin.display import status_badge
+from doors.admin.display import shown_value, status_badge
 from retrieval.admin.editors_only import EditorsOnly
 from retrieval.models import Evaluation
 
@@ -104,8 +104,9 @@ class EvaluationAdmin(EditorsOnly):
 
     @admin.display(description="searched with")
     def settings_shown(self, obj: Evaluation) -> SafeString:
-        items = sorted((obj.settings or {}).items())
-        return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", items))
+        items = sorted((name, setting_shown(name, value)) for name, value in (obj.settings or {}).items())
+        body = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", items)
+        return format_html('<table id="evaluation-settings">{}</table>', body)
 
     @admin.display(description="questions")
     def rows_shown(self, obj: Evaluation) -> SafeString:
@@ -133,6 +134,28 @@ class EvaluationAdmin(EditorsOnly):
             ),
         )
         return format_html('<table id="evaluation-rows"><thead>{}</thead><tbody>{}</tbody></table>', head, body)
+
+
+# What an empty setting meant when the evaluation ran, in words (the collection's help texts say the same).
+UNSET_SHOWN = {
+    "reader": "none: no reader chosen, every paragraph an agent of the collection may read",
+    "parent_size": "not set: 4 × the size",
+    "hybrid_weight": "not set: 0.5",
+    "score_threshold": "not set: the default",
+    "min_score": "not set: the embedding model's calibrated floor",
+    "floor": "none",
+    "around": "not set: 1",
+}
+UNIT_SHOWN = {"chars": "characters", "tokens": "tokens"}
+
+
+def setting_shown(name: str, value: Any) -> str:
+    """One setting an evaluation searched with, as a person reads it: never a bare None."""
+    if value is None:
+        return UNSET_SHOWN.get(name, "not set")
+    if name == "chunk_size_unit":
+        return UNIT_SHOWN.get(str(value), str(value))
+    return shown_value(value)
 
 
 def _found(row: dict[str, Any]) -> str:

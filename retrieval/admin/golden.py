@@ -16,7 +16,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -29,7 +29,14 @@ from doors.admin.base import ToolPage
 from doors.admin.roles import tenants_where
 from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
-from retrieval.admin.golden_forms import EvaluateForm, ExportForm, GoldenQuestionForm, ImportForm, MeasureForm
+from retrieval.admin.golden_forms import (
+    EvaluateForm,
+    ExportForm,
+    GoldenQuestionForm,
+    ImportForm,
+    MeasureForm,
+    tenant_labels,
+)
 from retrieval.models import GoldenQuestion
 from retrieval.services.golden import (
     DEFAULT_TOP_N,
@@ -50,16 +57,49 @@ from retrieval.services.measure import measure_start
 COLLECTION_FILTER = "collection__id__exact"
 
 
+class CollectionFilter(admin.RelatedOnlyFieldListFilter):
+    """The list's "By collection" filter: like the dropdowns, same-named collections of different tenants say
+    their tenant to a person who sees several tenants."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> Any:
+        choices = super().field_choices(field, request, model_admin)
+        if not _several_tenants(request):
+            return choices
+        named = [str(label) for _, label in choices]
+        shared = {name for name in named if named.count(name) > 1}
+        if not shared:
+            return choices
+        twins = Collection.objects.filter(pk__in=[pk for pk, label in choices if str(label) in shared])
+        tenants = {str(pk): tenant for pk, tenant in twins.values_list("pk", "tenant__name")}
+        return [(pk, f"{label} (tenant {tenants[str(pk)]})" if str(pk) in tenants else label) for pk, label in choices]
+
+
 @admin.register(GoldenQuestion)
 class GoldenQuestionAdmin(EditorsOnly):
     form = GoldenQuestionForm
     list_display = ["question_shown", "collection", "answer_shown", "note", "updated_at"]
-    list_filter = ["collection"]
+    list_filter = [("collection", CollectionFilter)]
     list_select_related = ["collection"]
     search_fields = ["question"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: GoldenQuestion | None = None) -> list[str]:
         return ["collection"] if obj is not None else []
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        """ "Add" from a collection's golden questions (the list filtered by it) starts with that collection chosen:
+        the list's filter travels in `_changelist_filters` (the admin's preserved filters)."""
+        initial = super().get_changeform_initial_data(request)
+        if not initial.get("collection"):
+            chosen = _uuid_or_none(QueryDict(request.GET.get("_changelist_filters", "")).get(COLLECTION_FILTER))
+            if chosen is not None and self.editable_collections(request).filter(pk=chosen).exists():
+                initial["collection"] = str(chosen)
+        return initial
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is not None and db_field.name == "collection":
+            tenant_labels(field, several_tenants=_several_tenants(request))
+        return field
 
     @admin.display(description="question", ordering="question")
     def question_shown(self, obj: GoldenQuestion) -> str:
@@ -104,6 +144,8 @@ class GoldenQuestionAdmin(EditorsOnly):
         initial = {"collection": request.GET.get("collection") or None}
         form = form_class(data, initial=initial, **extra)
         form.fields["collection"].queryset = self.editable_collections(request)  # type: ignore[attr-defined]
+        several = _several_tenants(request)
+        tenant_labels(form.fields["collection"], several_tenants=several)  # type: ignore[arg-type]
         return form
 
     def _page(self, request: HttpRequest, title: str, form: forms.Form, intro: str) -> TemplateResponse:
@@ -164,6 +206,7 @@ class GoldenQuestionAdmin(EditorsOnly):
         tenants = tenants_where(request, Role.EDITOR)
         readers = Reader.objects.all() if tenants is None else Reader.objects.filter(tenant__in=tenants)
         form.fields["reader"].queryset = readers.order_by("name")
+        tenant_labels(form.fields["reader"], several_tenants=_several_tenants(request))
         if request.method == "POST" and form.is_valid():
             collection, reader = form.cleaned_data["collection"], form.cleaned_data["reader"]
             try:
@@ -190,6 +233,7 @@ class GoldenQuestionAdmin(EditorsOnly):
         tenants = tenants_where(request, Role.EDITOR)
         readers = Reader.objects.all() if tenants is None else Reader.objects.filter(tenant__in=tenants)
         form.fields["reader"].queryset = readers.order_by("name")
+        tenant_labels(form.fields["reader"], several_tenants=_several_tenants(request))
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             collection, reader = data["collection"], data["reader"]
@@ -245,6 +289,12 @@ class GoldenQuestionAdmin(EditorsOnly):
         if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=False):
             back = self._to_list(collection).url
         return HttpResponseRedirect(back)
+
+
+def _several_tenants(request: HttpRequest) -> bool:
+    """Whether the person's choices may come from more than one tenant: then same-named ones say their tenant."""
+    tenants = tenants_where(request, Role.EDITOR)
+    return tenants is None or len(tenants) > 1
 
 
 def _uuid_or_none(value: Any) -> uuid.UUID | None:

@@ -3,6 +3,7 @@ messages are the same), and the Import, Export, Evaluate and Measure tools."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from django import forms
@@ -22,6 +23,20 @@ from retrieval.services.golden import (
     golden_question_clean,
 )
 from retrieval.services.measure import MEASURED, PRESETS, preset_shown, variants_from_text
+
+
+def tenant_labels(field: forms.ModelChoiceField, *, several_tenants: bool) -> None:
+    """For a person who sees several tenants (a superuser, staff of more than one), a choice whose name another
+    choice shares says its tenant ("beta-secret (tenant Acme)"): two same-named collections or readers could not be
+    told apart otherwise. Choices of one tenant, or with a name of their own, read as before."""
+    if not several_tenants or field.queryset is None:
+        return
+    queryset = field.queryset.select_related("tenant")
+    shared = {name for name, count in Counter(queryset.values_list("name", flat=True)).items() if count > 1}
+    field.queryset = queryset
+    field.label_from_instance = (  # type: ignore[method-assign]
+        lambda obj: f"{obj.name} (tenant {obj.tenant.name})" if obj.name in shared else str(obj)
+    )
 
 
 def _lines(value: str) -> list[str]:

@@ -1,5 +1,6 @@
 """Admin: measures, their result page (variants x metrics with the best per column marked, the found-rank and
-score charts drawn as SVG on the server) and "Apply this variant". Editors and admins of the tenant only."""
+score charts drawn as SVG on the server, their variants numbered and listed in full in a legend) and "Apply this
+variant", which asks first on a page saying what will change. Editors and admins of the tenant only."""
 
 from __future__ import annotations
 
@@ -9,43 +10,70 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from accounts.models import Role
+from collections_app.services.collections import UpdateEffects
 from doors.admin.base import ToolPage
 from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
 from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
 from retrieval.models import Measure
-from retrieval.services.measure import measure_apply, measure_cancel
+from retrieval.services.measure import measure_apply, measure_apply_effects, measure_cancel
 from retrieval.services.measure._charts import found_ranks_svg, scores_svg, variant_label
 
 COLUMNS = (("nDCG@10", "ndcg_at_10"), ("hit@5", "hit_at_5"), ("hit@1", "hit_at_1"), ("MRR", "mrr"),
            ("found", "found"), ("controls answered", "controls_answered"))  # fmt: skip
 # Lower is better for these; higher for the rest.
 LOWER_BETTER = {"controls_answered"}
+# Unfloored, every search hands back its top results, so every control "answers": the count says nothing of a
+# variant, and no value of it is better.
+FLOOR_ONLY = {"controls_answered"}
 
 
-def variants_table(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per variant, each cell with its value and whether it is the best of its column."""
+def variants_table(variants: list[dict[str, Any]], *, floored: bool = True) -> list[dict[str, Any]]:
+    """One row per variant, each cell with its value and whether it is the best of its column. A star goes only
+    to a value that is better than another variant's: none where every variant ties, none in a column that means
+    nothing for this run (controls answered, unfloored), and the lowest where lower is better."""
     best: dict[str, Any] = {}
     for _, key in COLUMNS:
         values = [v["metrics"].get(key) for v in variants if v["metrics"].get(key) is not None]
-        if values:
-            best[key] = min(values) if key in LOWER_BETTER else max(values)
+        if len(set(values)) < 2 or (key in FLOOR_ONLY and not floored):
+            continue  # a tie (or one value) has no better one
+        best[key] = min(values) if key in LOWER_BETTER else max(values)
     rows = []
     for index, variant in enumerate(variants):
         cells = []
         for _, key in COLUMNS:
             value = variant["metrics"].get(key)
             shown = "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
-            cells.append({"value": shown, "best": value is not None and value == best.get(key) and len(variants) > 1})
+            cells.append({"value": shown, "best": key in best and value == best[key]})
         paragraphs = variant.get("paragraphs")
-        rows.append({"label": f"{variant_label(variant, index)} ({paragraphs} paragraphs)", "cells": cells,
+        rows.append({"number": index + 1, "label": f"{variant_label(variant, index)} ({paragraphs} paragraphs)",
+                     "settings": variant_settings(variant), "cells": cells,
                      "floor": (variant.get("floor") or {}).get("suggested")})  # fmt: skip
     return rows
+
+
+def variant_settings(variant: dict[str, Any]) -> str:
+    """A variant's settings in full, for the legend: the ones it changes, or "as the collection is"."""
+    settings = variant["settings"]
+    changed = variant.get("changed") or []
+    return ", ".join(f"{name} = {setting_shown(name, settings[name])}" for name in changed) or "as the collection is"
+
+
+def setting_shown(name: str, value: Any) -> str:
+    """A setting's value in plain words: never a raw None, true or false."""
+    if value is None or value == "":
+        return "the model's calibrated default" if name == "min_score" else "not set"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if name == "min_score" and value == 0:
+        return "0 (no floor)"
+    return str(value)
 
 
 @admin.register(Measure)
@@ -83,9 +111,11 @@ class MeasureAdmin(EditorsOnly):
                 context["kb_cancel_url"] = reverse("admin:retrieval_measure_cancel", args=[measure.pk])
             if measure.variants:
                 floor = measure.floor or {}
+                floored = (measure.request or {}).get("floor") is not None
                 context.update(
                     kb_columns=[name for name, _ in COLUMNS],
-                    kb_variants=variants_table(measure.variants),
+                    kb_variants=variants_table(measure.variants, floored=floored),
+                    kb_unfloored=not floored,
                     kb_floor_note=floor.get("note", ""),
                     kb_rank_chart=mark_safe(found_ranks_svg(measure.variants)),
                     kb_score_chart=mark_safe(scores_svg(measure.variants)),
@@ -95,19 +125,33 @@ class MeasureAdmin(EditorsOnly):
         return super().change_view(request, object_id, form_url, context)
 
     def apply_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Save the chosen variant on the collection (POST), then offer the re-index on the collection's page."""
+        """Asks first (a page saying each setting before → after and the documents marked stale), then saves the
+        chosen variant on the collection (POST with `confirmed`) and offers the re-index on the collection's page.
+        Only ever a POST: nobody reads this page on its own (the authorization matrix's rule for Measure)."""
         measure = self.get_object(request, unquote(object_id))
         if measure is None:
             raise Http404("no such measure")
         if request.method != "POST" or not may(request, measure.tenant_id, Role.EDITOR):
             raise PermissionDenied
+        back = reverse("admin:retrieval_measure_change", args=[measure.pk])
+        asked = request.POST
+        with_floor = asked.get("floor") == "1" or request.GET.get("floor") == "1"
         try:
-            variant = int(request.POST.get("variant", ""))
-            collection = measure_apply(measure=measure, variant=variant, with_floor=request.GET.get("floor") == "1",
+            variant = int(asked.get("variant", ""))
+            # The result page's buttons post here: first the page that asks (as the admin's "delete selected"
+            # asks), whose Apply posts again with `confirmed`.
+            if asked.get("confirmed") != "yes":
+                effects = measure_apply_effects(measure=measure, variant=variant, with_floor=with_floor)
+                return self._confirm(request, measure, variant, with_floor, effects)
+            collection = measure_apply(measure=measure, variant=variant, with_floor=with_floor,
                                        role=_role(request, measure))  # fmt: skip
-        except (ValueError, DomainError) as exc:
+        except ValueError:
+            self.message_user(request, "Not applied: choose a variant with its “Apply this variant” button.",
+                              messages.ERROR)  # fmt: skip
+            return HttpResponseRedirect(back)
+        except DomainError as exc:
             self.message_user(request, f"Not applied: {exc}", messages.ERROR)
-            return HttpResponseRedirect(reverse("admin:retrieval_measure_change", args=[measure.pk]))
+            return HttpResponseRedirect(back)
         stale = collection.documents.filter(stale=True).count()
         self.message_user(
             request,
@@ -117,6 +161,27 @@ class MeasureAdmin(EditorsOnly):
         )
         target = "collections_app_collection_reindex" if stale else "collections_app_collection_change"
         return HttpResponseRedirect(reverse(f"admin:{target}", args=[collection.pk]))
+
+    def _confirm(
+        self, request: HttpRequest, measure: Measure, variant: int, with_floor: bool, effects: UpdateEffects
+    ) -> TemplateResponse:
+        chosen = measure.variants[variant]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Apply variant {variant + 1} to {measure.collection.name}?",
+            "opts": self.opts,
+            "original": measure,
+            "variant": variant,
+            "number": variant + 1,
+            "settings": variant_settings(chosen),
+            "with_floor": with_floor,
+            "changes": [(name, setting_shown(name, a), setting_shown(name, b)) for name, a, b in effects.changes],
+            "marked_stale": effects.marked_stale,
+            "already_stale": measure.collection.documents.filter(stale=True).count(),
+            "back": reverse("admin:retrieval_measure_change", args=[measure.pk]),
+            "action": reverse("admin:retrieval_measure_apply", args=[measure.pk]),
+        }
+        return TemplateResponse(request, "admin/retrieval/measure/apply.html", context)
 
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Ask a queued or running measure to stop (POST): its scratch store goes with it."""

@@ -25,7 +25,7 @@ from accounts.models import Role
 from collections_app.models import Collection
 from collections_app.selectors import document_filenames
 from doors.admin.base import AuditAdmin
-from doors.admin.display import shown_value, table
+from doors.admin.display import REFUSED_SHOWN, shown_value, table
 from doors.admin.roles import may, tenants_where
 from ingestion.languages import language_shown
 from retrieval.admin.try_search import TrySearchAdminMixin
@@ -36,16 +36,16 @@ CANDIDATE_COUNTS = ("candidates", "hits", "after", "results", "supported", "retu
 
 
 class RefusedFilter(admin.SimpleListFilter):
-    """Three answers, never collapsed: refused, approved, and could not refuse (null)."""
+    """Three answers, never collapsed: refused, approved, and could not refuse (no judge; the API's null)."""
 
     title = "refused"
     parameter_name = "refused"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [
-            ("true", "yes: nothing answers (refused)"),
-            ("false", "no: the judge approved"),
-            ("null", "null: could not refuse"),
+            ("true", "refused: nothing answers"),
+            ("false", "approved by the judge"),
+            ("null", "no judge: could not refuse"),
         ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
@@ -97,12 +97,6 @@ def trace_rows(stages: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str,
     return rows
 
 
-# refused, three values never collapsed: (the list's one word, what it means).
-REFUSED_SHOWN = {
-    None: ("—", "null: could not refuse (no judge, no endpoint, or the judge failed; the trace says which)"),
-    False: ("no", "no: the judge approved the results"),
-    True: ("yes", "yes: nothing answers (the judge refused; the results were withheld)"),
-}
 # A citation check's counts, as its table heads them.
 CHECK_FACTS = {
     "exists": "exist", "current": "current", "replaced": "replaced", "deleted": "deleted", "surfaced": "surfaced",

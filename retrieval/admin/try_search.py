@@ -91,6 +91,7 @@ class TrySearchAdminMixin(admin.ModelAdmin):
                     "results": [_result(r, ranks.get(str(r.get("chunk_id")), {})) for r in found.results],
                     "empty": None if found.results else _why_empty(found),
                     "refused": found.refused,
+                    "judged": judge_in_words(found),
                     "floor": found.floor,
                     "around": found.around,
                     "stages": stage_rows(s.to_json() for s in found.stages),
@@ -123,6 +124,24 @@ EMPTY_REASONS = {
 }
 
 
+def judge_in_words(found: SearchAnswer) -> str:
+    """What the judge did, for the answer's heading: `refused` in words (the API's null, false, true), the null
+    told apart by its judge stage (no judge, no endpoint, nothing to judge, the judge failed)."""
+    if found.refused is True:
+        return "refused by the judge: the results were withheld"
+    if found.refused is False:
+        return "approved by the judge"
+    stage = next((s for s in found.stages if s.name == "judge"), None)
+    reason = stage.reason if stage is not None else ""
+    if stage is not None and stage.status == "failed":
+        return "the judge failed: this search could not refuse"
+    if "no KB_LLM_URL" in reason:
+        return "a judge, but no chat model configured: this search could not refuse"
+    if reason.startswith("no results to judge"):
+        return "nothing to judge"
+    return "no judge configured"
+
+
 def _why_empty(found: SearchAnswer) -> dict[str, Any]:
     """The reason, and from the trace's floor stage how close the best candidate came to the floor it missed."""
     floor_counts = next((s.counts for s in found.stages if s.name == "floor"), {})
@@ -140,7 +159,8 @@ def _result(result: dict[str, Any], ranks: dict[str, int]) -> dict[str, Any]:
     matches = result.get("matches") or []
     return {
         "chunk_id": result.get("chunk_id") or "",
-        "text": marked_text(str(result.get("text", "")), matches),
+        # The paragraph it cites highlighted, the others that matched marked lightly (doors.admin.display).
+        "text": marked_text(str(result.get("text", "")), matches, best=str(result.get("chunk_id") or "")),
         "matched": len(matches),
         "badge": result.get("badge", ""),
         "score": result.get("score"),

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from retrieval.api.citations import CitationsVerifyView
+from retrieval.api.gaps import GapDismissView, GapListView
 from retrieval.api.golden import (
     EvaluateView,
     EvaluationDetailView,
@@ -28,6 +29,10 @@ urlpatterns = [
         "manage/collections/<uuid:collection_id>/golden/<uuid:golden_id>",
         GoldenDetailView.as_view(),
         name="golden-detail",
+    ),
+    path("manage/collections/<uuid:collection_id>/gaps", GapListView.as_view(), name="collection-gaps"),
+    path(
+        "manage/collections/<uuid:collection_id>/gaps/dismiss", GapDismissView.as_view(), name="collection-gaps-dismiss"
     ),
     path("manage/collections/<uuid:collection_id>/evaluate", EvaluateView.as_view(), name="collection-evaluate"),
     path("manage/collections/<uuid:collection_id>/evaluations", EvaluationListView.as_view(), name="evaluation-list"),

@@ -127,8 +127,12 @@ def test_keep_evaluate_measure_apply_and_the_gate_holds_the_worse_design_back(
     assert small < whole == 1.0
     screenshot(page, "golden-06-measure-result")
 
-    # 6. Apply the worse design (the first): its settings saved, the documents stale, the re-index offered.
+    # 6. Apply the worse design (the first): asked first (each setting before → after, the documents marked
+    # stale), then its settings saved, the documents stale, the re-index offered.
     page.locator(".kb-measure tbody tr").first.locator("button:text('Apply this variant')").click()
+    page.wait_for_selector("#kb-apply-changes")
+    assert "2 documents will be marked stale" in page.inner_text("#kb-apply-stale")
+    page.click("input[value='Apply']")
     page.wait_for_selector("input[value='Yes, re-index']")
     assert "2 document(s) are stale" in page.inner_text(".messagelist")
     collection.refresh_from_db()

@@ -83,8 +83,8 @@ def test_an_editor_reads_why_each_result_ranked_and_why_an_answer_is_empty_then_
     rows = page.locator("#result_list tbody tr")
     assert rows.count() == 2
     refused = rows.first.locator(".kb-refused")
-    assert refused.inner_text() == "—"
-    assert (refused.get_attribute("title") or "").startswith("null: could not refuse")
+    assert refused.inner_text() == "no judge"
+    assert (refused.get_attribute("title") or "").startswith("no judge: this search could not refuse")
     refused.hover()
     answered_row = rows.nth(1)  # newest first: the answered search is the older one
     assert answered_row.locator(".kb-documents").inner_text() == "handbook.html"
@@ -99,7 +99,7 @@ def test_an_editor_reads_why_each_result_ranked_and_why_an_answer_is_empty_then_
     page.wait_for_selector("#content-main")
     returned = page.locator("ol.kb-returned li a")
     assert returned.count() == 1 and returned.inner_text() == "handbook.html"
-    assert "null: could not refuse (no judge" in page.inner_text("#content-main")
+    assert "no judge: this search could not refuse (no judge configured" in page.inner_text("#content-main")
     screenshot(page, "search-audit-event")
     returned.click()
     page.wait_for_selector("#content-main")

@@ -19,7 +19,7 @@ from ingestion.languages import (
     text_search_config,
 )
 
-SAMPLES = json.loads((Path(__file__).parents[2] / "data" / "languages.json").read_text())["samples"]
+SAMPLES = json.loads((Path(__file__).parents[1] / "data" / "languages.json").read_text())["samples"]
 
 
 def by_lang(lang: str) -> list[str]:

@@ -190,7 +190,7 @@ def test_xlsx_sheets_become_records_with_their_sheet_as_page_and_section(cast, c
 
 def test_xls_sheets_become_records(cast, collection, upload):
     # tests/data/issues.xls was written once by xlwt (xlrd reads .xls but nothing maintained writes it).
-    content = (Path(__file__).parents[2] / "data" / "issues.xls").read_bytes()
+    content = (Path(__file__).parents[1] / "data" / "issues.xls").read_bytes()
     document = ingest(cast, collection, upload, "issues.xls", content)
 
     chunks = chunks_of(document)

@@ -13,11 +13,13 @@ What it writes, and why:
   build, and `refused` as the latest collection-wide build (a zip, a folder sync, an import) recorded it, else
   the latest build's, three-valued. A collection never built gets no row;
 - what a reader may ignore: the ranking settings (store_meta `kbsite.settings`) and each document's language,
-  labels and title-bearing metadata (`kb_documents`), so an import answers the same questions in the same order.
+  labels and title-bearing metadata (`kb_documents`), so an import answers the same questions in the same order;
+  and the tables other apps register (collections_app/hooks.py): the collection's golden questions
+  (`kb_golden_questions`, retrieval's), their answers named by document number and ordinal.
 
-Never a server path, a storage name, a key, an id of this installation or a question: the file names documents
-by their file name only. Read in one REPEATABLE READ transaction (a cutover meanwhile is not half-seen) through
-a server-side cursor, written in batches: a 100,000-paragraph collection is never held in memory.
+Never a server path, a storage name, a key, an id of this installation or a searched question (the audit's): the
+file names documents by their file name only. Read in one REPEATABLE READ transaction (a cutover meanwhile is not
+half-seen) through a server-side cursor, written in batches: a 100,000-paragraph collection is never held in memory.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from django.db.models import BinaryField, F, Func, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent
+from collections_app.hooks import collection_file_tables
 from collections_app.models import (
     Build,
     Chunk,
@@ -100,6 +103,8 @@ def collection_export(*, collection: Collection, path: Path, progress: Progress 
             store.executemany("INSERT INTO store_meta VALUES (?, ?)", sorted(meta.items()))
             seqs = _write_documents(store, collection)
             written, dims = _write_paragraphs(store, collection, agents[0], seqs, progress)
+            for table in collection_file_tables():  # e.g. the golden questions (retrieval's, hooks.py)
+                table.write(collection, store, seqs)
             for agent in agents[1:]:
                 # The same rows for every other agent, copied inside the file (no second read of the database).
                 store.execute(

@@ -11,6 +11,9 @@
    documents, the paragraphs (COPY), their keyword index (its triggers keep the BM25 statistics) and the build
    record: a search sees nothing of the import until it sees all of it (contract 1).
 
+Tables other apps register (collections_app/hooks.py: the golden questions) are checked with the file and
+read back in the same transaction, linked to the new documents by their number in the file.
+
 A file holding several agents' copies of one collection imports one copy (the first row's agent): which agents
 reach the new collection is this tenant's admins' call. Parent sections are not in the format: a hierarchical
 collection imports as its paragraphs.
@@ -39,6 +42,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from accounts.models import Tenant
+from collections_app.hooks import collection_file_tables
 from collections_app.models import (
     Chunk,
     Collection,
@@ -164,6 +168,8 @@ def collection_file_check(
         if not summary.paragraphs:
             raise BadCollectionFile(f"the file holds no paragraph of {name}: an import would be empty")
         _names_distinct(summary.documents.values())
+        for table in collection_file_tables():  # other apps' tables (golden questions): checked as untrusted too
+            table.check(store, name)
         return summary
 
 
@@ -475,6 +481,9 @@ def _run(record: CollectionFile, progress: JobProgress) -> None:
             _index(locked, summary, ids, progress)
             built = summary.built or {}
             warnings = []
+            with store_open(path) as store:
+                for table in collection_file_tables():  # the golden questions, linked to the new documents
+                    warnings += table.read(locked, store, summary.collection, ids)
             if not same:
                 warnings.append(
                     f"embedded again with {identity}: the file was built with {summary.model or 'an unnamed model'}"

@@ -6,6 +6,11 @@
     collection_built   one row per collection and agent: model, dimensions, method, built_from, passages,
                        built_at, agent_id, refused (null / [] / names, JSON)
     kb_documents       kbsite's own (other readers ignore it): each document's name, language, labels, metadata
+    kb_golden_questions  kbsite's own, written by retrieval through collections_app/hooks.py (other readers
+                       ignore it; a file without it imports as before): the collection's golden questions
+
+A table is optional unless REQUIRED_COLUMNS names it, so kbsite's own tables need no new schema_version: an older
+file lacks them, and a reader of the format never looks for them.
 
 Reading is defensive: a file comes from outside. It is opened read-only and immutable, with the schema
 untrusted; only the tables named here are read, and only when they are tables (a view could compute anything).

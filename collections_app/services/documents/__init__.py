@@ -17,6 +17,7 @@ The public API is what this module exports; the private modules are by job, in t
 - _publish.py: the new rows replace the old in one transaction, with their keyword index and build record;
 - _rows.py: the rows written with COPY (a re-index writes its generation with it too);
 - _versions.py: a changed file under a document's name is its next version, answering once published;
+- _diff.py: what changed between two versions, paragraph by paragraph (each version's text as its file reads);
 - _trash.py: a deleted document in its collection's trash (gone from every read), restored whole, or purged;
 - _delete.py: a document, its paragraphs, versions and attachments removed, its originals after the commit.
 
@@ -30,7 +31,21 @@ from collections_app.services.documents._chunk import (
     document_stage_stream,
 )
 from collections_app.services.documents._delete import document_delete
-from collections_app.services.documents._edits import document_edits_replay, merged_text, split_texts, text_hash
+from collections_app.services.documents._diff import (
+    VersionsDiff,
+    VersionsNotComparable,
+    document_versions_diff,
+    paragraphs_diff,
+    words_diff,
+)
+from collections_app.services.documents._edits import (
+    document_edits_replay,
+    merged_text,
+    split_continues,
+    split_parts,
+    split_texts,
+    text_hash,
+)
 from collections_app.services.documents._embed import document_embed
 from collections_app.services.documents._ingest import document_ingest
 from collections_app.services.documents._publish import document_keywords_index, document_publish
@@ -71,6 +86,8 @@ __all__ = [
     "Trashed",
     "UploadResult",
     "VersionConflict",
+    "VersionsDiff",
+    "VersionsNotComparable",
     "collection_chunking",
     "document_chunk",
     "document_create",
@@ -89,8 +106,12 @@ __all__ = [
     "document_streams",
     "document_trash",
     "document_version_problem",
+    "document_versions_diff",
     "merged_text",
+    "paragraphs_diff",
     "restore_until",
+    "split_continues",
+    "split_parts",
     "split_texts",
     "stored_files_of",
     "stored_files_remove",
@@ -99,4 +120,5 @@ __all__ = [
     "trash_empty",
     "trash_purge_expired",
     "upload_filename",
+    "words_diff",
 ]

@@ -29,16 +29,36 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def merged_text(first: str, second: str, *, continues: bool | None) -> str:
-    """Two neighbours as one paragraph: rejoined with a space when the second was cut inside the first's block,
-    with a paragraph break otherwise (the windows' rule: no glued words, no heading glued to a sentence)."""
+def merged_text(first: str, second: str, *, continues: bool | None, separator: str | None = None) -> str:
+    """Two neighbours as one paragraph. With `separator` (what a split took out between them, or what a recorded
+    merge joined them with): exactly that, so a merge undoes a split. Otherwise rejoined with a space when the
+    second was cut inside the first's block, with a paragraph break when not (the windows' rule: no glued words, no
+    heading glued to a sentence)."""
+    if separator is not None:
+        return f"{first}{separator}{second}"
     return f"{first} {second}" if continues else f"{first}\n\n{second}"
+
+
+def split_parts(text: str, at: int) -> tuple[str, str, str] | None:
+    """A split at character `at` as (head, separator, tail): the halves with their edges' whitespace trimmed, and
+    the whitespace trimmed between them, so that head + separator + tail is the text again. None if a half would be
+    empty."""
+    head, tail = text[:at].rstrip(), text[at:].lstrip()
+    if not (0 < at < len(text) and head and tail):
+        return None
+    return head, text[len(head) : len(text) - len(tail)], tail
 
 
 def split_texts(text: str, at: int) -> tuple[str, str] | None:
     """The two halves of a split at character `at`, their edges' whitespace trimmed; None if one would be empty."""
-    head, tail = text[:at].rstrip(), text[at:].lstrip()
-    return (head, tail) if 0 < at < len(text) and head and tail else None
+    parts = split_parts(text, at)
+    return None if parts is None else (parts[0], parts[2])
+
+
+def split_continues(separator: str) -> bool:
+    """Whether the second half of a split goes on the first's line (cut inside a sentence) or starts a new one
+    (cut at a line break: a heading and its text, two paragraphs of one block): windows stitch them so."""
+    return "\n" not in separator
 
 
 def document_edits_replay(*, document: Document, drafts: list[ChunkDraft]) -> list[ChunkDraft]:
@@ -89,12 +109,15 @@ def _replay(edit: ParagraphEdit, drafts: list[ChunkDraft], language: str) -> boo
     elif operation == EditOperation.EDIT:
         _retext(draft, edit.after[0]["text"], language)
     elif operation == EditOperation.SPLIT:
-        halves = split_texts(draft.text, int(edit.params.get("at", 0)))
-        if halves is None:
+        parts = split_parts(draft.text, int(edit.params.get("at", 0)))
+        if parts is None:
             return False
-        second = replace(draft, metadata=dict(draft.metadata), section=list(draft.section), continues=True)
-        _retext(draft, halves[0], language)
-        _retext(second, halves[1], language)
+        head, separator, tail = parts
+        second = replace(
+            draft, metadata=dict(draft.metadata), section=list(draft.section), continues=split_continues(separator)
+        )
+        _retext(draft, head, language)
+        _retext(second, tail, language)
         _insert(drafts, index + 1, second)
     elif operation == EditOperation.MERGE_NEXT:
         if found + 1 >= len(positions):
@@ -107,7 +130,9 @@ def _replay(edit: ParagraphEdit, drafts: list[ChunkDraft], language: str) -> boo
             return False
         if other.hidden != draft.hidden:
             return False
-        _retext(draft, merged_text(draft.text, other.text, continues=other.continues), language)
+        # A merge recorded what it joined with (`separator`); older merges joined by the continues rule.
+        joined = merged_text(draft.text, other.text, continues=other.continues, separator=edit.params.get("separator"))
+        _retext(draft, joined, language)
         _remove(drafts, following)
     else:
         return False

@@ -6,12 +6,14 @@
 Public API: the services (`golden_question_create/update/delete`, `golden_question_from_search` ("Try a
 search"'s buttons), `evaluation_start`, `evaluation_run`, `evaluations_sweep` (the
 recovery round's: evaluations whose worker died)), the
-selector `golden_questions_for`, import and export (`golden_import_jsonl`, `golden_export_jsonl`,
+selector `golden_questions_for`, `GOLDEN_TABLE` (their table in a collection file),
+import and export (`golden_import_jsonl`, `golden_export_jsonl`,
 `golden_import_beir`, `golden_export_beir`), `golden_questions_referring` (which questions a document's deletion
 takes answers from), `documents_resolve` (ids from the names editors use), `evaluate`
 (the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
 """
 
+from ._collection_file import GOLDEN_TABLE
 from ._evaluate import (
     DEFAULT_TOP_N,
     WORKER_STOPPED,
@@ -51,6 +53,7 @@ from ._references import golden_questions_referring
 
 __all__ = [
     "DEFAULT_TOP_N",
+    "GOLDEN_TABLE",
     "MAX_IMPORT_BYTES",
     "NDCG_DEPTH",
     "WORKER_STOPPED",

@@ -6,11 +6,11 @@
     measures_sweep()                                         # the recovery round: stores of dead workers
 
 Public API: the services above, `measure_cancel`, `measure_apply` (a variant's settings saved, documents marked
-stale), the floor read-off, the presets (`preset_shown`), `variants_from_text` (variants typed in the admin) and
-`scratch_remove` (tests and the sweep).
+stale), `measure_apply_effects` (what applying would change, asked first), the floor read-off, the presets
+(`preset_shown`), `variants_from_text` (variants typed in the admin) and `scratch_remove` (tests and the sweep).
 """
 
-from ._apply import measure_apply
+from ._apply import measure_apply, measure_apply_effects
 from ._floor import floor_read_off
 from ._run import METRICS_COMPARED, MeasureRunning, best_variant, measure_cancel, measure_run, measure_start
 from ._scratch import SCRATCH_PREFIX, corpus_of, measure_lease, measures_sweep, scratch_remove
@@ -36,6 +36,7 @@ __all__ = [
     "corpus_of",
     "floor_read_off",
     "measure_apply",
+    "measure_apply_effects",
     "measure_cancel",
     "measure_lease",
     "measure_run",

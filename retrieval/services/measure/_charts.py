@@ -1,6 +1,8 @@
 """The measure's charts, drawn on the server as SVG (no script, works offline). Plain functions of a measure's
 variants; every text is escaped.
 
+Each variant is named by its number (variant_number); the page's legend lists each one's settings in full.
+
 - found_ranks_svg: per variant one bar, its questions split by the rank their answer was found at;
 - scores_svg: per variant one line of dots, answers' scores against controls', the floor band drawn between.
 """
@@ -14,6 +16,12 @@ from django.utils.html import escape
 RANK_BUCKETS = (("1", 1, 1, "#2e7d32"), ("2-3", 2, 3, "#66bb6a"), ("4-5", 4, 5, "#c0ca33"),
                 ("6-10", 6, 10, "#ffb300"), ("not found", None, None, "#c62828"))  # fmt: skip
 _WIDTH, _LABEL, _ROW = 640, 150, 26
+
+
+def variant_number(index: int) -> str:
+    """A variant's name in the charts: its number, which the page's legend spells out in full (a setting list
+    cut to fit the chart's margin could not tell two variants apart)."""
+    return f"variant {index + 1}"
 
 
 def variant_label(variant: dict[str, Any], index: int) -> str:
@@ -40,7 +48,7 @@ def found_ranks_svg(variants: list[dict[str, Any]]) -> str:
     for row, variant in enumerate(variants):
         questions = [q for q in variant["questions"] if not q["control"]]
         y = 10 + row * _ROW
-        label = escape(variant_label(variant, row)[:28])
+        label = escape(variant_number(row))
         parts.append(f'<text x="0" y="{y + 15}" font-size="11">{label}</text>')
         x = float(_LABEL)
         for name, _, _, colour in RANK_BUCKETS:
@@ -77,7 +85,7 @@ def scores_svg(variants: list[dict[str, Any]]) -> str:
              f'role="img" aria-label="answer scores against control scores, with the floor band">']  # fmt: skip
     for row, variant in enumerate(variants):
         y = 10 + row * _ROW
-        parts.append(f'<text x="0" y="{y + 15}" font-size="11">{escape(variant_label(variant, row)[:28])}</text>')
+        parts.append(f'<text x="0" y="{y + 15}" font-size="11">{escape(variant_number(row))}</text>')
         band = (variant.get("floor") or {}).get("band")
         if band:
             separated = variant["floor"].get("separated")

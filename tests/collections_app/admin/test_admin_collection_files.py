@@ -35,7 +35,9 @@ def test_the_action_exports_in_the_background_and_the_list_downloads_the_same_fi
     # The answer names the export and where its page follows it (the task ran after the request, at the commit).
     status = f"{ADMIN}/collectionfile/{record.pk}/status/"
     answer = response.content.decode()
-    assert "Export of handbook: waiting for a worker" in answer and f'data-kb-status-url="{status}"' in answer
+    assert "The collection file of handbook is being written (waiting for a worker" in answer
+    assert "it will be listed under" in answer and f"/collectionfile/{record.pk}/change/" in answer
+    assert f'data-kb-status-url="{status}"' in answer
     followed = staff.get(status).json()
     assert followed["pending"] is False
     assert f'href="{ADMIN}/collectionfile/{record.pk}/download/">Download handbook.db</a>' in followed["html"]

@@ -172,7 +172,7 @@ def test_a_previewed_size_with_the_overlap_left_alone_brings_a_fifth_of_it_along
     page = staff.get(
         f"{ADMIN}/document/{document.pk}/preview/?strategy=structure&size=60&unit=chars&overlap=200"
     ).content.decode()
-    assert "Your settings: structure, 60 chars, overlap 12" in page
+    assert "Your settings: structure, 60 characters, overlap 12" in page
     # "Apply to the collection" sends what was previewed.
     assert '<input type="hidden" name="overlap" value="12">' in page
 

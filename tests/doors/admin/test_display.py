@@ -27,3 +27,15 @@ def test_two_matches_are_marked_in_order_and_an_overlapping_one_is_dropped():
     shown = marked_text("one two three", [{"start": 8, "end": 13}, {"start": 0, "end": 3}, {"start": 2, "end": 6}])
     assert shown.count("<mark") == 2
     assert shown.startswith('<mark class="kb-match" title="matched paragraph">one</mark> two ')
+
+
+def test_with_the_cited_paragraph_named_only_its_span_is_highlighted_and_the_other_matches_underlined():
+    text = "Returns. Refunds go to the card. Delivery."
+    spans = [
+        {"paragraph_id": "refunds", "start": 9, "end": 32, "score": 0.93},
+        {"paragraph_id": "returns", "start": 0, "end": 8, "score": 0.85},
+    ]
+    shown = marked_text(text, spans, best="refunds")
+    assert '<mark class="kb-match" title="matched paragraph, score 0.930">Refunds go to the card.</mark>' in shown
+    assert '<mark class="kb-match-also" title="also matched, score 0.850">Returns.</mark>' in shown
+    assert shown.endswith(" Delivery.")  # a neighbour that did not match stays plain

@@ -41,7 +41,7 @@ def test_this_answers_it_keeps_the_question_with_the_results_paragraph_and_a_mar
     first = re.search(r'name="paragraph" value="([0-9a-f-]{36})"', page)
     assert first is not None
     kept = keep(staff, corpus, kind="answer", paragraph_id=first.group(1))
-    assert kept.status_code == 302 and kept["Location"].endswith("/search/?q=x")  # back to the search
+    assert kept.status_code == 302 and kept["Location"].endswith(f"/try/{corpus.pk}/?q=x")  # back to the search
     golden = GoldenQuestion.objects.get(collection=corpus)
     cited = Chunk.objects.get(pk=first.group(1))
     assert golden.question == QUESTION and not golden.control

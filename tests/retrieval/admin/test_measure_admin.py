@@ -1,5 +1,6 @@
-"""The measure's result page: variants x metrics with the best per column marked, the two SVG charts, and
-"Apply this variant", which saves its settings and offers the re-index."""
+"""The measure's result page: variants x metrics with the best per column marked (only where one is better), the
+two SVG charts with numbered variants and a legend, and "Apply this variant", which asks first (each setting before
+→ after, the documents marked stale), then saves its settings and offers the re-index."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def test_the_result_page_marks_the_best_of_each_column_draws_the_charts_and_appl
     assert "0.500 ★" not in page
     assert page.count("Apply this variant") == 2 and "Apply with floor 0.83" in page
 
-    applied = staff.post(reverse("admin:retrieval_measure_apply", args=[measure.pk]), {"variant": "0"})
+    applied = staff.post(
+        reverse("admin:retrieval_measure_apply", args=[measure.pk]), {"variant": "0", "confirmed": "yes"}
+    )
     assert applied.status_code == 302
     assert applied["Location"] == reverse("admin:collections_app_collection_reindex", args=[corpus.pk])
     corpus.refresh_from_db()
@@ -53,3 +56,83 @@ def test_an_outsiders_measure_is_not_found(staff, cast) -> None:
     measure = Measure.objects.create(tenant=cast.outsider_tenant, collection=theirs, status="done")
     assert staff.get(reverse("admin:retrieval_measure_change", args=[measure.pk])).status_code in (302, 404)
     assert staff.post(reverse("admin:retrieval_measure_apply", args=[measure.pk]), {"variant": "0"}).status_code == 404
+
+
+def two_variants(cast, corpus, small_metrics, whole_metrics, **extra):
+    small = variant(corpus, {"chunk_size": 60, "chunk_overlap": 0}, small_metrics,
+                    [question(1, 0.9), question(None, 0.7), question(None, 0.8, control=True)])  # fmt: skip
+    whole = variant(corpus, {"chunk_strategy": "structure"}, whole_metrics,
+                    [question(1, 0.91), question(2, 0.86), question(None, 0.8, control=True)])  # fmt: skip
+    return Measure.objects.create(tenant=cast.tenant, collection=corpus, status="done", variants=[small, whole],
+                                  floor={"best_variant": 1, "note": ""}, **extra)  # fmt: skip
+
+
+def test_no_star_where_every_variant_ties_nor_on_controls_answered_of_an_unfloored_run(staff, cast, corpus) -> None:
+    tied = {"ndcg_at_10": 0.9, "hit_at_5": 1.0, "mrr": 0.75, "found": 2, "controls_answered": 1}
+    measure = two_variants(cast, corpus, dict(tied), {**tied, "controls_answered": 2}, request={"floor": None})
+
+    page = staff.get(reverse("admin:retrieval_measure_change", args=[measure.pk])).content.decode()
+
+    assert "★" not in page.split("<tbody>")[1].split("</tbody>")[0]  # all tied; controls answered says nothing
+    assert "every control answers" in page
+
+
+def test_a_floored_run_stars_the_fewest_controls_answered_and_never_the_most(staff, cast, corpus) -> None:
+    measure = two_variants(cast, corpus, {"ndcg_at_10": 0.5, "controls_answered": 2},
+                           {"ndcg_at_10": 0.9, "controls_answered": 0}, request={"floor": 0.8})  # fmt: skip
+
+    page = staff.get(reverse("admin:retrieval_measure_change", args=[measure.pk])).content.decode()
+
+    assert '<td class="kb-best">0 ★</td>' in page and "2 ★" not in page
+    assert '<td class="kb-best">0.900 ★</td>' in page and "0.500 ★" not in page
+
+
+def test_the_charts_name_variants_by_number_and_the_legend_lists_each_in_full(staff, cast, corpus) -> None:
+    measure = two_variants(cast, corpus, {"ndcg_at_10": 0.5}, {"ndcg_at_10": 0.9})
+
+    page = staff.get(reverse("admin:retrieval_measure_change", args=[measure.pk])).content.decode()
+
+    charts = "".join(part.split("</svg>")[0] for part in page.split('class="kb-chart"')[1:])
+    assert ">variant 1<" in charts and ">variant 2<" in charts and "chunk_size" not in charts
+    legend = page.split('id="kb-variant-legend"')[1].split("</ul>")[0]
+    assert "variant 1</strong>: chunk_size = 60, chunk_overlap = 0" in legend
+    assert "variant 2</strong>: chunk_strategy = structure" in legend
+
+
+def test_apply_asks_first_saying_each_setting_before_and_after_and_the_documents_marked_stale(
+    staff, cast, corpus
+) -> None:
+    measure = two_variants(cast, corpus, {"ndcg_at_10": 0.5}, {"ndcg_at_10": 0.9})
+    url = reverse("admin:retrieval_measure_apply", args=[measure.pk])
+    before = (corpus.chunk_size, corpus.chunk_overlap)
+
+    asked = staff.post(url, {"variant": "0"})  # the result page's button
+
+    assert asked.status_code == 200
+    page = asked.content.decode()
+    row = page.split('data-setting="chunk_size"')[1].split("</tr>")[0]
+    assert f'<td class="kb-before">{before[0]}</td>' in row and '<td class="kb-after">60</td>' in row
+    assert 'data-setting="chunk_overlap"' in page
+    assert "<strong>2 documents</strong> will be marked stale" in page
+    assert "No, take me back" in page and 'value="Apply"' in page
+    corpus.refresh_from_db()
+    assert (corpus.chunk_size, corpus.chunk_overlap) == before  # asking changed nothing
+    assert not corpus.documents.filter(stale=True).exists()
+    assert staff.get(url, {"variant": "0", "confirmed": "yes"}).status_code == 403  # only ever a POST
+    corpus.refresh_from_db()
+    assert corpus.chunk_size == before[0]
+
+    done = staff.post(url, {"variant": "0", "confirmed": "yes"})
+    assert done.status_code == 302
+    corpus.refresh_from_db()
+    assert (corpus.chunk_size, corpus.chunk_overlap) == (60, 0)
+    assert corpus.documents.filter(stale=True).count() == 2
+
+
+def test_apply_of_a_missing_variant_says_what_to_do_and_changes_nothing(staff, cast, corpus) -> None:
+    measure = two_variants(cast, corpus, {"ndcg_at_10": 0.5}, {"ndcg_at_10": 0.9})
+    url = reverse("admin:retrieval_measure_apply", args=[measure.pk])
+    for asked in ({"variant": "7"}, {"variant": "x"}, {}):
+        answer = staff.post(url, asked, follow=True)
+        assert answer.status_code == 200 and "Not applied" in answer.content.decode()
+    assert not corpus.documents.filter(stale=True).exists()

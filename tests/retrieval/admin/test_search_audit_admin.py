@@ -132,13 +132,15 @@ def test_the_list_says_whether_questions_are_recorded(cast, events, client, sett
 def test_refused_is_one_word_in_the_list_with_its_meaning_on_hover_and_on_the_event(cast, events, client):
     client.force_login(_person(cast, "ada", Role.ADMIN))
     html = client.get(reverse(CHANGELIST)).content.decode()
-    assert '<span class="kb-refused" title="yes: nothing answers' in html and ">yes</span>" in html
-    assert '<span class="kb-refused" title="no: the judge approved the results">no</span>' in html
-    assert '<span class="kb-refused" title="null: could not refuse' in html and ">—</span>" in html
-    assert "null (could not refuse" not in html  # the long sentence left the rows
+    assert '<span class="kb-refused" title="refused: nothing answers' in html and ">refused</span>" in html
+    assert '<span class="kb-refused" title="approved: the judge approved the results">approved</span>' in html
+    assert '<span class="kb-refused" title="no judge: this search could not refuse' in html
+    assert ">no judge</span>" in html
+    rows = html.split('id="result_list"')[1].split("</table>")[0]
+    assert ">null<" not in rows and "null:" not in rows  # plain words in the rows, never the API's null
 
     page = client.get(reverse("admin:retrieval_searchevent_change", args=[events["unknown"].pk])).content.decode()
-    assert "null: could not refuse (no judge, no endpoint, or the judge failed; the trace says which)" in page
+    assert "no judge: this search could not refuse (no judge configured, no endpoint, or the judge failed" in page
 
 
 def test_each_event_lists_the_documents_it_returned_by_name_and_keeps_only_their_ids(cast, events, client):

@@ -1,0 +1,138 @@
+"""Admin: "Gaps" of one collection — the questions its searches answered with nothing or only weak results, grouped
+when they ask the same thing, with one-click actions: open in try-a-search, add as a golden question (or a control),
+dismiss.
+
+The tenant's admins only, as the audit's questions are (retrieval.selectors.gaps reads them, services.gaps
+dismisses). The page is a tool page of the dismissals' admin ("Dismissed gaps": who hid which gap when):
+collections_app links to it by URL name, `retrieval_gapdismissal_gaps`, as it links to try-a-search.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from accounts.models import Role
+from collections_app.models import Collection
+from doors.admin.base import AuditAdmin, ToolPage, object_for_tool
+from doors.admin.roles import may, tenants_where
+from infra.errors import DomainError
+from retrieval.models import GapDismissal
+from retrieval.selectors.gaps import Gap, collection_gaps, recording_note
+from retrieval.services.gaps import gap_dismiss
+
+# Why an empty answer was empty, by SearchEvent.reason, in an editor's words.
+REASONS = {
+    "below_floor": "nothing scored above the floor",
+    "no_readable_paragraph": "nothing readable matched",
+    "judge_refused": "the judge refused",
+    "no_collection": "no collection to search",
+}
+BADGES = {
+    "empty": "nothing came back the last time it was asked",
+    "weak": "only weak results (none at or above the score threshold) the last time it was asked",
+}
+
+
+@admin.register(GapDismissal)
+class GapDismissalAdmin(AuditAdmin):
+    """The dismissals (who hid which gap when; digests of its wordings, never their text) and, as a tool page of
+    this admin, each collection's gaps page. Read by the tenant's admins only; a dismissal is made on the gaps page
+    and never changed here."""
+
+    view_role = Role.ADMIN
+    list_display = ["dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link"]
+    list_filter = ["tenant", "collection"]
+    list_select_related = ["tenant", "collection"]
+    fields = readonly_fields = ("dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link")
+    tool_pages: tuple[ToolPage, ...] = (ToolPage("gaps/<path:object_id>/", "gaps_view", "gaps"),)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) and may(request, None, self.view_role)
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        if request.user.is_superuser:
+            return super().has_view_permission(request, obj)
+        return may(request, None if obj is None else self.tenant_id_of(obj), self.view_role)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        tenants = tenants_where(request, self.view_role)
+        return queryset if tenants is None else queryset.filter(tenant__in=tenants)
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        # A member of the row's tenant below admin is told "forbidden" (403); another tenant's row does not exist.
+        tenants = tenants_where(request, Role.VIEWER)
+        rows = GapDismissal.objects.all() if tenants is None else GapDismissal.objects.filter(tenant__in=tenants)
+        try:
+            return rows.get(pk=object_id)
+        except (GapDismissal.DoesNotExist, ValidationError, ValueError):
+            return None
+
+    @admin.display(description="wordings hidden")
+    def wordings(self, obj: GapDismissal) -> int:
+        return len(obj.digests)
+
+    @admin.display(description="gaps")
+    def gaps_link(self, obj: GapDismissal) -> str:
+        url = reverse(f"{self.admin_site.name}:retrieval_gapdismissal_gaps", args=[obj.collection_id])
+        return format_html('<a href="{}">gaps of {}</a>', url, obj.collection)
+
+    def gaps_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        collection = object_for_tool(self.admin_site.get_model_admin(Collection), request, object_id, change=False)
+        if not may(request, collection.tenant_id, Role.ADMIN):
+            raise PermissionDenied("The questions nobody could answer are shown to the tenant's admins only.")
+        here = reverse(f"{self.admin_site.name}:retrieval_gapdismissal_gaps", args=[collection.pk])
+        if request.method == "POST":
+            return self._dismiss(request, collection, here)
+        report = collection_gaps(collection=collection)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Gaps of {collection.name}: the questions nobody could answer",
+            "opts": Collection._meta,  # breadcrumbs through the collection
+            "original": collection,
+            "report": report,
+            "recording_note": recording_note(),
+            "rows": [self._row(request, collection, gap) for gap in report.gaps],
+        }
+        return TemplateResponse(request, "admin/retrieval/gapdismissal/gaps.html", context)
+
+    def _dismiss(self, request: HttpRequest, collection: Collection, here: str) -> HttpResponse:
+        try:
+            gap, _ = gap_dismiss(
+                collection=collection,
+                question=request.POST.get("question", ""),
+                dismissed_by=request.user.get_username(),
+            )
+        except DomainError as exc:
+            self.message_user(request, f"Not dismissed: {exc}.", messages.ERROR)
+        else:
+            searches = f"{gap.count} search{'es' if gap.count != 1 else ''}"
+            self.message_user(request, f"Dismissed “{gap.question}” ({searches}): hidden until it is asked again.",
+                              messages.SUCCESS)  # fmt: skip
+        return HttpResponseRedirect(here)
+
+    def _row(self, request: HttpRequest, collection: Collection, gap: Gap) -> dict[str, Any]:
+        site = self.admin_site.name
+        try_url = reverse(f"{site}:retrieval_searchevent_try_search", args=[collection.pk])
+        golden = reverse(f"{site}:retrieval_goldenquestion_add")
+        add = {"collection": collection.pk, "question": gap.question}
+        # Tried as the reader its latest search was made for (a per-reader collection is searched as someone).
+        asked = {"q": gap.question, **({"reader": gap.reader_id} if gap.reader_id else {})}
+        may_add = may(request, collection.tenant_id, Role.EDITOR)  # golden questions are the editors' (and admins')
+        return {
+            "gap": gap,
+            "badge_meaning": BADGES.get(gap.badge, gap.badge),
+            "reasons": ", ".join(REASONS.get(r, r) for r in gap.reasons),
+            "try_url": f"{try_url}?{urlencode(asked)}",
+            "golden_url": f"{golden}?{urlencode(add)}" if may_add else "",
+            "control_url": f"{golden}?{urlencode({**add, 'control': 1})}" if may_add else "",
+        }
