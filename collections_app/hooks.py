@@ -1,11 +1,11 @@
 """What other apps plug into this one's flows, registered explicitly (never a signal nobody sees connected).
 
-collections_app never imports retrieval (pyproject [tool.importlinter]), yet two of its flows need retrieval's
+collections_app never imports retrieval (pyproject [tool.importlinter]), yet some of its flows need retrieval's
 answer: a re-index's cutover asks the golden gate (retrieval evaluates golden questions), and the cluster's
-recovery round sweeps what a killed `measure` left behind; and a collection file carries the collection's golden
-questions in a table of retrieval's. retrieval registers all three in its AppConfig.ready(); with nothing
-registered, the gate cannot judge (it says so), the sweep has nothing extra to do, and a collection file holds only
-the format's own tables.
+recovery round sweeps what a killed `measure` left behind; a collection file carries the collection's golden
+questions in a table of retrieval's; and deleting a document warns which golden questions refer to it. retrieval
+registers them in its AppConfig.ready(); with nothing registered, the gate cannot judge (it says so), the sweep has
+nothing extra to do, a collection file holds only the format's own tables, and a deletion names no golden question.
 """
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from collections_app.models import Collection
 # collection -> (the metrics of its golden questions as searches read it now, or None: it cannot judge; why not).
 CutoverEvaluator = Callable[[Collection], tuple[dict[str, Any] | None, str]]
 
+# (collection, document ids) -> the golden questions that refer to those documents or their paragraphs, as
+# {"id": ..., "question": ...}, per document id (a document nobody refers to is left out).
+DocumentReferences = Callable[[Collection, list[str]], dict[str, list[dict[str, str]]]]
+
 _cutover_evaluator: list[CutoverEvaluator] = []
+_document_references: list[DocumentReferences] = []
 _recovery_sweeps: list[Callable[[], object]] = []
 
 
@@ -41,6 +46,18 @@ def register_recovery_sweep(sweep: Callable[[], object]) -> None:
 
 def recovery_sweeps() -> list[Callable[[], object]]:
     return list(_recovery_sweeps)
+
+
+def register_document_references(finder: DocumentReferences) -> None:
+    """The one function that says who refers to a document (a second registration replaces the first)."""
+    _document_references[:] = [finder]
+
+
+def document_references(collection: Collection, document_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    """The golden questions referring to each of the documents (none registered: none known)."""
+    if not _document_references or not document_ids:
+        return {}
+    return _document_references[0](collection, document_ids)
 
 
 # --- tables another app adds to a collection file ---------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar, Self
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
@@ -227,6 +228,28 @@ def document_upload_to(document: Document, filename: str) -> str:
     return f"{document.tenant_id}/{document.collection_id}/{document.content_hash}/{filename}"
 
 
+class DocumentQuerySet(TenantQuerySet):
+    """Which documents a read is about. The trash: a deleted document keeps its row (paragraphs, edits, labels,
+    versions) with `trashed_at` set until it is restored or purged (services/documents/_trash.py)."""
+
+    def live(self) -> Self:
+        """Documents not in the trash: what lists, counts, searches, the map, exports and evaluations read."""
+        return self.filter(trashed_at__isnull=True)
+
+    def trashed(self) -> Self:
+        """Documents in their collection's trash."""
+        return self.filter(trashed_at__isnull=False)
+
+
+class LiveDocumentManager(models.Manager.from_queryset(DocumentQuerySet)):  # type: ignore[misc]
+    """`Document.objects`: live documents only. A trashed document is gone for every read that does not ask for
+    the trash by name (`Document.all_objects`), so no list, count or form has to remember it. Related access
+    (`chunk.document`) and deletion cascades use the base manager and still reach it."""
+
+    def get_queryset(self) -> DocumentQuerySet:
+        return super().get_queryset().live()
+
+
 class Document(TenantOwned):
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
     parent = models.ForeignKey(
@@ -276,21 +299,46 @@ class Document(TenantOwned):
     # The row's file, hash, name and size are those of its newest version, which may still be read (or have
     # failed): the paragraphs of `version` answer until a newer one is published (services/documents/_versions.py).
     version = models.PositiveIntegerField(default=0, editable=False)
+    # The trash: when it was deleted (null: it is not in the trash) and by whom. `trashed_by` is the staff member
+    # (null for an API key, a folder sync, or a member removed since); `trashed_by_name` says who in words ("key
+    # handbook-bot", "folder sync"), never a secret. Purged KB_TRASH_DAYS after `trashed_at`.
+    trashed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    trashed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    trashed_by_name = models.CharField(max_length=200, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects: ClassVar[LiveDocumentManager] = LiveDocumentManager()
+    # Every row, the trash included: the trash's own pages, restore, purge, re-index and the storage's cleanup.
+    all_objects: ClassVar[models.Manager[Document]] = DocumentQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
+        # Cascades and related access (`chunk.document`) reach trashed documents too.
+        base_manager_name = "all_objects"
         constraints = [
-            # A document is identified within its collection by its content.
+            # A document is identified within its collection by its content; a trashed one steps aside, so the
+            # same file uploaded again is a new document (its restore is refused while that one is there).
             models.UniqueConstraint(
                 fields=["collection", "content_hash"],
+                condition=models.Q(trashed_at__isnull=True),
                 name="document_content_unique_per_collection",
             ),
         ]
         indexes = [
             # The keyword stage reads a collection's document languages one probe per language from it.
             models.Index(fields=["collection", "language"], name="document_collection_language"),
+            # The search predicate asks "is this paragraph's document in the trash?" for every candidate: a probe
+            # of this index, which holds only trashed documents (none, mostly), answers it without a heap read.
+            models.Index(fields=["id"], condition=models.Q(trashed_at__isnull=False), name="document_trashed"),
+            # A collection's trash, oldest first (its list and the purge of the expired).
+            models.Index(
+                fields=["collection", "trashed_at"],
+                condition=models.Q(trashed_at__isnull=False),
+                name="document_trash_by_collection",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -366,8 +414,11 @@ class ChunkQuerySet(TenantQuerySet):
         """Rows of the generation searches read (the collection's `active_generation`): paragraphs and parent
         sections alike. A re-index's staged generation and an abandoned one are not live.
 
-        Read from the collection row in the same query, so a cutover committed meanwhile is seen."""
-        return self.filter(generation=models.F("collection__active_generation"))
+        Read from the collection row in the same query, so a cutover committed meanwhile is seen. A document in
+        the trash has no live rows: they stay (its restore is whole) but nothing reads them."""
+        return self.filter(generation=models.F("collection__active_generation")).exclude(
+            document__in=Document.all_objects.trashed().values("pk")
+        )
 
     def paragraphs(self) -> Self:
         """What search matches and returns: not the hierarchical strategy's parent sections, and not a paragraph

@@ -326,6 +326,10 @@ KB_INGEST_MAX_ATTEMPTS = env_int("KB_INGEST_MAX_ATTEMPTS", 3)
 # Paragraphs replaced or deleted are remembered this many days for the citation check ("replaced since, and when"),
 # then the cluster's recovery round prunes them (collections_app/services/retired_paragraphs.py); 0 keeps them all.
 KB_RETIRED_DAYS = env_int("KB_RETIRED_DAYS", 90)
+# A deleted document waits in its collection's trash this many days, restorable whole, then the cluster's recovery
+# round (hourly) and storage_cleanup purge it (collections_app/services/documents/_trash.py); 0 keeps it until an
+# editor empties the trash.
+KB_TRASH_DAYS = env_int("KB_TRASH_DAYS", 30)
 # The cluster's niceness (0-19): ingestion and re-indexing are batch work and yield the CPU to the web
 # processes' searches when both want it; alone on the machine they still run at full speed.
 KB_CLUSTER_NICE = env_int("KB_CLUSTER_NICE", 10)

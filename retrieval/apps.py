@@ -12,10 +12,16 @@ class RetrievalConfig(AppConfig):
         from collections_app.hooks import (
             register_collection_file_table,
             register_cutover_evaluator,
+            register_document_references,
             register_recovery_sweep,
         )
         from retrieval import checks  # noqa: F401  (registers the system checks)
-        from retrieval.services.golden import GOLDEN_TABLE, evaluations_sweep, gate_evaluate
+        from retrieval.services.golden import (
+            GOLDEN_TABLE,
+            evaluations_sweep,
+            gate_evaluate,
+            golden_questions_referring,
+        )
         from retrieval.services.measure import measures_sweep
 
         # collections_app never imports retrieval; its flows call these through collections_app/hooks.py:
@@ -26,3 +32,5 @@ class RetrievalConfig(AppConfig):
         register_recovery_sweep(evaluations_sweep)
         # The golden questions travel with a collection file, in a table of their own.
         register_collection_file_table(GOLDEN_TABLE)
+        # Deleting a document warns which golden questions refer to it (its confirmation page, the API's answer).
+        register_document_references(golden_questions_referring)

@@ -465,6 +465,7 @@ ADMIN_ONLY = {"reader-list", "reader-detail", "collection-gaps", "collection-gap
 EDITOR_ONLY = {
     "golden-list", "golden-detail", "golden-jsonl", "golden-beir", "evaluation-list", "evaluation-detail",
     "measure-detail", "document-version-original", "paragraph-list", "paragraph-edit-list", "collection-export",
+    "trash-list",  # who deleted what: the editors' (issue 41)
 }  # fmt: skip
 
 

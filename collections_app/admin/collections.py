@@ -219,6 +219,9 @@ class CollectionAdmin(
                 ("Measure", reverse(f"{site}:retrieval_goldenquestion_measure") + f"?collection={pk}"),
                 ("Export", reverse(f"{site}:collections_app_collection_export", args=[pk])),
             ]
+        if collection is not None and self.has_change_permission(request):  # the trash (collections_app/admin/trash.py)
+            trash = reverse(f"{site}:collections_app_document_trash")
+            tools.append(("Trash", f"{trash}?collection={pk}"))
         if collection is not None and may(request, collection.tenant_id, Role.ADMIN):  # the audit's questions
             tools.append(("Gaps", reverse(f"{site}:retrieval_gapdismissal_gaps", args=[collection.pk])))
         if collection is not None:

@@ -32,6 +32,7 @@ from collections_app.admin.preview import PreviewAdminMixin
 from collections_app.admin.reader_labels import DocumentLabelsAdminMixin
 from collections_app.admin.reindex import StaleAdminMixin, stale_badge
 from collections_app.admin.sources import ArchiveUploadAdminMixin, AttachmentsAdminMixin
+from collections_app.admin.trash import TrashAdminMixin
 from collections_app.admin.upload_metadata import (
     METADATA_JSON_FIELD,
     metadata_form_fields,
@@ -45,7 +46,6 @@ from collections_app.selectors import UNLISTED_DOCUMENT_COLUMNS, UNSHOWN_DOCUMEN
 from collections_app.services.documents import (
     FileTooLarge,
     document_create,
-    document_delete,
     document_queue_ingest,
     document_version_problem,
     upload_filename,
@@ -258,6 +258,7 @@ class DocumentChangeList(ChangeList):
 
 @admin.register(Document)
 class DocumentAdmin(
+    TrashAdminMixin,
     DocumentParagraphsAdminMixin,
     DocumentLanguageAdminMixin,
     DocumentLabelsAdminMixin,
@@ -279,7 +280,7 @@ class DocumentAdmin(
     list_filter = ["status", "stale", "collection__tenant", "collection"]
     list_select_related = ["collection"]
     search_fields = ["filename", "source_uri"]
-    actions = ["reingest"]
+    actions = ["reingest", "delete_selected"]  # delete_selected: TrashAdminMixin's, to the trash
     readonly_fields = [
         "collection", "filename", "status_shown", "progress_shown", "stale_shown", "error", "size_shown",
         "language_shown", "uploaded_by", "source_uri", "created_at", "updated_at", "paragraphs", "first_paragraphs",
@@ -628,13 +629,6 @@ class DocumentAdmin(
         if version := getattr(obj, "_kb_version", None):  # a new version of a document held: a change of it
             return self.log_change(request, obj, f"Uploaded version {version}.")
         return super().log_addition(request, obj, message)
-
-    def delete_model(self, request: HttpRequest, obj: Document) -> None:
-        document_delete(document=obj)  # its attachments and stored originals go too
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
-        for document in queryset:
-            document_delete(document=document)
 
     # --- re-ingest, download, the live status of the list ------------------------------------------------
 

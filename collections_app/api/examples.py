@@ -200,3 +200,28 @@ PARAGRAPH_EDIT: dict[str, Any] = {
     "params": {},
     "reverts": None,
 }
+
+DOCUMENT_TRASHED: dict[str, Any] = {
+    "document_id": "0d6c1f52-8a7e-4c4b-9d0e-2f1a3b4c5d6e",
+    "trashed": True,
+    "trashed_at": "2026-12-07T09:14:03.512Z",
+    "restore_until": "2027-01-06T09:14:03.512Z",
+    "golden_questions": [
+        {"id": "5b9e2d71-3c4a-4f6b-8e1d-7a2c9f0b1e3d", "question": "How many vacation days carry over?"}
+    ],
+}
+
+TRASH: list[dict[str, Any]] = [
+    {
+        "document_id": "0d6c1f52-8a7e-4c4b-9d0e-2f1a3b4c5d6e",
+        "filename": "leave-policy.pdf",
+        "source_uri": "upload://leave-policy.pdf",
+        "status": "done",
+        "size": 284113,
+        "version": 2,
+        "trashed_at": "2026-12-07T09:14:03.512Z",
+        "trashed_by": "key hr-sync",
+        "restore_until": "2027-01-06T09:14:03.512Z",
+        "created_at": "2026-03-11T10:05:02.774Z",
+    }
+]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -8,6 +9,7 @@ from rest_framework import serializers
 from collections_app.api.language_fields import CollectionLanguagesOutput, LanguageLabelField
 from collections_app.models import Build, ChunkStrategy, Collection, Document, DocumentVersion, SizeUnit
 from collections_app.services import collections as collections_service
+from collections_app.services.documents import restore_until
 from collections_app.services.labels import MAX_LABEL_CHARS, MAX_LABELS
 from collections_app.services.reindex import reindex_progress
 from doors.api.inputs import StrictInput
@@ -442,3 +444,48 @@ class ChunkPreviewOutput(serializers.Serializer):
         help_text="the document's parser blocks in all; more than blocks_previewed for a large document, which is "
         "previewed from its first blocks only"
     )
+
+
+class GoldenReferenceOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    question = serializers.CharField()
+
+
+class DocumentTrashedOutput(serializers.Serializer):
+    """The answer of DELETE .../documents/{id}: the document is in the trash, restorable until `restore_until`."""
+
+    document_id = serializers.UUIDField()
+    trashed = serializers.BooleanField(help_text="always true: the document is in its collection's trash")
+    trashed_at = serializers.DateTimeField()
+    restore_until = serializers.DateTimeField(
+        allow_null=True,
+        help_text="restorable until then (POST .../trash/{id}/restore); null: until the trash is emptied",
+    )
+    golden_questions = GoldenReferenceOutput(
+        many=True,
+        help_text="the golden questions that refer to the document (by id, by one of its paragraphs, or by a marker "
+        "in its text): their evaluations count it for nothing until it is restored",
+    )
+
+
+class TrashedDocumentOutput(serializers.ModelSerializer):
+    """One document of a collection's trash: who deleted it and when, until when it may be restored."""
+
+    document_id = serializers.UUIDField(source="id")
+    trashed_by = serializers.SerializerMethodField(
+        help_text='who deleted it: a staff member\'s username, "key <name>" for an API key, or "folder sync"'
+    )
+    restore_until = serializers.SerializerMethodField(
+        help_text="restorable until then; purged after it. null: kept until the trash is emptied"
+    )
+
+    class Meta:
+        model = Document
+        fields = ["document_id", "filename", "source_uri", "status", "size", "version", "trashed_at", "trashed_by",
+                  "restore_until", "created_at"]  # fmt: skip
+
+    def get_trashed_by(self, obj: Document) -> str:
+        return obj.trashed_by_name or "someone no longer known"
+
+    def get_restore_until(self, obj: Document) -> datetime | None:
+        return restore_until(obj.trashed_at)

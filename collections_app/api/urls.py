@@ -66,6 +66,17 @@ urlpatterns = [
         name="collection-reindex",
     ),
     path("collections/<uuid:collection_id>/map", CollectionMapView.as_view(), name="collection-map"),
+    path("collections/<uuid:collection_id>/trash", views.TrashListView.as_view(), name="trash-list"),
+    path(
+        "collections/<uuid:collection_id>/trash/<uuid:document_id>",
+        views.TrashDocumentView.as_view(),
+        name="trash-document",
+    ),
+    path(
+        "collections/<uuid:collection_id>/trash/<uuid:document_id>/restore",
+        views.TrashRestoreView.as_view(),
+        name="trash-restore",
+    ),
     path(
         "collections/<uuid:collection_id>/builds",
         views.BuildListView.as_view(),

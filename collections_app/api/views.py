@@ -27,10 +27,12 @@ from collections_app.api.serializers import (
     DocumentLabelsInput,
     DocumentOutput,
     DocumentPageOutput,
+    DocumentTrashedOutput,
     DocumentUploadInput,
     DocumentUploadOutput,
     DocumentVersionOutput,
     IngestOptionsInput,
+    TrashedDocumentOutput,
 )
 from collections_app.models import Collection
 from collections_app.services.archives import archive_import
@@ -40,7 +42,7 @@ from collections_app.services.collections import (
     collection_delete,
     collection_update,
 )
-from collections_app.services.documents import document_create, document_delete
+from collections_app.services.documents import document_create, document_purge, document_restore, document_trash
 from collections_app.services.ingest_options import REPARSE_WARNING, document_options_update, ingest_options_validate
 from collections_app.services.labels import document_labels_set
 from collections_app.services.preview import chunk_preview_numbers, document_chunk_preview
@@ -49,7 +51,7 @@ from doors.api.authentication import request_key, request_role
 from doors.api.inputs import NoInput
 from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, PageInput, array_page_of, page_of
 from doors.api.permissions import EditorOnly, EditorWrites, EditorWritesNoAgent
-from doors.api.schema import BODY, GUARDED, LISTED, NEW_BODY, READ, refusals
+from doors.api.schema import BODY, GUARDED, GUARDED_LISTED, LISTED, NEW_BODY, READ, refusals
 from doors.api.throttles import UploadsOnly
 from infra.errors import InvalidIngestOptions
 from ingestion.formats import family_of
@@ -285,16 +287,104 @@ class DocumentDetailView(TenantScopedView):
         return Response(DocumentOutput(document).data)
 
     @extend_schema(
-        summary="Delete a document: its paragraphs, versions, attachments and stored originals",
-        responses={204: None, **refusals(*GUARDED)},
-        description="One transaction: the document's paragraphs stop answering at its commit, their keyword "
-        "postings and statistics go with them, and the stored originals (every version's) are removed after it. "
-        "Builds and search audits stay. An ingestion of the document under way stops within seconds.",
+        summary="Delete a document: it goes to the collection's trash, restorable until `restore_until`",
+        examples=[
+            OpenApiExample(
+                "In the trash, one golden question refers to it",
+                value=examples.DOCUMENT_TRASHED,
+                response_only=True,
+                status_codes=["200"],
+            )
+        ],
+        responses={200: DocumentTrashedOutput, **refusals(*GUARDED)},
+        description="The document (with its attachments) moves to the collection's trash in one transaction: at "
+        "its commit it is gone from search, the corpus map, exports, evaluations, the document list and every "
+        "count. Its paragraphs, edits, labels, versions and stored originals stay, so POST "
+        ".../trash/{document_id}/restore brings it back whole; it is purged KB_TRASH_DAYS (default 30) after, or "
+        "by DELETE .../trash/{document_id}. The answer names the golden questions that refer to the document. "
+        "An ingestion of the document under way stops within seconds. (Before the trash this answered 204 with no "
+        "body; any 2xx still means it is deleted.)",
     )
     def delete(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
         collection = self.get_collection(request, collection_id)
-        document_delete(document=get_object_or_404(selectors.documents_for(collection), pk=document_id))
+        document = get_object_or_404(selectors.documents_for(collection), pk=document_id)
+        trashed = document_trash(document=document, by=key_who(request))
+        return Response(
+            DocumentTrashedOutput(
+                {
+                    "document_id": document.pk,
+                    "trashed": True,
+                    "trashed_at": trashed.document.trashed_at,
+                    "restore_until": trashed.restore_until,
+                    "golden_questions": trashed.golden_questions,
+                }
+            ).data
+        )
+
+
+class TrashListView(TenantScopedView):
+    permission_classes = [EditorOnly]
+    editors_material = "The documents in a collection's trash"
+
+    @extend_schema(
+        summary="List a collection's trash: deleted documents, who deleted them and when",
+        parameters=[LongListPage],
+        examples=[
+            # drf-spectacular lists a many=True answer's example itself: one document here is a list of one.
+            OpenApiExample(
+                "A document deleted by a key", value=examples.TRASH[0], response_only=True, status_codes=["200"]
+            )
+        ],
+        responses={200: TrashedDocumentOutput(many=True), **refusals(*GUARDED_LISTED)},
+        description="Most recently deleted first. Each may be restored (POST .../trash/{document_id}/restore) "
+        "until `restore_until`, then it is purged. " + ARRAY_PAGE_NOTE,
+    )
+    def get(self, request: Request, collection_id: UUID) -> Response:
+        collection = self.get_collection(request, collection_id)
+        return array_page_of(request, selectors.trash_for(collection), TrashedDocumentOutput, page=LongListPage)
+
+
+class TrashRestoreView(TenantScopedView):
+    @extend_schema(
+        summary="Restore a deleted document from the trash, whole",
+        request=None,
+        responses={
+            200: DocumentOutput,
+            **refusals(
+                *GUARDED,
+                409,
+                conflict="the same file was uploaded again after the deletion: the collection holds it as another "
+                "document",
+                conflict_example="leave.txt cannot be restored: the collection holds the same file again as leave.txt "
+                "(document 0d6c1f52-...); delete that one first, or leave this one in the trash",
+            ),
+        },
+        description="Its paragraphs (with their edits), labels, versions, attachments and golden question "
+        "references come back in one transaction: it answers searches again at the commit.",
+    )
+    def post(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
+        collection = self.get_collection(request, collection_id)
+        document = document_restore(document=selectors.trashed_document_or_404(collection, document_id))
+        return Response(DocumentOutput(document).data)
+
+
+class TrashDocumentView(TenantScopedView):
+    @extend_schema(
+        summary="Purge a document from the trash now, for good",
+        responses={204: None, **refusals(*GUARDED)},
+        description="The real deletion: its rows, paragraphs, keyword postings, versions and attachments in one "
+        "transaction, its stored originals after it. Builds and search audits stay. Cannot be undone.",
+    )
+    def delete(self, request: Request, collection_id: UUID, document_id: UUID) -> Response:
+        collection = self.get_collection(request, collection_id)
+        document_purge(document=selectors.trashed_document_or_404(collection, document_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def key_who(request: Request) -> str:
+    # A key's name and its public prefix: never the secret.
+    key = request_key(request)
+    return f"key {key.name or key.prefix}"[:200]
 
 
 class DocumentVersionListView(TenantScopedView):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import cast
 
 from django.db.models import Count, Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import ApiKey, Tenant
@@ -63,6 +64,34 @@ def documents_for(collection: Collection) -> QuerySet[Document]:
         .order_by("-created_at", "id")
     )
     return cast("QuerySet[Document]", documents)
+
+
+def trash_for(collection: Collection) -> QuerySet[Document]:
+    """A collection's trash, most recently deleted first: documents deleted on their own (an attachment trashed
+    with its document is restored and purged with it, and not listed apart)."""
+    documents = (
+        Document.all_objects.for_tenant(collection.tenant_id)
+        .trashed()
+        .filter(collection=collection)
+        .exclude(parent__trashed_at__isnull=False)
+        .defer(*UNLISTED_DOCUMENT_COLUMNS)
+        .select_related("trashed_by")
+        .order_by("-trashed_at", "id")
+    )
+    return cast("QuerySet[Document]", documents)
+
+
+def trashed_document_or_404(collection: Collection, document_id: uuid.UUID | str) -> Document:
+    """One document of the collection's trash (attachments included), or Http404."""
+    document = (
+        Document.all_objects.trashed()
+        .filter(collection=collection, tenant_id=collection.tenant_id, pk=document_id)
+        .defer(*UNSHOWN_DOCUMENT_COLUMNS)
+        .first()
+    )
+    if document is None:
+        raise Http404("no such document in this collection's trash")
+    return document
 
 
 def document_versions_for(document: Document) -> QuerySet[DocumentVersion]:

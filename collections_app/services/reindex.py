@@ -86,7 +86,7 @@ def collection_mark_stale(*, collection: Collection, changed: list[str]) -> int:
         if locked.reindex_generation is not None:
             Chunk.objects.filter(collection=locked, generation=locked.reindex_generation).delete()
             Collection.objects.filter(pk=locked.pk).update(reindex_done=0)
-        return Document.objects.filter(collection=collection).exclude(stale=True).update(stale=True)
+        return Document.all_objects.filter(collection=collection).exclude(stale=True).update(stale=True)
 
 
 def collection_reindex(*, collection: Collection) -> Collection:
@@ -115,8 +115,9 @@ def collection_reindex(*, collection: Collection) -> Collection:
 
 
 def _rebuilt(collection: Collection) -> QuerySet[Document]:
-    # Documents whose reading succeeded: the others have no paragraphs to replace.
-    return Document.objects.filter(collection=collection, status=DocumentStatus.DONE).order_by("created_at", "id")
+    # Documents whose reading succeeded: the others have no paragraphs to replace. Those in the trash too: the
+    # cutover drops every row of the old generation, and a restore brings a document back whole.
+    return Document.all_objects.filter(collection=collection, status=DocumentStatus.DONE).order_by("created_at", "id")
 
 
 def _staged_documents(collection: Collection) -> QuerySet[Document]:
@@ -137,7 +138,7 @@ def collection_reindex_run(*, collection_id: str) -> None:
         for document_id in _rebuilt(collection).values_list("pk", flat=True):
             if document_id in staged:
                 continue
-            document = Document.objects.select_related("collection").filter(pk=document_id).first()
+            document = Document.all_objects.select_related("collection").filter(pk=document_id).first()
             if document is None:
                 continue  # deleted since the run started: nothing to rebuild
             document_stage(document=document, generation=generation)
@@ -244,7 +245,7 @@ def _cutover(*, collection: Collection, generation: int, anyway_by: str) -> Gate
                 """,
                 [locked.pk, generation],
             )
-        Document.objects.filter(collection=locked, status=DocumentStatus.DONE).update(stale=False)
+        Document.all_objects.filter(collection=locked, status=DocumentStatus.DONE).update(stale=False)
         Collection.objects.filter(pk=locked.pk).update(
             active_generation=generation,
             active_alias=locked.embedding_alias,

@@ -163,4 +163,6 @@ def _found(row: dict[str, Any]) -> str:
         return "answered (should not be)" if row["answered"] else f"refused ({row['reason'] or 'nothing returned'})"
     if row["found"]:
         return "yes"
-    return "no" + (f" — {len(row['gone'])} judged paragraph(s) no longer exist" if row["gone"] else "")
+    return "no" + (
+        f" — {len(row['gone'])} judged paragraph(s) or document(s) deleted or in the trash" if row["gone"] else ""
+    )

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import F
+from django.utils import timezone
 from rapidfuzz import fuzz
 
 from accounts.models import Agent, ApiKey, Reader
@@ -128,6 +130,18 @@ def citations_verify(
         str(r.paragraph_id): r
         for r in RetiredParagraph.objects.filter(tenant_id=key.tenant_id, paragraph_id__in=wanted)
     }
+    # A paragraph of a document in the trash reads as deleted, since when it was trashed (a restore makes it
+    # current again): nobody reads it, as if its rows were gone.
+    trashed_rows: list[tuple[uuid.UUID, uuid.UUID, uuid.UUID, datetime | None]] = list(
+        Chunk.objects.filter(kind=ChunkKind.PARAGRAPH, tenant_id=key.tenant_id, pk__in=wanted)
+        .filter(generation=F("collection__active_generation"), document__in=Document.all_objects.trashed().values("pk"))
+        .values_list("pk", "collection_id", "document_id", "document__trashed_at")
+    )
+    for pk, of_collection, of_document, trashed_at in trashed_rows:
+        retired[str(pk)] = RetiredParagraph(
+            paragraph_id=pk, tenant_id=key.tenant_id, collection_id=of_collection, document_id=of_document,
+            retired_at=trashed_at or timezone.now(),
+        )  # fmt: skip
     in_scope = {str(pk) for pk in reachable.filter(pk__in={c.collection_id for c in live.values()} |
                                                    {r.collection_id for r in retired.values()})}  # fmt: skip
     readable = set(

@@ -18,6 +18,7 @@ from django.db import close_old_connections
 from django_q.cluster import Cluster
 
 from collections_app.hooks import recovery_sweeps
+from collections_app.services.documents import trash_purge_expired
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
 from collections_app.services.retired_paragraphs import retired_paragraphs_prune
 from infra.redis_broker import cluster_alive_lease
@@ -123,6 +124,9 @@ class Command(BaseCommand):
                 pruned = retired_paragraphs_prune()
                 if pruned:
                     logger.info("pruned %d retired paragraphs", pruned)
+                purged = trash_purge_expired()  # documents in the trash longer than KB_TRASH_DAYS
+                if purged:
+                    logger.info("purged %d document(s) from the trash", purged)
         except Exception:
             # A database hiccup must not take the cluster down; the next round tries again.
             logger.exception("recovery round failed")

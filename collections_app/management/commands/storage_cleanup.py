@@ -23,6 +23,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from collections_app.models import Document, DocumentVersion
 from collections_app.services.collection_file import collection_files_stored
+from collections_app.services.documents import trash_purge_expired
 from collections_app.services.retired_paragraphs import retired_paragraphs_prune
 
 
@@ -45,13 +46,18 @@ class Command(BaseCommand):
             pruned = retired_paragraphs_prune()
             days = settings.KB_RETIRED_DAYS
             self.stdout.write(f"{pruned} retired paragraph(s) older than {days} days pruned (KB_RETIRED_DAYS).")
+            purged = trash_purge_expired()
+            self.stdout.write(
+                f"{purged} document(s) in the trash longer than {settings.KB_TRASH_DAYS} days purged (KB_TRASH_DAYS)."
+            )
         root = Path(settings.MEDIA_ROOT)
         if not root.is_dir():
             self.stdout.write("Nothing stored yet: the storage folder does not exist.")
             return
         # Read before listing: a file written after this query is younger than the age threshold, so an
         # upload committing meanwhile is never taken for an orphan.
-        referenced = set(Document.objects.exclude(file="").values_list("file", flat=True).iterator())
+        # Documents in the trash included: their originals stay until they are purged.
+        referenced = set(Document.all_objects.exclude(file="").values_list("file", flat=True).iterator())
         # Older versions' originals, kept for download until their document is deleted.
         referenced |= set(DocumentVersion.objects.exclude(file="").values_list("file", flat=True).iterator())
         # Finished exports (the admin downloads them) and imports not yet run.

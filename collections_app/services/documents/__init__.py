@@ -18,6 +18,7 @@ The public API is what this module exports; the private modules are by job, in t
 - _rows.py: the rows written with COPY (a re-index writes its generation with it too);
 - _versions.py: a changed file under a document's name is its next version, answering once published;
 - _diff.py: what changed between two versions, paragraph by paragraph (each version's text as its file reads);
+- _trash.py: a deleted document in its collection's trash (gone from every read), restored whole, or purged;
 - _delete.py: a document, its paragraphs, versions and attachments removed, its originals after the commit.
 
 services/reindex.py rebuilds documents from the same steps (Staging, document_chunk, document_stage_stream,
@@ -52,6 +53,20 @@ from collections_app.services.documents._queue import document_queue_ingest
 from collections_app.services.documents._read import document_streams
 from collections_app.services.documents._rows import DOCUMENT_METADATA_KEYS, document_rows_write
 from collections_app.services.documents._staging import Staging
+from collections_app.services.documents._trash import (
+    FOLDER_SYNC,
+    NotInTrash,
+    RestoreConflict,
+    Trashed,
+    document_golden_references,
+    document_purge,
+    document_restore,
+    document_trash,
+    restore_until,
+    trash_days,
+    trash_empty,
+    trash_purge_expired,
+)
 from collections_app.services.documents._upload import (
     FileTooLarge,
     UploadResult,
@@ -63,8 +78,12 @@ from collections_app.services.documents._versions import VersionConflict, docume
 
 __all__ = [
     "DOCUMENT_METADATA_KEYS",
+    "FOLDER_SYNC",
     "FileTooLarge",
+    "NotInTrash",
+    "RestoreConflict",
     "Staging",
+    "Trashed",
     "UploadResult",
     "VersionConflict",
     "VersionsDiff",
@@ -75,23 +94,31 @@ __all__ = [
     "document_delete",
     "document_edits_replay",
     "document_embed",
+    "document_golden_references",
     "document_ingest",
     "document_keywords_index",
     "document_publish",
+    "document_purge",
     "document_queue_ingest",
+    "document_restore",
     "document_rows_write",
     "document_stage_stream",
     "document_streams",
+    "document_trash",
     "document_version_problem",
     "document_versions_diff",
     "merged_text",
     "paragraphs_diff",
+    "restore_until",
     "split_continues",
     "split_parts",
     "split_texts",
     "stored_files_of",
     "stored_files_remove",
     "text_hash",
+    "trash_days",
+    "trash_empty",
+    "trash_purge_expired",
     "upload_filename",
     "words_diff",
 ]

@@ -1,6 +1,7 @@
-"""Deleting a document: its row, paragraphs (their keyword postings and statistics follow, by the chunk table's
-triggers), versions and attachments in one transaction; its stored originals, every version's, after the commit,
-so a rollback never loses a file. Builds and search audits stay (they keep no reference that cascades).
+"""Deleting a document for good (the trash's purge, _trash.py; a folder sync's replaced duplicates): its row,
+paragraphs (their keyword postings and statistics follow, by the chunk table's triggers), versions and attachments
+in one transaction; its stored originals, every version's, after the commit, so a rollback never loses a file.
+Builds and search audits stay (they keep no reference that cascades).
 
 An ingestion of the document under way notices within a second or two and stops (_watch.py); one publishing
 at that moment holds the row, and the deletion waits for its commit.
@@ -26,7 +27,7 @@ def document_delete(*, document: Document) -> None:
         # Locked first, as a publish does (_publish.py): a publish under way finishes before this deletes its
         # rows; a publish coming after finds the document gone and publishes nothing. A new version's upload
         # locks it too: the files read next are all there are.
-        Document.objects.select_for_update().filter(pk=document.pk).values_list("pk", flat=True).first()
+        Document.all_objects.select_for_update().filter(pk=document.pk).values_list("pk", flat=True).first()
         attachments = _attachments_of(document)
         files = stored_files_of([document, *attachments])
 
@@ -52,8 +53,9 @@ def _paragraphs_delete(document_ids: list[object]) -> None:
 
 def _attachments_of(document: Document) -> list[Document]:
     found: list[Document] = []
-    level = list(Document.objects.filter(parent=document))
+    # Trashed ones included: purging a document from the trash takes its attachments (trashed with it) too.
+    level = list(Document.all_objects.filter(parent=document))
     while level:
         found += level
-        level = list(Document.objects.filter(parent__in=level))
+        level = list(Document.all_objects.filter(parent__in=level))
     return found

@@ -16,11 +16,13 @@ from django.db import connection
 from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
 from collections_app.services.builds import build_record
 from collections_app.services.documents import (
+    FOLDER_SYNC,
     FileTooLarge,
     VersionConflict,
     document_create,
     document_delete,
     document_ingest,
+    document_trash,
 )
 from collections_app.services.folder_sources._paths import (
     FolderSourceBusy,
@@ -204,14 +206,17 @@ class _Run:
 
     def remove_gone(self, present: set[str]) -> None:
         gone = sorted(set(self.held) - present)
+        # A file gone from the folder (or now excluded) takes its document to the trash, restorable as an editor's
+        # deletion is; the same file back in the folder is a new document.
         for relative in gone:
-            self._drop(self.held[relative])
+            for document in self.held[relative]:
+                document_trash(document=document, by=FOLDER_SYNC)
         for document in self.strays.values():
-            document_delete(document=document)
+            document_trash(document=document, by=FOLDER_SYNC)
         self.result.removed = gone + [d.filename for d in self.strays.values()]
         if self.result.removed:
             self.result.warnings.append(
-                f"{len(self.result.removed)} document(s) removed, their file is gone or now excluded: "
+                f"{len(self.result.removed)} document(s) moved to the trash, their file is gone or now excluded: "
                 + _names(self.result.removed)
             )
 

@@ -6,6 +6,8 @@ none (an unlabelled paragraph is readable by anybody; builds warn when they leav
 Retrieval, windows and parents all use this fragment, so widening never reaches a row the reader could
 not have been handed directly.
 
+A document in the trash is read by nobody: its paragraphs stay (a restore is whole) but no stage passes them.
+
 Only the collection's active generation is read (a re-index builds the next one beside it and switches in
 one transaction), and only paragraphs: a hierarchical parent row is never matched nor stitched; a parent
 section handed to a reader is put together from the children this predicate lets through.
@@ -22,8 +24,16 @@ from typing import Any
 
 # On `c` (collections_app_chunk) joined to `col` (its collection). ORM: ChunkQuerySet.readable_by(labels).
 READER_SQL = "(NOT col.per_reader OR cardinality(c.labels) = 0 OR c.labels && %(labels)s::varchar[])"
+# A paragraph whose document is in the trash (issue 41) is nobody's to read either. Its rows and keyword postings
+# stay, so a restore is whole and instant; this probe of the partial index document_trashed (trashed documents
+# only: usually empty) is all it costs a candidate (docs/DECISIONS.md, "The trash").
+NOT_TRASHED_SQL = (
+    "NOT EXISTS (SELECT 1 FROM collections_app_document td WHERE td.id = c.document_id AND td.trashed_at IS NOT NULL)"
+)
 # ORM: ChunkQuerySet.live().paragraphs(). A paragraph an editor hid is nobody's to read (issue 20).
-LIVE_PARAGRAPH_SQL = "c.generation = col.active_generation AND c.kind = 'paragraph' AND NOT c.hidden"
+LIVE_PARAGRAPH_SQL = (
+    f"c.generation = col.active_generation AND c.kind = 'paragraph' AND NOT c.hidden AND {NOT_TRASHED_SQL}"
+)
 VISIBLE_SQL = f"""
     c.tenant_id = %(tenant)s AND c.collection_id = ANY(%(collections)s)
     AND {READER_SQL}

@@ -8,7 +8,8 @@ search"'s buttons), `evaluation_start`, `evaluation_run`, `evaluations_sweep` (t
 recovery round's: evaluations whose worker died)), the
 selector `golden_questions_for`, `GOLDEN_TABLE` (their table in a collection file),
 import and export (`golden_import_jsonl`, `golden_export_jsonl`,
-`golden_import_beir`, `golden_export_beir`), `documents_resolve` (ids from the names editors use), `evaluate`
+`golden_import_beir`, `golden_export_beir`), `golden_questions_referring` (which questions a document's deletion
+takes answers from), `documents_resolve` (ids from the names editors use), `evaluate`
 (the searches and their judgements, written nowhere) and the judging (`judge`, `totals`, `Answers`).
 """
 
@@ -48,6 +49,7 @@ from ._questions import (
     golden_questions_for,
     marker_from,
 )
+from ._references import golden_questions_referring
 
 __all__ = [
     "DEFAULT_TOP_N",
@@ -79,6 +81,7 @@ __all__ = [
     "golden_question_from_search",
     "golden_question_update",
     "golden_questions_for",
+    "golden_questions_referring",
     "judge",
     "marker_from",
     "questions_evaluate",

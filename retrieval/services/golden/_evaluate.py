@@ -21,7 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Reader
-from collections_app.models import Chunk, Collection
+from collections_app.models import Chunk, Collection, Document
 from infra.locks import session_lock, session_lock_held
 from infra.queueing import task_name_shown, task_queue_on_commit
 from retrieval.models import Evaluation, EvaluationStatus, GoldenQuestion
@@ -184,6 +184,7 @@ def questions_evaluate(
     score of the answer it found (`answer_score`) and the best score any result reached (`best_score`), which
     the floor read-off reads."""
     paragraphs = _paragraph_texts(questions)
+    trashed = _trashed_documents(questions)
     rows: list[dict[str, Any]] = []
     floor: Any = None
     around: int | None = None
@@ -191,7 +192,7 @@ def questions_evaluate(
         answer = search(scope=scope, query=golden.question, top_n=top_n)
         floor, around = answer.floor, answer.around
         results = answer.results if not documents else [_as_original(r, documents) for r in answer.results]
-        answers = _answers(golden, paragraphs)
+        answers = _answers(golden, paragraphs, trashed)
         judged = judge(results, answers)
         scores = [r["score"] for r in results if r.get("score") is not None]
         rows.append(
@@ -218,20 +219,33 @@ def _as_original(result: dict[str, Any], documents: dict[str, str]) -> dict[str,
 
 
 def _paragraph_texts(questions: list[GoldenQuestion]) -> dict[str, tuple[str, str]]:
-    """Every judged paragraph still stored: id -> (its document, its text), in one query."""
+    """Every judged paragraph still stored and not in the trash: id -> (its document, its text), in one query. A
+    trashed document's paragraphs are gone for the evaluation as a deleted one's are; restored, they count again."""
     ids = {p for golden in questions for p in golden.paragraphs}
-    rows = Chunk.objects.filter(pk__in=ids).values_list("pk", "document_id", "text")
+    trashed = Document.all_objects.trashed().values("pk")
+    rows = Chunk.objects.filter(pk__in=ids).exclude(document__in=trashed).values_list("pk", "document_id", "text")
     return {str(pk): (str(document), text) for pk, document, text in rows}
 
 
-def _answers(golden: GoldenQuestion, paragraphs: dict[str, tuple[str, str]]) -> Answers:
+def _answers(
+    golden: GoldenQuestion, paragraphs: dict[str, tuple[str, str]], trashed: frozenset[str] = frozenset()
+) -> Answers:
     ids = [str(p) for p in golden.paragraphs]
+    documents = [str(d) for d in golden.documents]
     return Answers(
         markers=tuple(golden.markers),
         paragraphs={p: paragraphs[p] for p in ids if p in paragraphs},
-        documents=frozenset(str(d) for d in golden.documents),
-        gone=tuple(p for p in ids if p not in paragraphs),
+        # A document in the trash answers nothing: its reference counts for nothing until it is restored.
+        documents=frozenset(d for d in documents if d not in trashed),
+        gone=tuple(p for p in ids if p not in paragraphs) + tuple(d for d in documents if d in trashed),
     )
+
+
+def _trashed_documents(questions: list[GoldenQuestion]) -> frozenset[str]:
+    ids = {d for golden in questions for d in golden.documents}
+    if not ids:
+        return frozenset()
+    return frozenset(str(pk) for pk in Document.all_objects.trashed().filter(pk__in=ids).values_list("pk", flat=True))
 
 
 def gate_evaluate(collection: Collection) -> tuple[dict[str, Any] | None, str]:

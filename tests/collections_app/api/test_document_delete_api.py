@@ -1,5 +1,7 @@
-"""DELETE .../documents/{id}: the document, its paragraphs, keyword postings, versions and stored files go in one
-transaction (the files after it commits); builds and search audits stay; outsiders find nothing to delete."""
+"""DELETE .../documents/{id} moves the document to the trash (tests/collections_app/api/test_trash_api.py); purging
+it (DELETE .../trash/{id}, the service document_delete): the document, its paragraphs, keyword postings, versions and
+stored files go in one transaction (the files after it commits); builds and search audits stay; outsiders find
+nothing to delete."""
 
 from __future__ import annotations
 
@@ -80,11 +82,12 @@ def test_delete_removes_the_document_its_paragraphs_postings_versions_and_files(
     chunk_ids = [str(pk) for pk in Chunk.objects.filter(document=leave).values_list("pk", flat=True)]
     assert len(files) == 2 and all(f.exists() for f in files) and chunk_ids
 
+    assert cast.editor.delete(url(collection, leave.pk)).status_code == 200  # to the trash
     with django_capture_on_commit_callbacks(execute=True):
-        response = cast.editor.delete(url(collection, leave.pk))
+        response = cast.editor.delete(f"/api/manage/collections/{collection.pk}/trash/{leave.pk}")
 
     assert response.status_code == 204 and response.content == b""
-    assert not Document.objects.filter(pk=leave.pk).exists()
+    assert not Document.all_objects.filter(pk=leave.pk).exists()
     assert not Chunk.objects.filter(pk__in=chunk_ids).exists()
     assert not DocumentVersion.objects.filter(document_id=leave.pk).exists()
     assert not KeywordPosting.objects.filter(chunk_id__in=chunk_ids).exists()
@@ -130,7 +133,7 @@ def test_delete_needs_an_editor_and_is_not_found_by_anybody_else(cast, collectio
     assert Document.objects.filter(pk=document_id).exists()
 
     cast.agent.collections.add(collection)  # now it reaches it
-    assert scoped.delete(url(collection, document_id)).status_code == 204
+    assert scoped.delete(url(collection, document_id)).status_code == 200
 
 
 def test_a_document_deleted_while_it_is_read_publishes_nothing(cast, collection, upload, monkeypatch):
@@ -138,13 +141,16 @@ def test_a_document_deleted_while_it_is_read_publishes_nothing(cast, collection,
     Document.objects.filter(pk=document_id).update(status="queued")  # re-ingest asked for: it is read again
     publish = _ingest.document_publish
 
+    before = set(Chunk.objects.filter(document_id=document_id).values_list("pk", flat=True))
+
     def deleted_just_before_publishing(document, collection, staging):
-        assert cast.editor.delete(url(collection, document.pk)).status_code == 204
+        assert cast.editor.delete(url(collection, document.pk)).status_code == 200
         publish(document, collection, staging)
 
     monkeypatch.setattr(_ingest, "document_publish", deleted_just_before_publishing)
     document_ingest(document_id=document_id)
 
-    assert not Document.objects.filter(pk=document_id).exists()
-    assert not Chunk.objects.filter(document_id=document_id).exists()
+    assert not Document.objects.filter(pk=document_id).exists()  # in the trash
+    # Nothing was published: the paragraphs it had when it was deleted wait in the trash with it, no others.
+    assert set(Chunk.objects.filter(document_id=document_id).values_list("pk", flat=True)) == before
     assert_keyword_statistics_match_the_paragraphs(collection)

@@ -283,6 +283,7 @@ def test_each_conflict_has_its_own_example_that_fits_its_description() -> None:
         "POST /api/manage/collections/{collection_id}/golden": ("question", "golden question"),
         "PATCH /api/manage/collections/{collection_id}/golden/{golden_id}": ("question", "golden question"),
         "POST /api/manage/collections/{collection_id}/measure": ("being measured", "being measured"),
+        "POST /api/manage/collections/{collection_id}/trash/{document_id}/restore": ("same file", "same file"),
         **{f"{operation} /api/manage/collections/{{collection_id}}/documents/{{document_id}}/{rest}": ("edit", "edit")
            for operation, rest in (
                ("PATCH", "paragraphs/{paragraph_id}"),

@@ -178,7 +178,10 @@ def test_a_paragraph_whose_document_was_deleted_is_reported_deleted(cast, handbo
     answer = search(cast.viewer, query=REFUND_QUESTION, top_n=1, around=0)
     cited = answer["results"][0]["chunk_id"]
     document = answer["results"][0]["document"]["id"]
-    assert cast.editor.delete(f"/api/manage/collections/{handbook.pk}/documents/{document}").status_code == 204
+    assert cast.editor.delete(f"/api/manage/collections/{handbook.pk}/documents/{document}").status_code == 200
+    in_trash = verify(cast.viewer, citations=[{"paragraph_id": cited}])["citations"][0]
+    assert in_trash["exists"] is True and in_trash["current"] is False and in_trash["retired"]["how"] == "deleted"
+    assert cast.editor.delete(f"/api/manage/collections/{handbook.pk}/trash/{document}").status_code == 204  # purged
 
     with_search = verify(cast.viewer, search_id=answer["search_id"], citations=[{"paragraph_id": cited}])
     without = verify(cast.viewer, citations=[{"paragraph_id": cited}])
