@@ -80,8 +80,8 @@ def _upload(page, base: str, name: str, content: bytes, *, replace: bool = False
     if replace:
         page.check("#id_replace")
     page.click("input[name=_save]")
-    page.wait_for_selector("#result_list")
-
+    page.wait_for_selector(".messagelist")
+    assert page.locator(".errornote").count() == 0, page.inner_text("#content-main")
 
 def test_an_editors_whole_day(offline_page, live_server, monkeypatch, settings, screenshot, tmp_path: Path):
     settings.KB_AUDIT_QUESTIONS = True  # the gaps page reads the questions agents asked
@@ -113,6 +113,7 @@ def test_an_editors_whole_day(offline_page, live_server, monkeypatch, settings, 
     # 2. Upload a real document; its reading, held back, runs; the list shows it done.
     held = _hold(monkeypatch)
     _upload(page, base, "handbook.html", html_bytes(HANDBOOK))
+    page.wait_for_selector("#result_list")
     document = Document.objects.get(collection=collection)
     status = f'[data-kb-doc="{document.pk}"][data-kb-field="status"]'
     assert page.inner_text(status) == "queued"
@@ -266,10 +267,12 @@ def test_an_editors_whole_day(offline_page, live_server, monkeypatch, settings, 
     # 12. A changed file of the same name: its next version; the diff marks the changed paragraph.
     held = _hold(monkeypatch)
     _upload(page, base, "handbook.html", html_bytes(CHANGED), replace=True)
+    assert page.url == document_url  # the document's own page, saying what happens
+    assert "version 2 is being read; the version before answers until it is done" in page.inner_text(".messagelist")
     _run(held, monkeypatch)
     document.refresh_from_db()
     assert document.version == 2 and document.status == "done", document.error
-    page.goto(document_url)
+    page.reload()
     page.click("a.kb-version-compare")
     page.wait_for_selector("table.kb-diff")
     assert "1 paragraph changed" in page.inner_text(".kb-diff-summary")
