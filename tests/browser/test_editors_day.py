@@ -215,11 +215,11 @@ def test_an_editors_whole_day(offline_page, live_server, monkeypatch, settings, 
     step("measured")
 
     # 9. Apply the first: asked first (before → after), then applied.
-    assert collection.around is None  # the server's default: the page says "not set", never "None"
+    assert collection.around is None  # the server's default: the page says "not set: 1", never "None"
     page.locator(".kb-measure tbody tr").first.locator("button:text('Apply this variant')").click()
     page.wait_for_selector("#kb-apply-changes")
     row = page.locator("#kb-apply-changes tr[data-setting=around]")
-    assert (row.locator(".kb-before").inner_text(), row.locator(".kb-after").inner_text()) == ("not set", "0")
+    assert (row.locator(".kb-before").inner_text(), row.locator(".kb-after").inner_text()) == ("not set: 1", "0")
     step("apply-asks-first")
     page.click("input[value='Apply']")
     page.wait_for_selector(".messagelist")
