@@ -269,6 +269,7 @@ def test_an_editors_whole_day(offline_page, live_server, monkeypatch, settings, 
     _upload(page, base, "handbook.html", html_bytes(CHANGED), replace=True)
     assert page.url == document_url  # the document's own page, saying what happens
     assert "version 2 is being read; the version before answers until it is done" in page.inner_text(".messagelist")
+    assert page.inner_text(".field-status_shown .readonly") == "queued"  # no worker has it yet: not "parsing 0%"
     _run(held, monkeypatch)
     document.refresh_from_db()
     assert document.version == 2 and document.status == "done", document.error
