@@ -83,6 +83,7 @@ def _upload(page, base: str, name: str, content: bytes, *, replace: bool = False
     page.wait_for_selector(".messagelist")
     assert page.locator(".errornote").count() == 0, page.inner_text("#content-main")
 
+
 def test_an_editors_whole_day(offline_page, live_server, monkeypatch, settings, screenshot, tmp_path: Path):
     settings.KB_AUDIT_QUESTIONS = True  # the gaps page reads the questions agents asked
     tenant = Tenant.objects.create(name="acme")

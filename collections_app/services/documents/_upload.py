@@ -132,7 +132,15 @@ def document_create(
                 held = document_version_of(collection_id=collection.pk, filename=filename, source_uri=given_source)
                 if held is not None:
                     number = _version_store(
-                        held, filename, data, content_hash, uploaded_by, ingest_options, labels, stored, metadata,
+                        held,
+                        filename,
+                        data,
+                        content_hash,
+                        uploaded_by,
+                        ingest_options,
+                        labels,
+                        stored,
+                        metadata,
                         queue=queue,
                     )
                     if queue:
