@@ -1,11 +1,12 @@
 """What other apps plug into this one's flows, registered explicitly (never a signal nobody sees connected).
 
-collections_app never imports retrieval (pyproject [tool.importlinter]), yet some of its flows need retrieval's
+collections_app never imports retrieval (pyproject [tool.importlinter]), yet two of its flows need retrieval's
 answer: a re-index's cutover asks the golden gate (retrieval evaluates golden questions), and the cluster's
 recovery round sweeps what a killed `measure` left behind; a collection file carries the collection's golden
 questions in a table of retrieval's; and deleting a document warns which golden questions refer to it. retrieval
-registers them in its AppConfig.ready(); with nothing registered, the gate cannot judge (it says so), the sweep has
-nothing extra to do, a collection file holds only the format's own tables, and a deletion names no golden question.
+registers all four in its AppConfig.ready(); with nothing registered, the gate cannot judge (it says so), the sweep
+has nothing extra to do, a collection file holds only the format's own tables, and a deletion names no golden
+question.
 """
 
 from __future__ import annotations
