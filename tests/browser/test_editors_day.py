@@ -12,7 +12,8 @@ document and golden questions there) → upload a changed file of the same name 
 The tasks that read a file, write or read a collection file are held back while the request that queues them runs
 and then run as the cluster runs them (outside that request); evaluate and measure run inline in their request
 (django-q2 sync in test settings), so their pages land on a finished run. The document is one small HTML page
-(eight paragraphs), the measure two search-time variants (nothing re-read): about a minute on this machine.
+(eight paragraphs), the measure two search-time variants (nothing re-read): 75-110 s on this shared 2-core machine,
+most of it the model reading and embedding.
 """
 
 from __future__ import annotations
