@@ -153,7 +153,7 @@ def corpus(collection) -> dict[tuple[str, str], str]:  # type: ignore[no-untyped
     from collections_app.models import Document, DocumentStatus
 
     found = Document.objects.filter(collection=collection, status=DocumentStatus.DONE).values_list("pk", "source_uri")
-    return {tuple(uri.removeprefix("xlang://").split("/")): str(pk) for pk, uri in found}  # type: ignore[misc]
+    return {tuple(uri.removeprefix("xlang://").split("/")): str(pk) for pk, uri in found}
 
 
 def sample(facts: list[Fact], limit: int) -> list[Fact]:

@@ -4,8 +4,9 @@ collections_app never imports retrieval (pyproject [tool.importlinter]), yet two
 answer: a re-index's cutover asks the golden gate (retrieval evaluates golden questions), and the cluster's
 recovery round sweeps what a killed `measure` left behind; a collection file carries the collection's golden
 questions in a table of retrieval's; and deleting a document warns which golden questions refer to it. retrieval
-registers them in its AppConfig.ready(); with nothing registered, the gate cannot judge (it says so), the sweep has
-nothing extra to do, a collection file holds only the format's own tables, and a deletion names no golden question.
+registers all four in its AppConfig.ready(); with nothing registered, the gate cannot judge (it says so), the sweep
+has nothing extra to do, a collection file holds only the format's own tables, and a deletion names no golden
+question.
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ def recovery_sweeps() -> list[Callable[[], object]]:
     return list(_recovery_sweeps)
 
 
+def register_document_references(finder: DocumentReferences) -> None:
+    """The one function that says who refers to a document (a second registration replaces the first)."""
+    _document_references[:] = [finder]
+
+
+def document_references(collection: Collection, document_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    """The golden questions referring to each of the documents (none registered: none known)."""
+    if not _document_references or not document_ids:
+        return {}
+    return _document_references[0](collection, document_ids)
+
+
 # --- tables another app adds to a collection file ---------------------------------------------------------------
 
 
@@ -84,15 +97,3 @@ def register_collection_file_table(table: CollectionFileTable) -> None:
 
 def collection_file_tables() -> list[CollectionFileTable]:
     return list(_collection_file_tables.values())
-
-
-def register_document_references(finder: DocumentReferences) -> None:
-    """The one function that says who refers to a document (a second registration replaces the first)."""
-    _document_references[:] = [finder]
-
-
-def document_references(collection: Collection, document_ids: list[str]) -> dict[str, list[dict[str, str]]]:
-    """The golden questions referring to each of the documents (none registered: none known)."""
-    if not _document_references or not document_ids:
-        return {}
-    return _document_references[0](collection, document_ids)

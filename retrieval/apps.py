@@ -16,12 +16,7 @@ class RetrievalConfig(AppConfig):
             register_recovery_sweep,
         )
         from retrieval import checks  # noqa: F401  (registers the system checks)
-        from retrieval.services.golden import (
-            GOLDEN_TABLE,
-            evaluations_sweep,
-            gate_evaluate,
-            golden_questions_referring,
-        )
+        from retrieval.services.golden import GOLDEN_TABLE, evaluations_sweep, gate_evaluate, golden_questions_referring
         from retrieval.services.measure import measures_sweep
 
         # collections_app never imports retrieval; its flows call these through collections_app/hooks.py:

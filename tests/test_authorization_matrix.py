@@ -105,6 +105,7 @@ READ_TOOL_PAGES: set[str] = {
     "collections_app_collection_preview",  # chunking preview of one of its documents (applying is a POST, editors)
     "collections_app_collection_reindex_status",  # the page's live re-index progress
     "retrieval_gapdismissal_gaps",  # a collection's gaps: reads (dismissing is a POST of the same page)
+    "collections_app_document_versions_diff",  # what changed between two versions: reads
 }
 # Tool pages of another app's admin that take a collection's id (collections_app links to them by URL name).
 COLLECTION_TOOL_PAGES: set[str] = {"retrieval_searchevent_try_search", "retrieval_gapdismissal_gaps"}

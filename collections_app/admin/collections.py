@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db import transaction
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -146,7 +146,9 @@ class CollectionAdmin(
     actions = ["sync_folder_source", "reindex", "export_collection_file"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
-        return super().get_queryset(request).annotate(document_count=Count("documents"))
+        # A join counts every row: the trash's are left out by name (Document.objects does not reach an annotation).
+        live = Q(documents__trashed_at__isnull=True)
+        return super().get_queryset(request).annotate(document_count=Count("documents", filter=live))
 
     def get_fieldsets(self, request: HttpRequest, obj: Collection | None = None) -> Any:
         basics = BASICS if obj is None else [*BASICS, "documents_by_status", "reindex_shown", "folder_source_shown"]
@@ -219,7 +221,7 @@ class CollectionAdmin(
                 ("Measure", reverse(f"{site}:retrieval_goldenquestion_measure") + f"?collection={pk}"),
                 ("Export", reverse(f"{site}:collections_app_collection_export", args=[pk])),
             ]
-            # The trash is the editors' (collections_app/admin/trash.py).
+            # The trash of its documents (collections_app/admin/trash.py), the editors' as deleting is.
             tools.append(("Trash", reverse(f"{site}:collections_app_document_trash") + f"?collection={pk}"))
         if collection is not None and may(request, collection.tenant_id, Role.ADMIN):  # the audit's questions
             tools.append(("Gaps", reverse(f"{site}:retrieval_gapdismissal_gaps", args=[collection.pk])))

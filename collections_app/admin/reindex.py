@@ -100,7 +100,13 @@ class ReindexAdminMixin(TenantScopedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
         # The stale count of every row in the list's one query (the same join as the document count).
-        return super().get_queryset(request).annotate(stale_count=Count("documents", filter=Q(documents__stale=True)))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                stale_count=Count("documents", filter=Q(documents__stale=True, documents__trashed_at__isnull=True))
+            )
+        )
 
     tool_pages: tuple[ToolPage, ...] = (
         ToolPage("<path:object_id>/reindex/", "reindex_view", "reindex"),

@@ -42,7 +42,9 @@ def collections_with_stale_counts_for(key: ApiKey) -> QuerySet[Collection]:
     """The collections a key may reach, each with how many of its documents are stale (and its paragraphs
     per language), in one query."""
     return collections_for_key(key).annotate(
-        stale_count=Count("documents", filter=Q(documents__stale=True)), language_counts=language_counts()
+        # The trash's documents left out by name: a join does not go through Document.objects.
+        stale_count=Count("documents", filter=Q(documents__stale=True, documents__trashed_at__isnull=True)),
+        language_counts=language_counts(),
     )
 
 

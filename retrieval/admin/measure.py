@@ -21,6 +21,7 @@ from doors.admin.display import status_badge
 from doors.admin.roles import may, roles_of
 from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
+from retrieval.admin.evaluations import UNSET_SHOWN
 from retrieval.models import Measure
 from retrieval.services.measure import measure_apply, measure_apply_effects, measure_cancel
 from retrieval.services.measure._charts import found_ranks_svg, scores_svg, variant_label
@@ -66,9 +67,10 @@ def variant_settings(variant: dict[str, Any]) -> str:
 
 
 def setting_shown(name: str, value: Any) -> str:
-    """A setting's value in plain words: never a raw None, true or false."""
+    """A setting's value in plain words: never a raw None, true or false; an empty one says what it means, in the
+    words the evaluation's page uses ("not set: 1")."""
     if value is None or value == "":
-        return "the model's calibrated default" if name == "min_score" else "not set"
+        return UNSET_SHOWN.get(name, "not set")
     if isinstance(value, bool):
         return "on" if value else "off"
     if name == "min_score" and value == 0:

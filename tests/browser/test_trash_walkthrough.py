@@ -77,7 +77,8 @@ def test_delete_names_the_golden_question_then_the_trash_lists_it_and_restore_br
     page.wait_for_selector("#kb-trash-list")
     row = page.locator("#kb-trash-list tbody tr", has_text="leave.txt")
     assert row.count() == 1 and "ada" in row.inner_text()
-    assert Document.all_objects.get(pk=leave.pk).trashed_at.strftime("%Y-%m-%d") in row.inner_text()
+    trashed_at = Document.all_objects.get(pk=leave.pk).trashed_at
+    assert trashed_at is not None and trashed_at.strftime("%Y-%m-%d") in row.inner_text()
     empty, intro = page.locator("#kb-trash-tools").bounding_box(), page.locator("#kb-trash-intro").bounding_box()
     assert empty["y"] + empty["height"] <= intro["y"] or empty["x"] >= intro["x"] + intro["width"]  # no overlap
     screenshot(page, "trash-02-the-trash-lists-it")

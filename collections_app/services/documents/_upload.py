@@ -132,7 +132,16 @@ def document_create(
                 held = document_version_of(collection_id=collection.pk, filename=filename, source_uri=given_source)
                 if held is not None:
                     number = _version_store(
-                        held, filename, data, content_hash, uploaded_by, ingest_options, labels, stored, metadata
+                        held,
+                        filename,
+                        data,
+                        content_hash,
+                        uploaded_by,
+                        ingest_options,
+                        labels,
+                        stored,
+                        metadata,
+                        queue=queue,
                     )
                     if queue:
                         document_queue_ingest(document=held)
@@ -221,12 +230,15 @@ def _version_store(
     labels: list[str] | None,
     stored: list[str],
     metadata: dict[str, Any] | None = None,
+    *,
+    queue: bool = True,
 ) -> int:
     """The locked document takes the new file as its next version; its paragraphs stay until that one is published.
 
     Who may read it and its pinned language are the document's and stay; its ingest options stay unless new ones
     are given, and so do the metadata given at its upload unless new ones are (`{}` clears them); its parser
-    output is dropped, so the new file is parsed."""
+    output is dropped, so the new file is parsed. Queued, it says `queued` until a worker takes it, as a new
+    document does (not "parsing 0 %")."""
     if labels is not None and labels != held.labels:
         raise LabelsDiffer(
             f"{held.filename} (document {held.pk}) has labels {held.labels}; a new version keeps them: change "
@@ -241,7 +253,8 @@ def _version_store(
     kept = metadata if metadata is not None else held.ingest_options.get("metadata")
     options.pop("metadata", None)
     held.ingest_options = {**options, "metadata": kept} if kept else options
-    held.status, held.progress, held.error, held.blocks = DocumentStatus.PARSING, 0, "", None
+    status = DocumentStatus.QUEUED if queue else DocumentStatus.PARSING
+    held.status, held.progress, held.error, held.blocks = status, 0, "", None
     held.save(
         update_fields=[
             "content_hash", "filename", "size", "file", "uploaded_by", "ingest_options",

@@ -106,7 +106,7 @@ def test_the_old_version_answers_while_the_new_one_is_read(cast, collection, upl
 
     assert queued.status_code == 202 and queued.json()["document_id"] == document_id
     detail = cast.viewer.get(f"/api/manage/collections/{collection.pk}/documents/{document_id}").json()
-    assert (detail["status"], detail["version"]) == ("parsing", 1)
+    assert (detail["status"], detail["version"]) == ("queued", 1)  # waiting for a worker, the old one answering
     assert [(v["number"], v["status"]) for v in versions(cast.viewer, collection, document_id)] == [
         (2, "reading"),
         (1, "current"),

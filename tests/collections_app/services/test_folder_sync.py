@@ -75,7 +75,9 @@ def test_a_sync_imports_replaces_removes_and_records_what_it_could_not_read(cast
     assert [(v.number, v.status) for v in returns.versions.all()] == [(2, "current"), (1, "retired")]
     assert not returns.chunks.filter(text__contains="thirty days").exists()  # ... whose paragraphs replaced v1's
     assert returns.chunks.filter(text__contains="sixty days").exists()
-    assert "folder://handbook/guide/delivery.txt" not in documents  # its file is gone
+    assert "folder://handbook/guide/delivery.txt" not in documents  # its file is gone: its document to the trash
+    gone = Document.all_objects.get(collection=handbook, source_uri="folder://handbook/guide/delivery.txt")
+    assert gone.trashed_at is not None and gone.trashed_by_name == "folder sync" and gone.trashed_by is None
     assert documents["folder://handbook/guide/broken.pdf"].status == "error"
     second = Build.objects.filter(collection=handbook, document=None).latest("built_at")
     assert second.built_from == "folder source handbook"

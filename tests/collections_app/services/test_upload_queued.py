@@ -53,3 +53,28 @@ def test_a_document_read_at_once_by_its_caller_starts_parsing(collection):
     assert held.document.status == DocumentStatus.PARSING
     document_ingest(document_id=str(held.document.pk))
     assert Document.objects.get(pk=held.document.pk).status == DocumentStatus.DONE
+
+
+def test_a_new_version_waiting_for_a_worker_is_queued_not_parsing(
+    cast, collection, staff, django_capture_on_commit_callbacks
+):
+    """The walk (issue 41): a changed file of the same name showed "parsing 0%" on the document's page before any
+    worker had taken it."""
+    with django_capture_on_commit_callbacks(execute=True):
+        document_id = _post(cast.editor, collection, "garage.txt", b"Bicycles are parked in the garage.").json()[
+            "document_id"
+        ]
+    with django_capture_on_commit_callbacks(execute=False) as tasks:
+        file = io.BytesIO(b"Bicycles are parked in the covered rack.")
+        file.name = "garage.txt"
+        answer = cast.editor.post(
+            f"/api/manage/collections/{collection.pk}/documents", {"file": file, "replace": True}, format="multipart"
+        )
+
+    assert answer.status_code == 202 and answer.json()["document_id"] == document_id
+    assert Document.objects.get(pk=document_id).status == DocumentStatus.QUEUED
+    page = staff.get(f"/admin/collections_app/document/{document_id}/change/").content.decode()
+    assert "waiting for a worker" in page
+    for task in tasks:
+        task()
+    assert Document.objects.get(pk=document_id).status == DocumentStatus.DONE

@@ -138,6 +138,21 @@ def test_apply_of_a_missing_variant_says_what_to_do_and_changes_nothing(staff, c
     assert not corpus.documents.filter(stale=True).exists()
 
 
+def test_apply_of_a_setting_left_empty_says_what_empty_means_as_the_evaluation_page_does(staff, cast, corpus) -> None:
+    """The walk (issue 41): "around: not set → 0" left the editor guessing what "not set" searched with; the
+    evaluation's page says "not set: 1"."""
+    assert corpus.around is None
+    asked = variant(corpus, {"around": 0}, {"ndcg_at_10": 0.9}, [question(1, 0.9)])
+    measure = Measure.objects.create(tenant=cast.tenant, collection=corpus, status="done", variants=[asked],
+                                     floor={"best_variant": 0, "note": ""})  # fmt: skip
+
+    page = staff.post(reverse("admin:retrieval_measure_apply", args=[measure.pk]), {"variant": "0"}).content.decode()
+
+    row = page.split('data-setting="around"')[1].split("</tr>")[0]
+    assert '<td class="kb-before">not set: 1</td>' in row and '<td class="kb-after">0</td>' in row
+    assert "No document is marked stale" in page
+
+
 def test_apply_that_cannot_be_done_says_why_not_to_choose_a_variant(staff, cast, corpus) -> None:
     # The service's refusals are ValueErrors too: they were answered "choose a variant with its button", which the
     # person had just done; each now says its own reason.

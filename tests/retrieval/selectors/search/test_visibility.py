@@ -6,6 +6,8 @@ from collections import Counter
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,13 +84,21 @@ rows = st.lists(
             "generation": st.sampled_from([0, 0, 1, -1]),
             # An editor hid it (issue 20): nobody's to read.
             "hidden": st.sampled_from([False, False, True]),
+            # Of the collection's first document, or of its second, which may be in the trash (issue 41).
+            "second": st.booleans(),
         }
     ),
     min_size=2,
     max_size=8,
 )
 collections = st.fixed_dictionaries(
-    {"per_reader": st.booleans(), "active": st.integers(1, 3), "rows": rows, "searched": st.booleans()}
+    {
+        "per_reader": st.booleans(),
+        "active": st.integers(1, 3),
+        "rows": rows,
+        "searched": st.booleans(),
+        "trashed": st.booleans(),
+    }
 )
 # The first collection is per-reader and searched: what the rule is about is in every case.
 worlds = st.tuples(
@@ -107,12 +117,20 @@ def build_world(world: list[dict]) -> tuple[Tenant, list[Collection]]:
             collection = Collection.objects.create(
                 tenant=owner, name=f"c{index}", per_reader=spec["per_reader"], active_generation=spec["active"]
             )
-            document = Document.objects.create(
-                tenant=owner, collection=collection, content_hash=f"h{index}", filename="f.txt"
-            )
+            documents = [
+                Document.objects.create(
+                    tenant=owner,
+                    collection=collection,
+                    content_hash=f"h{index}{n}",
+                    filename=f"f{n}.txt",
+                    trashed_at=timezone.now() if n and spec["trashed"] else None,
+                )
+                for n in (0, 1)
+            ]
             for ordinal, row in enumerate(spec["rows"]):
                 Chunk.objects.create(
-                    tenant=owner, collection=collection, document=document, ordinal=ordinal, text=f"{index}:{ordinal}",
+                    tenant=owner, collection=collection, document=documents[row["second"]], ordinal=ordinal,
+                    text=f"{index}:{ordinal}",
                     labels=row["labels"], kind=row["kind"], generation=spec["active"] + row["generation"],
                     hidden=row["hidden"],
                 )  # fmt: skip
@@ -123,8 +141,8 @@ def build_world(world: list[dict]) -> tuple[Tenant, list[Collection]]:
 
 def test_the_sql_predicate_and_the_orm_readable_by_select_the_same_rows(db) -> None:
     """Random collections (per-reader or not, rows of other generations beside the active one, parents among the
-    paragraphs) and random labels on their rows, read by every reader there can be: VISIBLE_SQL and
-    `Chunk.objects.for_tenant(t).live().paragraphs().readable_by(labels)` select the same ids."""
+    paragraphs, a document in the trash) and random labels on their rows, read by every reader there can be:
+    VISIBLE_SQL and `Chunk.objects.for_tenant(t).live().paragraphs().readable_by(labels)` select the same ids."""
     seen: Counter = Counter()
 
     @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -138,6 +156,12 @@ def test_the_sql_predicate_and_the_orm_readable_by_select_the_same_rows(db) -> N
             # Live paragraphs an editor hid: in the world, out of `live` and of what the SQL reads.
             hidden = Chunk.objects.for_tenant(tenant).filter(collection__in=searched).editable().filter(hidden=True)
             seen["worlds with a hidden live paragraph"] += hidden.exists()
+            in_trash = Chunk.objects.for_tenant(tenant).filter(
+                collection__in=searched, document__trashed_at__isnull=False
+            )
+            in_trash = in_trash.filter(generation=F("collection__active_generation"), kind="paragraph", hidden=False)
+            seen["worlds with a trashed document's live paragraph"] += in_trash.exists()
+            assert not live & set(in_trash.values_list("id", flat=True))
             labelled = {
                 pk: set(labels) for pk, labels in orm.filter(collection__per_reader=True).values_list("id", "labels")
             }
@@ -167,3 +191,4 @@ def test_the_sql_predicate_and_the_orm_readable_by_select_the_same_rows(db) -> N
     # The cases reached what the rule is about (else the property would hold for want of trying).
     assert seen["rows withheld"] >= 50 and seen["read for one shared label of several"] >= 50, seen
     assert seen["worlds with a hidden live paragraph"] >= 10, seen
+    assert seen["worlds with a trashed document's live paragraph"] >= 10, seen
