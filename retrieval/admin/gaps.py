@@ -30,6 +30,9 @@ from retrieval.selectors.gaps import Gap, collection_gaps, recording_note
 from retrieval.services.gaps import gap_dismiss
 
 # Why an empty answer was empty, by SearchEvent.reason, in an editor's words.
+# Past this many bytes of encoded question a gap's links carry its digest instead (gunicorn's request line: 4,094).
+LINK_QUESTION_BYTES = 2000
+
 REASONS = {
     "below_floor": "nothing scored above the floor",
     "no_readable_paragraph": "nothing readable matched",
@@ -128,6 +131,11 @@ class GapDismissalAdmin(AuditAdmin):
         # Tried as the reader its latest search was made for (a per-reader collection is searched as someone).
         asked = {"q": gap.question, **({"reader": gap.reader_id} if gap.reader_id else {})}
         may_add = may(request, collection.tenant_id, Role.EDITOR)  # golden questions are the editors' (and admins')
+        if len(urlencode({"question": gap.question})) > LINK_QUESTION_BYTES:
+            # A long question (1,500 Cyrillic characters is 27 KB encoded) would overflow the web server's request
+            # line (a bare 414): the link names the gap by its digest, and the page it opens reads the question back.
+            add = {"collection": collection.pk, "gap": gap.key}
+            asked = {"gap": gap.key, **({"reader": gap.reader_id} if gap.reader_id else {})}
         return {
             "gap": gap,
             "badge_meaning": BADGES.get(gap.badge, gap.badge),

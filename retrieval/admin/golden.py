@@ -26,7 +26,7 @@ from django.utils.text import slugify
 from accounts.models import Reader, Role
 from collections_app.models import Collection
 from doors.admin.base import ToolPage
-from doors.admin.roles import tenants_where
+from doors.admin.roles import may, tenants_where
 from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
 from retrieval.admin.golden_forms import (
@@ -38,6 +38,7 @@ from retrieval.admin.golden_forms import (
     tenant_labels,
 )
 from retrieval.models import GoldenQuestion
+from retrieval.selectors.gaps import gap_question
 from retrieval.services.golden import (
     DEFAULT_TOP_N,
     MAX_IMPORT_BYTES,
@@ -89,6 +90,13 @@ class GoldenQuestionAdmin(EditorsOnly):
         """ "Add" from a collection's golden questions (the list filtered by it) starts with that collection chosen:
         the list's filter travels in `_changelist_filters` (the admin's preserved filters)."""
         initial = super().get_changeform_initial_data(request)
+        gap = request.GET.get("gap")
+        chosen_id = _uuid_or_none(request.GET.get("collection"))
+        if gap and chosen_id is not None:
+            # A gap's link names a long question by its digest (the gaps page, for the tenant's admins only).
+            collection = self.editable_collections(request).filter(pk=chosen_id).first()
+            if collection is not None and may(request, collection.tenant_id, Role.ADMIN):
+                initial["question"] = gap_question(collection=collection, key=gap) or ""
         if not initial.get("collection"):
             chosen = _uuid_or_none(QueryDict(request.GET.get("_changelist_filters", "")).get(COLLECTION_FILTER))
             if chosen is not None and self.editable_collections(request).filter(pk=chosen).exists():

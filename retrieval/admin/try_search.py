@@ -13,6 +13,7 @@ result (its paragraph and a marker from its text), "nothing here should answer" 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,6 +30,7 @@ from doors.admin.base import ToolPage, object_for_tool
 from doors.admin.display import marked_text, stage_rows
 from doors.admin.roles import may
 from infra.errors import DomainError
+from retrieval.selectors.gaps import gap_question
 from retrieval.selectors.search import (
     EmbeddingWidthMismatch,
     InvalidFilters,
@@ -74,7 +76,13 @@ class TrySearchAdminMixin(admin.ModelAdmin):
         collection = object_for_tool(self.admin_site.get_model_admin(Collection), request, object_id, change=False)
         # The page's own form posts its question (in the body: a long one, in Cyrillic or Hebrew above all, would
         # overflow the web server's request line as a query string); a link (the gaps page's) still asks by ?q=.
-        asked = request.POST if request.method == "POST" else (request.GET if "q" in request.GET else None)
+        asked: Mapping[str, Any] | None = (
+            request.POST if request.method == "POST" else (request.GET if "q" in request.GET else None)
+        )
+        if asked is None and request.GET.get("gap") and may(request, collection.tenant_id, Role.ADMIN):
+            # A gap's link names a long question by its digest (the gaps page, for the tenant's admins only).
+            question = gap_question(collection=collection, key=request.GET["gap"])
+            asked = {"q": question, "reader": request.GET.get("reader", "")} if question else None
         form = TrySearchForm(asked, collection=collection)
         answer: dict[str, Any] | None = None
         if form.is_bound and form.is_valid():

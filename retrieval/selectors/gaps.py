@@ -99,6 +99,13 @@ def question_digest(question: str) -> str:
     return hashlib.sha256(normalised(question).encode()).hexdigest()
 
 
+def gap_question(*, collection: Collection, key: str) -> str | None:
+    """The kept wording of an unanswered search of `collection` whose digest is `key` (a gap's link carries the key
+    where the question itself would overflow the web server's request line); None when none is kept."""
+    wordings = unanswered_searches(collection).exclude(question="").values_list("question", flat=True).distinct()
+    return next((wording for wording in wordings.iterator() if question_digest(wording) == key), None)
+
+
 def recording_note() -> str:
     if settings.KB_AUDIT_QUESTIONS:
         return "Question recording (KB_AUDIT_QUESTIONS) is on: every search's question is kept for this list."

@@ -142,3 +142,28 @@ def test_rarer_wordings_past_the_limit_are_counted_not_listed(cast, client, gaps
     html = client.get(gaps_url(gaps)).content.decode()
     assert html.count('class="kb-gap"') == 1 and SAUNA not in html  # the most asked stays
     assert "1 rarer wording asked fewer times than those below is not listed" in html
+
+
+def test_a_long_questions_links_name_it_by_digest_and_open_with_it_for_admins_only(cast, client, gaps) -> None:
+    """1,500 Cyrillic characters are 27 KB as a query string: past the web server's request line (a bare 414)."""
+    long_question = "Можно ли взять собаку в офис " + "и кошку " * 185 + "?"
+    assert len(long_question) > 1500
+    _unanswered(cast, gaps, long_question, times=4)
+    root = _person(cast, "root", Role.ADMIN)
+    client.force_login(root)
+    html = client.get(gaps_url(gaps)).content.decode()
+    links = [link for link in html.split('href="')[1:] if "gap=" in link.split('"')[0]]
+    assert len(links) == 3  # try, golden, control: each short, none carrying the question
+    assert all(len(link.split('"')[0]) < 300 and "%D0" not in link.split('"')[0] for link in links)
+    try_link, golden_link = (link.split('"')[0].replace("&amp;", "&") for link in links[:2])
+
+    staff_tries = SearchEvent.objects.filter(question=long_question, api_key=None)
+    assert client.get(try_link).status_code == 200
+    assert staff_tries.count() == 1  # the page searched with the whole question, read back from its digest
+    form = client.get(golden_link).context["adminform"].form
+    assert form.initial["question"] == long_question and str(form.initial["collection"]) == str(gaps.pk)
+
+    # A viewer who may try a search gets no question from a digest: the page opens empty.
+    client.force_login(_person(cast, "vic", Role.VIEWER))
+    opened = client.get(try_link)
+    assert opened.status_code == 200 and "кошку" not in opened.content.decode() and staff_tries.count() == 1
