@@ -167,3 +167,11 @@ def test_a_long_questions_links_name_it_by_digest_and_open_with_it_for_admins_on
     client.force_login(_person(cast, "vic", Role.VIEWER))
     opened = client.get(try_link)
     assert opened.status_code == 200 and "кошку" not in opened.content.decode() and staff_tries.count() == 1
+
+
+def test_a_viewer_who_follows_a_gaps_link_reads_why_in_the_admins_frame(cast, client, gaps) -> None:
+    client.force_login(_person(cast, "vic", Role.VIEWER))
+    refused = client.get(gaps_url(gaps))
+    page = refused.content.decode()
+    assert refused.status_code == 403
+    assert "shown to the tenant&#x27;s admins only" in page and 'id="site-name"' in page  # not a bare "403 Forbidden"
