@@ -9,6 +9,7 @@ and a `Link: <…>; rel="next"` while rows remain (docs/DECISIONS.md, "Every lis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -72,12 +73,12 @@ def page_of(request: Request, rows: QuerySet, output: type[serializers.Serialize
     )
 
 
-def array_page_of(request: Request, rows: QuerySet, output: type[serializers.Serializer], *,
+def array_page_of(request: Request, rows: QuerySet | Sequence[Any], output: type[serializers.Serializer], *,
                   page: type[PageInput] = PageInput) -> Response:  # fmt: skip
     """The page the request asks for, as the JSON array a list has always answered; the total in `X-Total-Count`
-    and the next page's address in `Link` while rows remain."""
+    and the next page's address in `Link` while rows remain. `rows` may be a list a selector computed whole."""
     limit, offset = page_bounds(request, page)
-    total = rows.count()
+    total = rows.count() if isinstance(rows, QuerySet) else len(rows)
     response = Response(output(rows[offset : offset + limit], many=True).data)
     response["X-Total-Count"] = str(total)
     if offset + limit < total and offset + limit <= MAX_OFFSET:

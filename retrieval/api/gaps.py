@@ -19,8 +19,9 @@ from collections_app import selectors
 from collections_app.models import Collection
 from doors.api.authentication import request_key
 from doors.api.inputs import StrictInput
+from doors.api.pages import ARRAY_PAGE_NOTE, LongListPage, array_page_of
 from doors.api.permissions import AdminOnly
-from doors.api.schema import BODY, GUARDED, refusals
+from doors.api.schema import BODY, GUARDED_LISTED, refusals
 from retrieval.selectors.gaps import GapsReport, collection_gaps, recording_note
 from retrieval.services.gaps import gap_dismiss
 
@@ -107,8 +108,9 @@ def _with_recording(response: Response, report: GapsReport) -> Response:
 class GapListView(GapsDoor):
     @extend_schema(
         summary="The questions nobody could answer, grouped",
-        description=GAPS_NOTE,
+        description=GAPS_NOTE + " " + ARRAY_PAGE_NOTE,
         parameters=[
+            LongListPage,
             OpenApiParameter(
                 RECORDING_HEADER,
                 OpenApiTypes.STR,
@@ -126,14 +128,14 @@ class GapListView(GapsDoor):
                 "kept no question; how many rare wordings are not listed",
             ),
         ],
-        responses={200: GapOutput(many=True), **refusals(*GUARDED)},
+        responses={200: GapOutput(many=True), **refusals(*GUARDED_LISTED)},
         examples=[
             OpenApiExample("A gap asked four times", value=GAP_EXAMPLE, response_only=True, status_codes=["200"])
         ],
     )
     def get(self, request: Request, collection_id: UUID) -> Response:
         report = collection_gaps(collection=self.get_collection(request, collection_id))
-        return _with_recording(Response(GapOutput(report.gaps, many=True).data), report)
+        return _with_recording(array_page_of(request, report.gaps, GapOutput, page=LongListPage), report)
 
 
 class GapDismissView(GapsDoor):

@@ -9,16 +9,20 @@ a page (`results`), so a list added later is tested without anyone naming it her
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
+from accounts.issuing import api_key_create
+from accounts.models import Role
 from accounts.readers import reader_create
 from collections_app.models import Build, Chunk, Document, DocumentVersion, ParagraphEdit
 from collections_app.services.collections import collection_create
 from doors.api.pages import MAX_OFFSET
-from retrieval.models import Evaluation, GoldenQuestion
+from retrieval.models import Evaluation, GoldenQuestion, SearchEvent
 
 
 def list_paths() -> list[str]:
@@ -49,7 +53,7 @@ HOSTILE = [
 
 
 @pytest.fixture
-def world(cast, collection) -> tuple[Any, dict[str, Any]]:
+def world(cast, collection, settings) -> tuple[Any, dict[str, Any]]:
     """Two rows in every list, all in the cast's tenant."""
     tenant = cast.tenant
     collection_create(tenant=tenant, name="second")
@@ -74,6 +78,16 @@ def world(cast, collection) -> tuple[Any, dict[str, Any]]:
         reader_create(tenant=tenant, name=f"reader-{n}@example.com", labels=["hr"])
         GoldenQuestion.objects.create(tenant=tenant, collection=collection, question=f"Bikes {n}?", markers=["rack"])
         Evaluation.objects.create(tenant=tenant, collection=collection)
+    for n in (3, 4):  # the trash
+        Document.all_objects.create(
+            tenant=tenant, collection=collection, content_hash=str(n) * 64, filename=f"old-{n}.txt", status="done",
+            trashed_at=timezone.now() - timedelta(minutes=n), trashed_by_name="ada",
+        )  # fmt: skip
+    settings.KB_AUDIT_QUESTIONS = True
+    key = api_key_create(tenant=tenant, role=Role.VIEWER, readers="any").key  # gaps are agents' searches, not staff's
+    for question in ("Can I bring my dog to the office?", "Is there a sauna on the roof?"):  # two gaps
+        SearchEvent.objects.create(tenant=tenant, api_key=key, collections=[collection.name], results=0,
+                                   reason="below_floor", question=question)  # fmt: skip
     return cast.admin, {"collection_id": collection.pk, "document_id": document.pk}
 
 
