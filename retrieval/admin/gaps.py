@@ -13,8 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model, QuerySet
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -22,9 +21,10 @@ from django.utils.html import format_html
 
 from accounts.models import Role
 from collections_app.models import Collection
-from doors.admin.base import AuditAdmin, ToolPage, object_for_tool
-from doors.admin.roles import may, tenants_where
+from doors.admin.base import ToolPage, object_for_tool
+from doors.admin.roles import may
 from infra.errors import DomainError
+from retrieval.admin.editors_only import AdminsOnlyAudit
 from retrieval.models import GapDismissal
 from retrieval.selectors.gaps import Gap, collection_gaps, recording_note
 from retrieval.services.gaps import gap_dismiss
@@ -46,39 +46,16 @@ BADGES = {
 
 
 @admin.register(GapDismissal)
-class GapDismissalAdmin(AuditAdmin):
+class GapDismissalAdmin(AdminsOnlyAudit):
     """The dismissals (who hid which gap when; digests of its wordings, never their text) and, as a tool page of
     this admin, each collection's gaps page. Read by the tenant's admins only; a dismissal is made on the gaps page
     and never changed here."""
 
-    view_role = Role.ADMIN
     list_display = ["dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link"]
     list_filter = ["tenant", "collection"]
     list_select_related = ["tenant", "collection"]
     fields = readonly_fields = ("dismissed_at", "tenant", "collection", "dismissed_by", "wordings", "gaps_link")
     tool_pages: tuple[ToolPage, ...] = (ToolPage("gaps/<path:object_id>/", "gaps_view", "gaps"),)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return super().has_module_permission(request) and may(request, None, self.view_role)
-
-    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        if request.user.is_superuser:
-            return super().has_view_permission(request, obj)
-        return may(request, None if obj is None else self.tenant_id_of(obj), self.view_role)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
-        tenants = tenants_where(request, self.view_role)
-        return queryset if tenants is None else queryset.filter(tenant__in=tenants)
-
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
-        # A member of the row's tenant below admin is told "forbidden" (403); another tenant's row does not exist.
-        tenants = tenants_where(request, Role.VIEWER)
-        rows = GapDismissal.objects.all() if tenants is None else GapDismissal.objects.filter(tenant__in=tenants)
-        try:
-            return rows.get(pk=object_id)
-        except (GapDismissal.DoesNotExist, ValidationError, ValueError):
-            return None
 
     @admin.display(description="wordings hidden")
     def wordings(self, obj: GapDismissal) -> int:

@@ -9,15 +9,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
-from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from accounts.models import Role
-from doors.admin.base import AuditAdmin, TenantScopedAdmin
-from doors.admin.roles import may, tenants_where
+from doors.admin.base import TenantScopedAdmin
+from retrieval.admin.editors_only import AdminsOnlyAudit
 from retrieval.models import CollectionJudge, ModelCall
 from retrieval.services.judges import JUDGE_MAX_TIMEOUT, judge_warnings
 
@@ -57,10 +55,9 @@ class CollectionJudgeAdmin(TenantScopedAdmin):
 
 
 @admin.register(ModelCall)
-class ModelCallAdmin(AuditAdmin):
+class ModelCallAdmin(AdminsOnlyAudit):
     """What model calls cost, charged per agent: read by the tenant's admins only."""
 
-    view_role = Role.ADMIN
     list_display = ["created_at", "tenant", "agent_name", "kind", "model", "collection", "tokens_in", "tokens_out",
                     "duration_ms", "ok"]  # fmt: skip
     list_filter = ["tenant", "kind", "agent", "ok"]
@@ -68,29 +65,6 @@ class ModelCallAdmin(AuditAdmin):
     date_hierarchy = "created_at"
     fields = ["created_at", "tenant", "agent_name", "agent", "search", "kind", "model", "collection", "tokens_in",
               "tokens_out", "duration_ms", "ok"]  # fmt: skip
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return super().has_module_permission(request) and may(request, None, self.view_role)
-
-    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        if request.user.is_superuser:
-            return super().has_view_permission(request, obj)
-        return may(request, None if obj is None else self.tenant_id_of(obj), self.view_role)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
-        tenants = tenants_where(request, self.view_role)
-        return queryset if tenants is None else queryset.filter(tenant__in=tenants)
-
-    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> ModelCall | None:
-        # A member of the row's tenant below admin is told "forbidden" (403), as on every kbsite page; only
-        # another tenant's row does not exist for it. The list itself shows admins' tenants only.
-        tenants = tenants_where(request, Role.VIEWER)
-        rows = ModelCall.objects.all() if tenants is None else ModelCall.objects.filter(tenant__in=tenants)
-        try:
-            return rows.get(pk=object_id)
-        except (ModelCall.DoesNotExist, ValidationError, ValueError):
-            return None
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
