@@ -11,7 +11,6 @@ from typing import ClassVar, Self
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
@@ -480,7 +479,6 @@ class Chunk(TenantOwned):
     class Meta:
         ordering = ["document", "ordinal"]
         indexes = [
-            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             models.Index(fields=["tenant", "collection"], name="chunk_tenant_collection"),
             # Lets a search check "any row of another width?" with two short index range scans.
             models.Index(fields=["collection", "embedding_dims"], name="chunk_collection_dims"),
@@ -678,20 +676,47 @@ class KeywordTerm(models.Model):
         return f"{self.lexeme} ({self.paragraphs})"
 
 
+class KeywordBlock(models.Model):
+    """Up to 128 paragraphs holding one word of one collection's keyword index: what the keyword stage reads.
+
+    `offs` are the paragraphs' numbers (`collections_app_chunk.keyword_no`, drawn whenever a paragraph's keyword
+    index is written) less `base`, ascending; `packs` the same paragraphs' term frequency (above 22 bits) and BM25
+    length (the low 22 bits). `max_tf` and `min_length` bound every posting in the block. Written only by the
+    database triggers that keep KeywordStats/KeywordTerm (migration 0034), in the same transaction as the
+    paragraphs' keyword index.
+    """
+
+    pk = models.CompositePrimaryKey("collection_id", "lexeme", "base")
+    collection_id = models.UUIDField()
+    lexeme = models.TextField()
+    base = models.BigIntegerField()
+    offs = ArrayField(models.IntegerField())
+    packs = ArrayField(models.IntegerField())
+    max_tf = models.SmallIntegerField()
+    min_length = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.lexeme} from {self.base} ({len(self.offs)})"
+
+
 class KeywordPosting(models.Model):
     """One indexed word of one paragraph: how often it occurs there, and the paragraph's length.
 
-    Written only by the database triggers that keep KeywordStats/KeywordTerm (migration 0013), in the same
-    transaction as the paragraph's keyword index; the keyword stage reads the (question word, paragraph)
-    pairs from the primary key alone.
+    A view over KeywordBlock (migration 0034), one row per (word, paragraph), for inspection and tests: search
+    reads the blocks. `chunk_id` is NULL for a posting whose paragraph number no paragraph holds (never, unless the
+    triggers failed).
     """
 
-    pk = models.CompositePrimaryKey("collection_id", "lexeme", "chunk_id")
+    pk = models.CompositePrimaryKey("collection_id", "lexeme", "keyword_no")
     collection_id = models.UUIDField()
     lexeme = models.TextField()
-    chunk_id = models.UUIDField()
+    keyword_no = models.BigIntegerField()
+    chunk_id = models.UUIDField(null=True)
     tf = models.SmallIntegerField()
     length = models.IntegerField(help_text="Word positions of the paragraph (its BM25 length).")
+
+    class Meta:
+        managed = False
 
     def __str__(self) -> str:
         return f"{self.lexeme} in {self.chunk_id} ({self.tf})"

@@ -7,7 +7,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 
 from accounts.models import Role, Tenant
-from collections_app.models import Chunk, Collection, KeywordPosting, KeywordStats, KeywordTerm, ParentReturn, SizeUnit
+from collections_app.models import Chunk, Collection, KeywordBlock, KeywordStats, KeywordTerm, ParentReturn, SizeUnit
 from collections_app.services.documents import collection_chunking, stored_files_of
 from collections_app.services.languages import language_codes
 from collections_app.services.metadata_schema import metadata_schema_problem
@@ -260,7 +260,7 @@ def _paragraphs_drop(collection: Collection) -> None:
     files and the deletion failed. One statement also spares the ORM's cascade, which loads every paragraph first."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('kb.dropped_collections', %s, true)", [f"{{{collection.pk}}}"])
-        for model in (KeywordPosting, KeywordTerm, KeywordStats):
+        for model in (KeywordBlock, KeywordTerm, KeywordStats):
             cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE collection_id = %s", [collection.pk])
         cursor.execute(f"DELETE FROM {Chunk._meta.db_table} WHERE collection_id = %s", [collection.pk])
         # At once: nothing else the caller's transaction deletes is left out.

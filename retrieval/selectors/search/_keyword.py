@@ -1,4 +1,9 @@
-"""Keyword retrieval: exact BM25 over the postings table, reading a bounded share of the postings.
+"""Keyword retrieval: exact BM25 over the keyword blocks, reading a bounded share of the postings.
+
+The postings are stored as search engines store them (migration 0034): per word, blocks of up to 128 paragraph
+numbers with their term frequencies and lengths, about 8 bytes a posting; a paragraph's number
+(`collections_app_chunk.keyword_no`) leads back to it through a unique index, for the few thousand paragraphs a
+question scores in full.
 
 The split of the question's words (MaxScore, Turtle & Flood 1995): every word has an upper bound on what it
 can add to a paragraph's score, idf * (k1 + 1) (the BM25 term weight as tf grows without end). The words
@@ -35,6 +40,9 @@ from ._filters import NO_FILTERS, Filters
 from ._stages import Hit
 from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
 
+# How a block packs a posting (migration 0034): its tf above PACK_SHIFT bits of the paragraph's BM25 length.
+PACK_SHIFT = 22
+LENGTH_MASK = (1 << PACK_SHIFT) - 1
 # BM25 parameters: the values Anserini and the BEIR baselines use for short passages.
 BM25_K1 = 0.9
 BM25_B = 0.4
@@ -57,11 +65,11 @@ KEYWORD_WINDOW_GROWTH = 8
 
 # One BM25 term weight of posting `p` (tf, length) for word `k` (its bound: idf * (k1 + 1)) under `stats`
 # (k1 * (1 - b) and k1 * b / avgdl, worked out once: this runs for every posting read).
-_TERM_SCORE = "k.bound * p.tf / (p.tf + stats.k_fixed + stats.k_length * p.length)"
+_TERM_SCORE = "k.bound * x.tf / (x.tf + stats.k_fixed + stats.k_length * x.length)"
 
 
 def _rest(row: str, which: str, words: str = "words") -> str:
-    """The share of `which` words in the score of `row` (chunk_id, length), from the paragraph's own keyword
+    """The share of `which` words in the score of `row` (no, length), from the paragraph's own keyword
     index: its tsvector with those words marked (setweight) and the rest dropped (ts_filter), so a frequent
     word costs no scan of its postings and no probe of its own. The postings are made from the same tsvector
     in the same transaction (migration 0013: tf = its positions), so the two give the same term weights; every
@@ -75,20 +83,24 @@ def _rest(row: str, which: str, words: str = "words") -> str:
                      ARRAY(SELECT k.lexeme FROM {words} k WHERE {which})), '{{a}}')) v
             ) u
             JOIN {words} k ON k.lexeme = u.lexeme
-            WHERE c.id = {row}.chunk_id
+            WHERE c.keyword_no = {row}.no
         ), 0)"""
 
 
 def _scan(words: str, which: str) -> str:
     """Every paragraph holding one of the `which` words of `words`, with the share of those words in its score:
     the postings of those words read whole (a scan of each word's postings, the cost the split keeps small)."""
-    return f"""SELECT p.chunk_id, sum({_TERM_SCORE}) AS score, any_value(p.length) AS length
+    return f"""SELECT b.base + x.off AS no, sum({_TERM_SCORE}) AS score, any_value(x.length) AS length
         FROM {words} k
-        JOIN collections_app_keywordposting p
-          ON p.collection_id = ANY(%(collections)s::uuid[]) AND p.lexeme = k.lexeme
+        JOIN collections_app_keywordblock b
+          ON b.collection_id = ANY(%(collections)s::uuid[]) AND b.lexeme = k.lexeme
+        CROSS JOIN LATERAL (
+            SELECT u.off, u.pack >> {PACK_SHIFT} AS tf, u.pack & {LENGTH_MASK} AS length
+            FROM unnest(b.offs, b.packs) u(off, pack)
+        ) x
         CROSS JOIN stats
         WHERE {which}
-        GROUP BY p.chunk_id"""
+        GROUP BY 1"""
 
 
 _KEYWORD_SQL = f"""
@@ -166,14 +178,14 @@ _KEYWORD_SQL = f"""
         SELECT e.theta - b.nonmaking - 1e-9 * (1 + e.theta) AS floor FROM estimate e, bounds b
     ), top AS MATERIALIZED (
         -- One more than the window can hold: its score bounds every partial score left out.
-        SELECT *, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
+        SELECT *, row_number() OVER (ORDER BY score DESC, no) AS rank
         FROM (
             SELECT * FROM partial WHERE score >= (SELECT floor FROM cut)
-            ORDER BY score DESC, chunk_id LIMIT %(window_max)s::bigint + 1
+            ORDER BY score DESC, no LIMIT %(window_max)s::bigint + 1
         ) best
     ), first AS MATERIALIZED (
         -- The smallest window, scored in full.
-        SELECT t.rank, t.chunk_id, t.score + {_rest("t", "NOT k.making")} AS score
+        SELECT t.rank, t.no, t.score + {_rest("t", "NOT k.making")} AS score
         FROM top t CROSS JOIN stats
         WHERE t.rank <= coalesce(%(window_min)s::bigint, t.rank)
     ), settled AS MATERIALIZED (
@@ -183,12 +195,12 @@ _KEYWORD_SQL = f"""
     ), more AS MATERIALIZED (
         -- With the split, the further partial scores that still could rank (ranks after the first window:
         -- a run of the best ones, since a lower partial score cannot pass where a higher one failed).
-        SELECT t.rank, t.chunk_id, t.score + {_rest("t", "NOT k.making")} AS score
+        SELECT t.rank, t.no, t.score + {_rest("t", "NOT k.making")} AS score
         FROM top t, settled s, bounds b, stats
         WHERE %(split)s AND s.theta > 0 AND t.rank > %(window_min)s AND t.rank <= %(window_max)s
           AND t.score >= s.theta - b.nonmaking
     ), scored AS (
-        SELECT chunk_id, score FROM first UNION ALL SELECT chunk_id, score FROM more
+        SELECT no, score FROM first UNION ALL SELECT no, score FROM more
     ), window_ AS MATERIALIZED (
         SELECT (SELECT count(*) FROM first) + (SELECT count(*) FROM more) AS size
     ), outside AS MATERIALIZED (
@@ -203,11 +215,11 @@ _KEYWORD_SQL = f"""
         -- In score order, so the visibility check stops at the limit-th readable paragraph.
         SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
                kb_ts_config(c.language)::text AS config, c.language
-        FROM (SELECT * FROM scored ORDER BY score DESC, chunk_id OFFSET 0) s
+        FROM (SELECT * FROM scored ORDER BY score DESC OFFSET 0) s
         JOIN LATERAL (
-            SELECT c.* FROM {FROM_VISIBLE} WHERE c.id = s.chunk_id AND {VISIBLE_SQL} AND {{filters}}
+            SELECT c.* FROM {FROM_VISIBLE} WHERE c.keyword_no = s.no AND {VISIBLE_SQL} AND {{filters}}
         ) c ON true
-        ORDER BY s.score DESC, s.chunk_id
+        ORDER BY s.score DESC, c.id
         LIMIT %(limit)s
     ), proof AS (
         -- What the last hit kept must reach for the answer to be final (NULL: nothing can be missing:
@@ -250,7 +262,7 @@ def keyword_retrieve(
     document of the collections is in that language).
 
     Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, and each
-    (word, paragraph) pair from KeywordPosting, all of which database triggers keep current with every build.
+    (word, paragraph) pair from the KeywordBlock rows of the word, all of which database triggers keep current with every build.
     In a large collection, a word found in more than half of the paragraphs (a stop word 'simple' keeps)
     still scores, but does not make a candidate on its own.
 

@@ -11,6 +11,7 @@ import math
 
 import pytest
 from django.db import connection
+from django.db.models import Q
 
 from accounts.models import Tenant
 from collections_app.models import Chunk, Collection, Document, KeywordPosting, KeywordStats, KeywordTerm
@@ -270,15 +271,34 @@ def change_chunking(collection: Collection, **fields: object) -> None:
 HANDBOOK_QUESTIONS = ["when do refunds arrive", "damaged parcel warehouse check", "payroll money goes back"]
 
 
+def assert_blocks_in_order(collection: Collection) -> None:
+    """Every word's blocks hold at most 128 paragraphs each, in ascending number order, and one block's paragraphs
+    all come before the next block's first: what lets a removal find a paragraph's block by its number."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT count(*) FILTER (WHERE cardinality(offs) > 128 OR cardinality(offs) = 0
+                                     OR offs[1] < 0 OR offs <> sorted OR base + offs[cardinality(offs)] >= next),
+                   count(*)
+            FROM (
+                SELECT offs, base, ARRAY(SELECT o FROM unnest(offs) o ORDER BY o) AS sorted,
+                       lead(base) OVER (PARTITION BY lexeme ORDER BY base) AS next
+                FROM collections_app_keywordblock WHERE collection_id = %s
+            ) b
+            """,
+            [collection.pk],
+        )
+        wrong, blocks = cursor.fetchone()
+    assert blocks > 0 and wrong == 0
+
+
 def assert_bm25_everywhere(collection: Collection) -> None:
     collection.refresh_from_db()
     assert postings(collection) == expected_postings(collection)
-    assert (
-        KeywordPosting.objects.exclude(chunk_id__in=Chunk.objects.filter(search_vector__isnull=False).values("pk"))
-        .filter(collection_id=collection.pk)
-        .count()
-        == 0
-    )
+    indexed = Chunk.objects.filter(search_vector__isnull=False).values("pk")
+    stray = Q(chunk_id__isnull=True) | ~Q(chunk_id__in=indexed)  # a number no indexed paragraph holds
+    assert KeywordPosting.objects.filter(collection_id=collection.pk).filter(stray).count() == 0
+    assert_blocks_in_order(collection)
     for question in HANDBOOK_QUESTIONS:
         assert_same_ranking(stage(collection, question), reference(collection, question))
 
