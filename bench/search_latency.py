@@ -444,7 +444,7 @@ def vacuum_analyze() -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        for table in ("collections_app_chunk", "collections_app_keywordposting", "collections_app_keywordterm"):
+        for table in ("collections_app_chunk", "collections_app_keywordblock", "collections_app_keywordterm"):
             cursor.execute(f"VACUUM (ANALYZE) {table}")
 
 

@@ -52,7 +52,8 @@ BEGIN
     IF NEW.search_vector IS NULL THEN
         NEW.keyword_no := NULL;
     ELSE
-        PERFORM kb_keyword_stats_lock(ARRAY[NEW.collection_id]);
+        -- kb_keyword_stats_lock's lock, taken directly: this runs for every row.
+        PERFORM pg_advisory_xact_lock(hashtextextended('kb_keyword_stats:' || NEW.collection_id::text, 0));
         NEW.keyword_no := nextval('kb_keyword_no');
     END IF;
     RETURN NEW;
@@ -267,8 +268,13 @@ class Migration(migrations.Migration):
                         (
                             "pk",
                             models.CompositePrimaryKey(
-                                "collection_id", "lexeme", "keyword_no", blank=True, editable=False,
-                                primary_key=True, serialize=False,
+                                "collection_id",
+                                "lexeme",
+                                "keyword_no",
+                                blank=True,
+                                editable=False,
+                                primary_key=True,
+                                serialize=False,
                             ),
                         ),
                         ("collection_id", models.UUIDField()),
@@ -289,15 +295,26 @@ class Migration(migrations.Migration):
                         (
                             "pk",
                             models.CompositePrimaryKey(
-                                "collection_id", "lexeme", "base", blank=True, editable=False, primary_key=True,
+                                "collection_id",
+                                "lexeme",
+                                "base",
+                                blank=True,
+                                editable=False,
+                                primary_key=True,
                                 serialize=False,
                             ),
                         ),
                         ("collection_id", models.UUIDField()),
                         ("lexeme", models.TextField()),
                         ("base", models.BigIntegerField()),
-                        ("offs", django.contrib.postgres.fields.ArrayField(base_field=models.IntegerField(), size=None)),
-                        ("packs", django.contrib.postgres.fields.ArrayField(base_field=models.IntegerField(), size=None)),
+                        (
+                            "offs",
+                            django.contrib.postgres.fields.ArrayField(base_field=models.IntegerField(), size=None),
+                        ),
+                        (
+                            "packs",
+                            django.contrib.postgres.fields.ArrayField(base_field=models.IntegerField(), size=None),
+                        ),
                         ("max_tf", models.SmallIntegerField()),
                         ("min_length", models.IntegerField()),
                     ],
