@@ -262,7 +262,8 @@ def keyword_retrieve(
     document of the collections is in that language).
 
     Document frequencies and lengths come from the collections' KeywordStats/KeywordTerm, and each
-    (word, paragraph) pair from the KeywordBlock rows of the word, all of which database triggers keep current with every build.
+    (word, paragraph) pair from the word's KeywordBlock rows, all of which database triggers keep current with
+    every build.
     In a large collection, a word found in more than half of the paragraphs (a stop word 'simple' keeps)
     still scores, but does not make a candidate on its own.
 
