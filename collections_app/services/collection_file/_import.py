@@ -652,8 +652,8 @@ def _index(collection: Collection, summary: FileSummary, ids: dict[Any, uuid.UUI
 
     Documents at a time, about INDEX_BATCH paragraphs, with progress between: one statement for the whole
     collection showed nothing for minutes. Each row is written once, with its keyword index: COPYing it
-    without and UPDATEing it after wrote every row twice (a second tuple, its HNSW and GIN entries again),
-    bench/import_progress.py: 20,000 paragraphs in 69.9 s that way, 100,000 in 1,258 s."""
+    without and UPDATEing it after wrote every row twice (a second tuple, its HNSW and GIN entries again):
+    bench/import_progress.py's 20,000 paragraphs took 87.0 s that way, 78.3 s this way (docs/DECISIONS.md)."""
     progress(0, summary.paragraphs, phase=CollectionFilePhase.INDEX)
     indexed = 0
     batch: list[uuid.UUID] = []
