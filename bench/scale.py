@@ -213,7 +213,7 @@ def collection_file(count: int, alias: str, noise: float) -> Path:
         ordinal = ordinals[seq] = ordinals.get(seq, -1) + 1
         vector = base[index]
         if not (pass_ == 0 and text == firsts[index]):  # the title keeps the model's own vector
-            vector = vector + rng.normal(0, noise, vector.shape[0]).astype("<f4")
+            vector = vector + np.asarray(rng.normal(0, noise, vector.shape[0]), dtype="<f4")
             vector = vector / np.linalg.norm(vector)
         dims = vector.shape[0]
         title = corpus[index][1]
