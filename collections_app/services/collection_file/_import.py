@@ -8,8 +8,9 @@
 3. `collection_import_run` (the task): when the file's model identity is one this installation serves, its vectors
    are used as they are; otherwise every paragraph is embedded again with the collection's model (the same
    breadcrumb an upload embeds), with progress, into a nameless staging file. Then one transaction writes the
-   documents, the paragraphs (COPY), their keyword index (its triggers keep the BM25 statistics) and the build
-   record: a search sees nothing of the import until it sees all of it (contract 1).
+   documents, the paragraphs (COPY into a staging table, then moved with their keyword index in batches: each
+   row written once, the BM25 statistics triggers fired once per batch) and the build record: a search sees
+   nothing of the import until it sees all of it (contract 1).
 
 Tables other apps register (collections_app/hooks.py: the golden questions) are checked with the file and
 read back in the same transaction, linked to the new documents by their number in the file.
@@ -607,35 +608,52 @@ def _write_paragraphs(
     dims: int,
     progress: JobProgress,
 ) -> int:
+    """Every paragraph COPYed into STAGING, a temporary table of the transaction: no index, no trigger, no WAL.
+    `_index` moves them into the paragraphs' table with their keyword index, so each row is written there once."""
     published = 0
-    copy_rows = f"COPY {Chunk._meta.db_table} ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(copy_rows) as copy:
-        for key, row in _drafts(path, summary):
-            vector = row["vector"] if vectors is None else np.frombuffer(vectors.read(dims * 4), dtype="<f4")
-            copy.write_row(
-                (
-                    uuid.uuid4(), collection.tenant_id, collection.pk, ids[key], row["ordinal"], row["text"],
-                    row["section"], row["page"], row["language"], row["labels"], Jsonb(row["metadata"]),
-                    "[" + ",".join(map(repr, vector.tolist())) + "]", dims, "paragraph", collection.active_generation,
-                    row["language"] or None, None if row["continues"] is None else bool(row["continues"]),
-                    False, False,  # an exported paragraph is a served one: never hidden; its edits stay behind
-                )
-            )  # fmt: skip
-            published += 1
-            progress(published, summary.paragraphs)
+    columns = ", ".join(_CHUNK_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {STAGING}")  # an earlier import in this transaction (tests)
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {STAGING} ON COMMIT DROP AS SELECT {columns} FROM {Chunk._meta.db_table} "
+            "WITH NO DATA"
+        )
+        with cursor.cursor.copy(f"COPY {STAGING} ({columns}) FROM STDIN") as copy:
+            for key, row in _drafts(path, summary):
+                vector = row["vector"] if vectors is None else np.frombuffer(vectors.read(dims * 4), dtype="<f4")
+                copy.write_row(
+                    (
+                        uuid.uuid4(), collection.tenant_id, collection.pk, ids[key], row["ordinal"], row["text"],
+                        row["section"], row["page"], row["language"], row["labels"], Jsonb(row["metadata"]),
+                        "[" + ",".join(map(repr, vector.tolist())) + "]", dims, "paragraph",
+                        collection.active_generation, row["language"] or None,
+                        None if row["continues"] is None else bool(row["continues"]),
+                        False, False,  # an exported paragraph is a served one: never hidden; its edits stay behind
+                    )
+                )  # fmt: skip
+                published += 1
+                progress(published, summary.paragraphs)
+        # Each batch below reads its documents' rows through this index, as the blocks fill reads them.
+        cursor.execute(f"CREATE INDEX ON {STAGING} (document_id, ordinal)")
+        cursor.execute(f"ANALYZE {STAGING}")
     return published
 
 
+# The import's staging table (temporary: this session's, gone at commit).
+STAGING = "kb_import_staging"
 # Paragraphs indexed between two progress beats: the keyword index is most of an import's time.
 INDEX_BATCH = 1000
 
 
 def _index(collection: Collection, summary: FileSummary, ids: dict[Any, uuid.UUID], progress: JobProgress) -> None:
-    """The keyword index of every imported paragraph (its triggers keep the BM25 statistics), and each document's
-    stored parser output made of its paragraphs, so a later re-chunk or re-index has something to read.
+    """The paragraphs moved from the staging table into the paragraphs' table with their keyword index (its
+    triggers keep the BM25 statistics, once per batch), and each document's stored parser output made of its
+    paragraphs, so a later re-chunk or re-index has something to read.
 
     Documents at a time, about INDEX_BATCH paragraphs, with progress between: one statement for the whole
-    collection showed nothing for minutes."""
+    collection showed nothing for minutes. Each row is written once, with its keyword index: COPYing it
+    without and UPDATEing it after wrote every row twice (a second tuple, its HNSW and GIN entries again):
+    bench/import_progress.py's 20,000 paragraphs took 87.0 s that way, 78.3 s this way (docs/DECISIONS.md)."""
     progress(0, summary.paragraphs, phase=CollectionFilePhase.INDEX)
     indexed = 0
     batch: list[uuid.UUID] = []
@@ -651,26 +669,29 @@ def _index(collection: Collection, summary: FileSummary, ids: dict[Any, uuid.UUI
     if batch:
         _index_documents(batch)
         progress(indexed + size, summary.paragraphs)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {STAGING}")
 
 
 def _index_documents(documents: list[uuid.UUID]) -> None:
     table = Chunk._meta.db_table
+    columns = ", ".join(_CHUNK_COLUMNS)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET search_vector = {keyword_vector()} WHERE document_id = ANY(%s) AND kind = 'paragraph'",
+            f"INSERT INTO {table} ({columns}, search_vector) SELECT {columns}, {keyword_vector()} "
+            f"FROM {STAGING} WHERE document_id = ANY(%s)",
             [documents],
         )
-        # Each document's own rows, through the (document, generation, ordinal) index: linear. A join with the
-        # collection's rows grouped by document (planned on statistics that know nothing of this transaction's
-        # rows) took over 5 minutes at 20,000 paragraphs once the tables had statistics; this way the whole
-        # import took 76 s (bench/import_progress.py).
+        # Each document's own rows, through the staging table's (document, ordinal) index: linear. A join with
+        # the collection's rows grouped by document (planned on statistics that know nothing of this
+        # transaction's rows) took over 5 minutes at 20,000 paragraphs once the tables had statistics.
         cursor.execute(
             f"""
             UPDATE {Document._meta.db_table} d SET blocks = (
                 SELECT jsonb_agg(jsonb_build_object(
                     'text', c.text, 'kind', 'paragraph', 'page', c.page, 'section', to_jsonb(c.section),
                     'language', c.language, 'metadata', c.metadata) ORDER BY c.ordinal)
-                FROM {table} c WHERE c.document_id = d.id
+                FROM {STAGING} c WHERE c.document_id = d.id
             )
             WHERE d.id = ANY(%s)
             """,
