@@ -260,9 +260,15 @@ def keyword_bytes() -> int:
     with connection.cursor() as cursor:
         total = 0
         for table in KEYWORD_TABLES:
-            cursor.execute("SELECT pg_total_relation_size(to_regclass(%s))", [table])
-            total += cursor.fetchone()[0] or 0  # NULL: no such table here
-        return total
+            # A view (the postings since the blocks) holds nothing; NULL: no such table here.
+            cursor.execute(
+                "SELECT pg_total_relation_size(c.oid) FROM pg_class c WHERE c.oid = to_regclass(%s) AND c.relkind = 'r'",
+                [table],
+            )
+            total += (cursor.fetchone() or [0])[0] or 0
+        # The paragraphs' numbers' index, which leads from a block back to its paragraph.
+        cursor.execute("SELECT coalesce(pg_relation_size(to_regclass('chunk_keyword_no')), 0)")
+        return total + cursor.fetchone()[0]
 
 
 def vacuum_analyze() -> None:
@@ -271,7 +277,9 @@ def vacuum_analyze() -> None:
 
     with connection.cursor() as cursor:
         for table in ("collections_app_chunk", *KEYWORD_TABLES):
-            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [table])
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = to_regclass(%s) AND relkind = 'r')", [table]
+            )
             if cursor.fetchone()[0]:
                 cursor.execute(f"VACUUM (ANALYZE) {table}")
 

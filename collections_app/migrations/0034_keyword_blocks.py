@@ -175,6 +175,26 @@ def _remove(source: str) -> str:
 """
 
 
+def _fill(source: str) -> str:
+    """Blocks made whole for every paragraph of `source`, numbers ascending, BLOCK to a block (the last one of a
+    word shorter): the paragraphs' words sorted once, the blocks cut from that order."""
+    return f"""
+    INSERT INTO collections_app_keywordblock (collection_id, lexeme, base, offs, packs, max_tf, min_length)
+        SELECT collection_id, lexeme, nos[1],
+               ARRAY(SELECT n - nos[1] FROM unnest(nos) WITH ORDINALITY u(n, i) ORDER BY i)::integer[],
+               packs, max_tf, min_length
+        FROM (
+            SELECT collection_id, lexeme, array_agg(no ORDER BY no) AS nos, array_agg(pack ORDER BY no) AS packs,
+                   max(pack >> {PACK_SHIFT})::smallint AS max_tf, min(pack & {LENGTH_MASK}) AS min_length
+            FROM (
+                SELECT f.*, (row_number() OVER (PARTITION BY collection_id, lexeme ORDER BY no) - 1) / {BLOCK} AS block
+                FROM ({_fresh(source)}) f
+            ) f
+            GROUP BY collection_id, lexeme, block
+        ) g;
+"""
+
+
 def _stats_add(source: str) -> str:
     # 0013's statistics statements, without its postings insert.
     return _postings._add(source).split("INSERT INTO collections_app_keywordposting", 1)[0]
@@ -184,10 +204,30 @@ def _stats_subtract(source: str) -> str:
     return _postings._subtract(source).split("DELETE FROM collections_app_keywordposting", 1)[0]
 
 
-_KEPT = _skips._KEPT
+# Collections whose paragraphs this transaction writes in bulk (collection import): the triggers leave them out and
+# `kb_keyword_index_fill` builds their keyword index in one pass at the end (services/keyword_index.py). Per batch,
+# the triggers topped up each word's last block and count: at a million paragraphs a thousand batches rewrote tens
+# of millions of block and word rows, every old version kept until the one transaction ended.
+DEFERRED = """
+CREATE OR REPLACE FUNCTION kb_deferred_collections() RETURNS uuid[] LANGUAGE sql STABLE AS $$
+    SELECT coalesce(nullif(current_setting('kb.deferred_collections', true), ''), '{}')::uuid[]
+$$;
+"""
+_LEFT_OUT = "collection_id = ANY(kb_deferred_collections())"
+_NEW = f"(SELECT * FROM new_rows WHERE NOT {_LEFT_OUT})"
+# What a delete subtracts: neither a collection being dropped (0028) nor one being filled in bulk.
+_KEPT = f"(SELECT * FROM old_rows WHERE NOT collection_id = ANY(kb_dropped_collections()) AND NOT {_LEFT_OUT})"
+_CHANGED_OLD = _postings.CHANGED_OLD.replace("WHERE o.", f"WHERE NOT o.{_LEFT_OUT} AND o.")
+_CHANGED_NEW = _postings.CHANGED_NEW.replace("WHERE o.", f"WHERE NOT n.{_LEFT_OUT} AND o.")
+
 FUNCTIONS = f"""
+{DEFERRED}
 CREATE OR REPLACE FUNCTION kb_keyword_stats_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN {_stats_add("new_rows")} {_append("new_rows")} RETURN NULL; END $$;
+BEGIN
+    IF NOT EXISTS {_NEW} THEN
+        RETURN NULL;
+    END IF;
+    {_stats_add(_NEW)} {_append(_NEW)} RETURN NULL; END $$;
 
 CREATE OR REPLACE FUNCTION kb_keyword_stats_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -200,26 +240,31 @@ CREATE OR REPLACE FUNCTION kb_keyword_stats_update() RETURNS trigger LANGUAGE pl
 BEGIN
     -- A count, not EXISTS (0027).
     IF (SELECT count(*) FROM old_rows o JOIN new_rows n ON n.id = o.id
-        WHERE o.search_vector IS DISTINCT FROM n.search_vector) = 0 THEN
+        WHERE o.search_vector IS DISTINCT FROM n.search_vector AND NOT n.{_LEFT_OUT}) = 0 THEN
         RETURN NULL;
     END IF;
-    {_stats_subtract(_postings.CHANGED_OLD)} {_remove(_postings.CHANGED_OLD)}
-    {_stats_add(_postings.CHANGED_NEW)} {_append(_postings.CHANGED_NEW)}
+    {_stats_subtract(_CHANGED_OLD)} {_remove(_CHANGED_OLD)}
+    {_stats_add(_CHANGED_NEW)} {_append(_CHANGED_NEW)}
     RETURN NULL; END $$;
+
+-- One collection's keyword index built whole from its paragraphs: what a bulk write ends with.
+CREATE OR REPLACE FUNCTION kb_keyword_index_fill(target uuid) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM kb_keyword_stats_lock(ARRAY[target]);
+    -- The sort of every posting by word: in memory rather than in temporary files where it fits.
+    PERFORM set_config('work_mem', '256MB', true);
+    DELETE FROM collections_app_keywordblock WHERE collection_id = target;
+    DELETE FROM collections_app_keywordterm WHERE collection_id = target;
+    DELETE FROM collections_app_keywordstats WHERE collection_id = target;
+    {_stats_add("(SELECT * FROM collections_app_chunk WHERE collection_id = target)")}
+    {_fill("(SELECT * FROM collections_app_chunk WHERE collection_id = target)")}
+END $$;
 """
 
 # Paragraphs indexed before this migration, into blocks of BLOCK in number order.
 BACKFILL = f"""
 LOCK TABLE collections_app_chunk IN SHARE ROW EXCLUSIVE MODE;
-INSERT INTO collections_app_keywordblock (collection_id, lexeme, base, offs, packs, max_tf, min_length)
-    SELECT collection_id, lexeme, min(no), array_agg((no - first)::integer ORDER BY no), array_agg(pack ORDER BY no),
-           max(pack >> {PACK_SHIFT})::smallint, min(pack & {LENGTH_MASK})
-    FROM (
-        SELECT f.*, min(no) OVER (PARTITION BY collection_id, lexeme, block) AS first
-        FROM (SELECT f.*, (row_number() OVER (PARTITION BY collection_id, lexeme ORDER BY no) - 1) / {BLOCK} AS block
-              FROM ({_fresh("collections_app_chunk")}) f) f
-    ) n
-    GROUP BY collection_id, lexeme, block;
+{_fill("collections_app_chunk")}
 ANALYZE collections_app_keywordblock;
 """
 
@@ -248,6 +293,8 @@ def _reverse() -> str:
     DROP TRIGGER kb_keyword_number_insert ON collections_app_chunk;
     DROP TRIGGER kb_keyword_number_update ON collections_app_chunk;
     DROP FUNCTION kb_keyword_number();
+    DROP FUNCTION IF EXISTS kb_keyword_index_fill(uuid);
+    DROP FUNCTION IF EXISTS kb_deferred_collections();
     ALTER TABLE collections_app_chunk DROP COLUMN keyword_no;
     DROP SEQUENCE kb_keyword_no;
     CREATE INDEX chunk_search_vector_gin ON collections_app_chunk USING gin (search_vector);

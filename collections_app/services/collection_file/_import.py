@@ -83,6 +83,7 @@ from collections_app.services.collections import (
     collection_settings_check,
 )
 from collections_app.services.documents import upload_filename
+from collections_app.services.keyword_index import keyword_index_deferred
 from collections_app.sql import keyword_vector
 from embedding import EmbeddingUnavailable, available_models, get_embedder, get_model, searchable_vectors
 from infra.errors import DomainError
@@ -479,7 +480,8 @@ def _run(record: CollectionFile, progress: JobProgress) -> None:
             progress(0, summary.paragraphs, phase=CollectionFilePhase.WRITE)
             ids = _write_documents(locked, summary)
             published = _write_paragraphs(locked, path, summary, ids, vectors if not same else None, dims, progress)
-            _index(locked, summary, ids, progress)
+            with keyword_index_deferred(locked.pk):
+                _index(locked, summary, ids, progress)
             built = summary.built or {}
             warnings = []
             with store_open(path) as store:
@@ -646,8 +648,8 @@ INDEX_BATCH = 1000
 
 
 def _index(collection: Collection, summary: FileSummary, ids: dict[Any, uuid.UUID], progress: JobProgress) -> None:
-    """The paragraphs moved from the staging table into the paragraphs' table with their keyword index (its
-    triggers keep the BM25 statistics, once per batch), and each document's stored parser output made of its
+    """The paragraphs moved from the staging table into the paragraphs' table with their keyword index (the
+    statistics and blocks made in one pass after the last batch: services/keyword_index.py), and each document's stored parser output made of its
     paragraphs, so a later re-chunk or re-index has something to read.
 
     Documents at a time, about INDEX_BATCH paragraphs, with progress between: one statement for the whole

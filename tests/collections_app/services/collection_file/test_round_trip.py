@@ -20,6 +20,7 @@ from collections_app.services.builds import build_record
 from embedding import get_embedder
 from retrieval.selectors.search import Visibility, collection_scope, search, vector_retrieve
 from tests.collections_app.services.collection_file.corpus import QUESTIONS, corpus_upload
+from tests.retrieval.selectors.search.test_keyword_postings import assert_blocks_in_order, expected_postings, postings
 
 
 def export_bytes(client, collection: Collection) -> bytes:
@@ -96,6 +97,9 @@ def test_an_imported_collection_answers_every_question_with_the_same_paragraphs_
     assert (copy.min_score, copy.hybrid_weight, copy.around) == (0, 0.7, 0)
     assert sum(len(r) for r in before) >= 30 * 8  # every question answers a full list
     assert answers(copy) == before  # same paragraphs, same order, same scores
+    # Its keyword index, built in one pass after the paragraphs arrived, is the one built paragraph by paragraph.
+    assert postings(copy) == expected_postings(copy)
+    assert_blocks_in_order(copy)
     build = Build.objects.get(collection=copy)
     assert build.passages == Chunk.objects.filter(collection=handbook, kind="paragraph").count()
     assert build.method["imported"]["re_embedded"] is False

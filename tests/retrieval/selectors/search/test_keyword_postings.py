@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 
 from accounts.models import Tenant
@@ -18,6 +18,7 @@ from collections_app.models import Chunk, Collection, Document, KeywordPosting, 
 from collections_app.services import reindex
 from collections_app.services.collections import collection_delete, collection_update
 from collections_app.services.documents import document_delete
+from collections_app.services.keyword_index import keyword_index_deferred
 from collections_app.sql import keyword_vector
 from ingestion import text_search_config
 from retrieval.selectors.search import Visibility, _keyword, keyword_retrieve
@@ -186,6 +187,29 @@ def keyword_rows(collection: Collection) -> tuple[object, ...]:
     terms = set(KeywordTerm.objects.filter(collection=collection).values_list("lexeme", "paragraphs"))
     totals = list(KeywordStats.objects.filter(collection=collection).values_list("paragraphs", "total_length"))
     return postings(collection), terms, totals
+
+
+def test_a_bulk_write_indexes_its_collection_in_one_pass_and_its_neighbours_as_always(collection) -> None:
+    neighbour = Collection.objects.create(tenant=collection.tenant, name="neighbour")
+    index(collection, ROOMS[:2], name="before")  # indexed by the triggers before the bulk write
+    with transaction.atomic(), keyword_index_deferred(collection.pk):
+        first = index(collection, ROOMS[2:6], name="a")
+        index(collection, ROOMS[6:], name="b")
+        Chunk.objects.filter(document=first, ordinal=0).delete()
+        index(neighbour, ROOMS[:4], name="n")
+        # Nothing of the bulk write is indexed yet; the neighbour is, statement by statement.
+        assert {p[0] for p in postings(collection)} == set(paragraph_words(collection)) - {
+            str(pk)
+            for pk in Chunk.objects.filter(document__filename__in=["a.txt", "b.txt"]).values_list("pk", flat=True)
+        }
+        assert postings(neighbour) == expected_postings(neighbour)
+    for each in (collection, neighbour):
+        assert postings(each) == expected_postings(each)
+        assert_blocks_in_order(each)
+        for question in QUESTIONS:
+            assert_same_ranking(stage(each, question), reference(each, question))
+    stats = KeywordStats.objects.get(collection=collection)
+    assert stats.paragraphs == len(ROOMS) - 1
 
 
 def test_a_deleted_collection_takes_its_keyword_index_and_leaves_its_neighbours(collection) -> None:
