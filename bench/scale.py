@@ -262,7 +262,8 @@ def keyword_bytes() -> int:
         for table in KEYWORD_TABLES:
             # A view (the postings since the blocks) holds nothing; NULL: no such table here.
             cursor.execute(
-                "SELECT pg_total_relation_size(c.oid) FROM pg_class c WHERE c.oid = to_regclass(%s) AND c.relkind = 'r'",
+                "SELECT pg_total_relation_size(c.oid) FROM pg_class c "
+                "WHERE c.oid = to_regclass(%s) AND c.relkind = 'r'",
                 [table],
             )
             total += (cursor.fetchone() or [0])[0] or 0

@@ -649,8 +649,8 @@ INDEX_BATCH = 1000
 
 def _index(collection: Collection, summary: FileSummary, ids: dict[Any, uuid.UUID], progress: JobProgress) -> None:
     """The paragraphs moved from the staging table into the paragraphs' table with their keyword index (the
-    statistics and blocks made in one pass after the last batch: services/keyword_index.py), and each document's stored parser output made of its
-    paragraphs, so a later re-chunk or re-index has something to read.
+    statistics and blocks made in one pass after the last batch: services/keyword_index.py), and each
+    document's stored parser output made of its paragraphs, so a later re-chunk or re-index has something to read.
 
     Documents at a time, about INDEX_BATCH paragraphs, with progress between: one statement for the whole
     collection showed nothing for minutes. Each row is written once, with its keyword index: COPYing it
