@@ -110,6 +110,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--import-only", action="store_true", help="print the import's line only (then delete the collection)"
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="import and keep the collection (its figures saved under var/bench-scale/), print the import's lines",
+    )
+    parser.add_argument(
+        "--kept",
+        action="store_true",
+        help="the rest of the run over the collection --keep left at this size: searches, measure, delete",
+    )
     return parser.parse_args()
 
 
@@ -410,18 +420,34 @@ def main() -> int:
     setup_django()
 
     from accounts.models import Tenant
+    from collections_app.models import Collection
     from collections_app.services.collections import collection_delete
 
     wall = time.perf_counter()
     path = collection_file(args.paragraphs, args.alias, args.noise)
     asked = questions(args.warmup + args.queries)
-    tenant = Tenant.objects.create(name=f"bench-scale-{uuid.uuid4().hex[:10]}")
+    kept = CACHE / f"kept-{args.paragraphs}.json"
+    if args.kept:  # an import a --keep run made (a million paragraphs take most of an hour to import)
+        saved = json.loads(kept.read_text())
+        tenant = Tenant.objects.get(pk=saved["tenant"])
+    else:
+        tenant = Tenant.objects.create(name=f"bench-scale-{uuid.uuid4().hex[:10]}")
     try:
-        before = keyword_bytes()
-        log("importing ...")
-        collection, import_s = import_file(tenant, path)
-        per_paragraph = (keyword_bytes() - before) / args.paragraphs
-        log(f"  imported in {import_s:.1f} s")
+        if args.kept:
+            collection = Collection.objects.get(tenant=tenant, pk=saved["collection"])
+            import_s, per_paragraph = saved["import_s"], saved["per_paragraph"]
+        else:
+            before = keyword_bytes()
+            log("importing ...")
+            collection, import_s = import_file(tenant, path)
+            per_paragraph = (keyword_bytes() - before) / args.paragraphs
+            log(f"  imported in {import_s:.1f} s")
+        if args.keep:
+            info = {"tenant": str(tenant.pk), "collection": str(collection.pk), "import_s": import_s}
+            kept.write_text(json.dumps({**info, "per_paragraph": per_paragraph}))
+            print(f"import {args.paragraphs} paragraphs in {import_s:.1f} s")
+            print(f"keyword index bytes per paragraph {per_paragraph:.0f}")
+            return 0
         if args.import_only:
             collection_delete(collection=collection)
             print(f"import {args.paragraphs} paragraphs in {import_s:.1f} s")
@@ -440,7 +466,8 @@ def main() -> int:
         log("deleting ...")
         delete_s = delete_seconds(collection, asked[args.warmup])
     finally:
-        tenant.delete()
+        if not args.keep:  # kept for --kept
+            tenant.delete()
     print(f"import {args.paragraphs} paragraphs in {import_s:.1f} s")
     print(f"keyword index bytes per paragraph {per_paragraph:.0f}")
     print(f"keyword p95 {web['keyword']:.1f} ms")

@@ -10,6 +10,7 @@ its paragraphs at once: the postings sorted by word once, every block written on
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,7 +21,7 @@ KEYWORD_TABLES = ("collections_app_chunk", "collections_app_keywordterm", "colle
 
 
 @contextmanager
-def keyword_index_deferred(collection_id: object) -> Iterator[None]:
+def keyword_index_deferred(collection_id: uuid.UUID) -> Iterator[None]:
     """Paragraphs of `collection_id` written inside this block are indexed for keywords in one pass at its end,
     in the caller's transaction (a failure rolls both back). Searches in other transactions see the collection's
     index as it was until the commit, as always."""
