@@ -251,6 +251,7 @@ MEASURE: dict[str, Any] = {
         _measured(_STRUCTURE, [], 1.0, 1.0, 46, 0),
         _measured({**_STRUCTURE, "chunk_strategy": "fixed"}, ["chunk_strategy"], 0.6309, 1.0, 52, 17),
     ],
+    "windows": {"embedded": 17, "reused": 81},
     "floor": {
         "asked": None, "unfloored": True, "best_variant": 0, "answers": 1, "controls": 1, "lowest_answer": 0.8931,
         "highest_control": 0.7712, "separated": True, "band": [0.7712, 0.8931], "suggested": 0.8322, "overlap": None,
