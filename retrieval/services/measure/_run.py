@@ -160,11 +160,15 @@ def _measure(measure: Measure, scratch: Any) -> tuple[list[dict[str, Any]], dict
     for indexes in groups.values():
         started = time.perf_counter()
         report(step="indexing", variant=done + 1, documents_done=0)
-        design, originals = design_build(
+        built = design_build(
             source=collection, scratch=scratch, settings=asked[indexes[0]], check=check,
             on_document=lambda k, n: report(documents_done=k, documents_total=n),
         )  # fmt: skip
+        design, originals = built.collection, built.originals
         build_seconds = time.perf_counter() - started
+        # Variants that differ only in what a search reads (floor, window, weight) are asked on one build: the
+        # first of them says what it embedded, the others name it.
+        windows = {"embedded": built.embedded, "reused": built.reused, "built_for": indexes[0]}
         for index in indexes:
             settings = asked[index]
             check()
@@ -189,7 +193,7 @@ def _measure(measure: Measure, scratch: Any) -> tuple[list[dict[str, Any]], dict
             )  # fmt: skip
             results[index] = _variant(
                 collection, settings, rows, corpus=corpus, design=design, floor=used_floor,
-                build_seconds=build_seconds, ask_seconds=time.perf_counter() - started,
+                build_seconds=build_seconds, ask_seconds=time.perf_counter() - started, windows=windows,
             )  # fmt: skip
         Collection.objects.filter(pk=design.pk).delete()  # the next build needs the space more than this one
     variants = [v for v in results if v is not None]
@@ -198,7 +202,7 @@ def _measure(measure: Measure, scratch: Any) -> tuple[list[dict[str, Any]], dict
 
 def _variant(
     collection: Collection, settings: dict[str, Any], rows: list[dict[str, Any]], *, corpus: dict[str, Any],
-    design: Collection, floor: Any, build_seconds: float, ask_seconds: float,
+    design: Collection, floor: Any, build_seconds: float, ask_seconds: float, windows: dict[str, int],
 ) -> dict[str, Any]:  # fmt: skip
     model = get_model(settings["embedding_alias"])
     return {
@@ -207,12 +211,23 @@ def _variant(
         "corpus": corpus,
         "model": {"alias": model.alias, "identity": get_embedder(model.alias).model_identity(), "dims": model.dims},
         "paragraphs": design.chunks.paragraphs().count(),
+        "windows": windows,
         "floor_used": floor,
         "metrics": totals(rows),
         "floor": floor_read_off(rows),
         "seconds": {"build": round(build_seconds, 2), "questions": round(ask_seconds, 2)},
         "questions": rows,
     }
+
+
+def windows_embedded(variants: list[dict[str, Any]]) -> dict[str, int]:
+    """What a measure sent to the model in all, and what it took from the collection's stored vectors: each build
+    counted once (variants asked on another's build name it in `built_for`). Empty for a measure run before
+    windows were counted."""
+    builds = [v["windows"] for i, v in enumerate(variants) if "windows" in v and v["windows"]["built_for"] == i]
+    if not builds:
+        return {}
+    return {"embedded": sum(b["embedded"] for b in builds), "reused": sum(b["reused"] for b in builds)}
 
 
 def best_variant(variants: list[dict[str, Any]]) -> int | None:

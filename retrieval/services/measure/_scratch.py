@@ -8,6 +8,9 @@ holding the same parser output; chunks, builds, keyword statistics and postings 
 
 Each design is one collection in that tenant, built by the re-index's own steps (document_stage, then
 collection_cutover) from the stored parser output: exactly what a re-index of the real collection would build.
+Each paragraph whose embedding text is one of the measured collection's rows (same model) takes that row's vector
+(services/documents/_reuse.py): a design that cuts as the collection does embeds nothing; `Design` says how many
+windows were embedded and how many reused.
 The store is removed at the end of the run, on failure, on cancel, and — when the worker died — by the sweep the
 cluster's recovery round runs (its lease, a session advisory lock, went with the worker's process).
 """
@@ -20,6 +23,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -36,7 +40,8 @@ logger = logging.getLogger(__name__)
 SCRATCH_PREFIX = "measure scratch "
 # Not copied to a design: its identity, its place in a tenant, and what ties it to the outside world.
 _NOT_COPIED = {"id", "tenant", "name", "folder_source", "folder_source_options", "active_generation",
-               "reindex_generation", "reindex_done", "reindex_total", "reindex_error", "active_alias",
+               "reindex_generation", "reindex_done", "reindex_total", "reindex_error", "reindex_embedded",
+               "reindex_reused", "active_alias",
                "golden_gate", "created_at", "updated_at"}  # fmt: skip
 
 
@@ -92,6 +97,17 @@ def _measured(collection: Collection) -> Any:
     return Document.objects.filter(collection=collection, status=DocumentStatus.DONE)
 
 
+@dataclass(frozen=True)
+class Design:
+    """One design built in the scratch store: its collection, each copied document's original, and how many
+    windows (paragraphs sent to the model) were embedded and how many took a stored vector."""
+
+    collection: Collection
+    originals: dict[str, str]
+    embedded: int
+    reused: int
+
+
 def design_build(
     *,
     source: Collection,
@@ -99,9 +115,9 @@ def design_build(
     settings: dict[str, Any],
     check: Callable[[], None] = lambda: None,
     on_document: Callable[[int, int], None] | None = None,
-) -> tuple[Collection, dict[str, str]]:
-    """Index `source`'s stored parser output with `settings` as one design in the scratch store:
-    (the design's collection, copy's document id -> the source's). `check` runs between documents (a cancel)."""
+) -> Design:
+    """Index `source`'s stored parser output with `settings` as one design in the scratch store (`originals`:
+    copy's document id -> the source's). `check` runs between documents (a cancel)."""
     fields = {
         f.attname: getattr(source, f.attname) for f in Collection._meta.concrete_fields if f.name not in _NOT_COPIED
     }
@@ -114,12 +130,12 @@ def design_build(
     for done, copy_id in enumerate(originals, start=1):
         check()
         document = Document.objects.select_related("collection").get(pk=copy_id)
-        document_stage(document=document, generation=1)
+        document_stage(document=document, generation=1, vectors_from=Document.objects.get(pk=originals[copy_id]))
         if on_document is not None:
             on_document(done, total)
     collection_cutover(collection=design, generation=1)
     design.refresh_from_db()
-    return design, originals
+    return Design(design, originals, embedded=design.reindex_embedded, reused=design.reindex_reused)
 
 
 def _documents_copy(*, source: Collection, design: Collection) -> dict[str, str]:

@@ -223,3 +223,82 @@ def test_the_collection_list_counts_stale_documents_without_a_query_per_collecti
         collection_create(tenant=cast.tenant, name=name)
     three, stale = listed()
     assert three == one and sorted(stale) == [0, 0, 4]
+
+
+# A re-index takes the stored vector of every paragraph whose embedding text is unchanged (same model) and embeds
+# only the rest; its build record says how many of each, and it answers exactly as embedding everything afresh.
+
+
+def found(cast) -> list[list[tuple[str, float]]]:
+    """What each question finds: the text and score of every result (rows are new after a re-index: not ids)."""
+    hits = []
+    for question in QUESTIONS:
+        reply = cast.viewer.post(
+            "/api/search", {"query": question, "collections": ["handbook"], "around": 0}, format="json"
+        )
+        assert reply.status_code == 200, reply.json()
+        hits.append([(r["text"], r["score"]) for r in reply.json()["results"]])
+    return hits
+
+
+def reindexed(cast, collection, capture, **changes) -> tuple[Build, int]:
+    """The collection re-indexed with `changes`: its build record, and the paragraphs searches now read."""
+    if changes:
+        assert cast.editor.patch(f"/api/manage/collections/{collection.pk}", changes, format="json").status_code == 200
+    assert reindex_now(cast, collection, capture)["reindex"] is None
+    build = Build.objects.filter(collection=collection, built_from="re-index").order_by("-built_at").first()
+    assert build is not None
+    generation = Collection.objects.get(pk=collection.pk).active_generation
+    return build, Chunk.objects.filter(collection=collection, generation=generation).paragraphs().count()
+
+
+def test_a_reindex_into_hierarchical_and_back_embeds_nothing_and_answers_the_same(
+    cast, built, settings, django_capture_on_commit_callbacks
+):
+    before = found(cast)
+
+    build, paragraphs = reindexed(cast, built, django_capture_on_commit_callbacks, chunk_strategy="hierarchical")
+    assert Chunk.objects.filter(collection=built, kind="parent").exists()
+    assert (build.method["strategy"], build.method["embedded"], build.method["reused"]) == (
+        "hierarchical",
+        0,
+        paragraphs,
+    )
+    hierarchical = found(cast)
+
+    settings.KB_EMBED_REUSE = False  # the same design, every paragraph embedded afresh
+    build, fresh_paragraphs = reindexed(cast, built, django_capture_on_commit_callbacks)
+    assert (build.method["embedded"], build.method["reused"]) == (paragraphs, 0) and fresh_paragraphs == paragraphs
+    assert found(cast) == hierarchical
+
+    settings.KB_EMBED_REUSE = True
+    build, back = reindexed(cast, built, django_capture_on_commit_callbacks, chunk_strategy="structure")
+    assert not Chunk.objects.filter(collection=built, kind="parent").exists()
+    assert (build.method["strategy"], build.method["embedded"], build.method["reused"]) == ("structure", 0, back)
+    assert found(cast) == before
+
+
+def test_a_smaller_chunk_size_embeds_only_the_paragraphs_it_cuts_anew(
+    cast, built, settings, django_capture_on_commit_callbacks
+):
+    build, paragraphs = reindexed(cast, built, django_capture_on_commit_callbacks, chunk_size=300, chunk_overlap=30)
+    embedded, reused = build.method["embedded"], build.method["reused"]
+    assert embedded + reused == paragraphs == build.passages
+    assert 0 < embedded < paragraphs and reused > 0  # the short sections read as before
+    with_reuse = found(cast)
+
+    settings.KB_EMBED_REUSE = False
+    build, _ = reindexed(cast, built, django_capture_on_commit_callbacks)
+    assert (build.method["embedded"], build.method["reused"]) == (paragraphs, 0)
+    fresh = found(cast)
+    assert [[text for text, _ in hits] for hits in fresh] == [[text for text, _ in hits] for hits in with_reuse]
+    # Scores to the API's four decimals: the model reads the embedded paragraphs in other batches than a fresh run.
+    assert [s for hits in fresh for _, s in hits] == pytest.approx(
+        [s for hits in with_reuse for _, s in hits], abs=1e-4
+    )
+
+
+def test_a_model_change_embeds_every_paragraph(cast, built, monkeypatch, django_capture_on_commit_callbacks):
+    _offer_another_model(monkeypatch)  # the same engine under another identity: its vectors are not the old ones
+    build, paragraphs = reindexed(cast, built, django_capture_on_commit_callbacks, embedding_alias="other")
+    assert (build.alias, build.method["embedded"], build.method["reused"]) == ("other", paragraphs, 0)

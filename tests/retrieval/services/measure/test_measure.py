@@ -132,10 +132,10 @@ def test_a_measure_that_fails_half_way_leaves_no_scratch_rows(
     before = snapshot(corpus)
     staged: list[int] = []
 
-    def second_fails(*, document, generation):
+    def second_fails(*, document, generation, **kwargs):
         if staged:
             raise RuntimeError("the disk is full")
-        staged.append(real_stage(document=document, generation=generation))
+        staged.append(real_stage(document=document, generation=generation, **kwargs))
 
     real_stage = scratch_module.document_stage
     monkeypatch.setattr(scratch_module, "document_stage", second_fails)
