@@ -393,6 +393,11 @@ def measure_windows(collection: Any, real: int) -> tuple[int, str]:
     note = f"{time.perf_counter() - started:.0f} s, {counted['windows']} windows passed to the embedder"
     if counted["windows"] > real:
         note += f"; past {real} windows the embedder returned random vectors (the measure's scores mean nothing)"
+    windows = variant.get("windows")
+    if isinstance(windows, dict) and isinstance(windows.get("embedded"), int):
+        return windows[
+            "embedded"
+        ], f"the measure's own count (windows.embedded, {windows.get('reused')} reused), {note}"
     for key in WINDOW_KEYS:
         if isinstance(variant.get(key), int):
             return variant[key], f"the measure's own count ({key}), {note}"

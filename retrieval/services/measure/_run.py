@@ -175,10 +175,15 @@ def _measure(measure: Measure, scratch: Any) -> tuple[list[dict[str, Any]], dict
             done += 1
             report(step="asking", variant=done, questions_done=0)
             # What a search reads: this variant's window, sections and weight; the floor off unless one was asked.
-            Collection.objects.filter(pk=design.pk).update(
-                **{name: settings[name] for name in SEARCH_FIELDS}, min_score=floor if floor is not None else 0.0
-            )
-            design.refresh_from_db()
+            # The measured collection itself (built.own) takes them in memory only: its row is never written.
+            searched = {name: settings[name] for name in SEARCH_FIELDS}
+            searched["min_score"] = floor if floor is not None else 0.0
+            if built.own:
+                for name, value in searched.items():
+                    setattr(design, name, value)
+            else:
+                Collection.objects.filter(pk=design.pk).update(**searched)
+                design.refresh_from_db()
             counter = {"n": 0}
 
             def asked_one(counter: dict[str, int] = counter) -> None:
@@ -195,7 +200,8 @@ def _measure(measure: Measure, scratch: Any) -> tuple[list[dict[str, Any]], dict
                 collection, settings, rows, corpus=corpus, design=design, floor=used_floor,
                 build_seconds=build_seconds, ask_seconds=time.perf_counter() - started, windows=windows,
             )  # fmt: skip
-        Collection.objects.filter(pk=design.pk).delete()  # the next build needs the space more than this one
+        if not built.own:
+            Collection.objects.filter(pk=design.pk).delete()  # the next build needs the space more than this one
     variants = [v for v in results if v is not None]
     return variants, _floor_summary(variants, asked=floor)
 

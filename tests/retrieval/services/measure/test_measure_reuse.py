@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from collections_app.models import Collection
 from retrieval.models import GoldenQuestion
 from tests.retrieval.services.golden.corpus import document
 from tests.retrieval.services.measure.test_measure import measure
@@ -44,8 +45,12 @@ def figures(result: dict) -> list:
 def test_a_measure_of_the_floor_and_window_embeds_no_window_and_measures_what_a_fresh_embedding_does(
     cast, corpus, golden, settings, django_capture_on_commit_callbacks
 ) -> None:
+    shown = ("min_score", "around", "parent_return", "hybrid_weight", "updated_at")
+    before = Collection.objects.values(*shown).get(pk=corpus.pk)
     reused = measure(cast.editor, corpus, django_capture_on_commit_callbacks, variants=SEARCH_ONLY, floor=0.8)
     assert reused["status"] == "done", reused["error"]
+    # Asked on the collection itself, whose settings stay as its editors left them.
+    assert Collection.objects.values(*shown).get(pk=corpus.pk) == before
     paragraphs = reused["variants"][0]["paragraphs"]
     assert paragraphs > 0
     assert reused["windows"] == {"embedded": 0, "reused": paragraphs}
