@@ -82,7 +82,7 @@ def make_collection(tenant, name: str, size: int, texts: list[str], seed: int): 
     rng = random.Random(seed)
     collection = collection_create(tenant=tenant, name=name)
     columns = "id, tenant_id, collection_id, document_id, ordinal, text, section, page, language, labels, metadata, " \
-        "embedding, embedding_dims, kind, generation, continues"  # fmt: skip
+        "embedding, embedding_dims, kind, generation, continues, hidden, edited"  # fmt: skip
     for start in range(0, size, PER_DOCUMENT):
         count = min(size, start + PER_DOCUMENT) - start
         vectors = unit_vectors(count, seed + start)
@@ -101,8 +101,9 @@ def make_collection(tenant, name: str, size: int, texts: list[str], seed: int): 
                     copy.write_row(
                         (uuid.uuid4(), tenant.pk, collection.pk, document.pk, i,
                          variant(texts[number % len(texts)], number, rng), [f"Section {i // 40}"], 1 + i // 30,
-                         "en", [], "{}", vectors[i], DIMS, "paragraph", 0, False)
+                         "en", [], "{}", vectors[i], DIMS, "paragraph", 0, False, False, False)
                     )  # fmt: skip
+            with connection.cursor() as cursor:  # the keyword index, as a publish writes it (its triggers: postings)
                 cursor.execute(
                     f"UPDATE {Chunk._meta.db_table} SET search_vector = {keyword_vector()} WHERE document_id = %s",
                     [document.pk],
