@@ -28,8 +28,9 @@ def api_key_assign_secret(*, key: ApiKey) -> str:
 
 
 def api_key_resolve(*, secret: str) -> ApiKey | None:
-    """The live key for a presented secret, or None."""
-    key = ApiKey.objects.select_related("tenant", "agent").filter(hashed_key=hash_key(secret), revoked=False).first()
+    """The live key for a presented secret, or None: a revoked key, or one of a tenant being deleted, is none."""
+    keys = ApiKey.objects.select_related("tenant", "agent").filter(tenant__deleting_at__isnull=True, revoked=False)
+    key = keys.filter(hashed_key=hash_key(secret)).first()
     if key is not None:
         # One UPDATE per request at most once a minute: keeps "last used" useful
         # in the admin without a write on every search.

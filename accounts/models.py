@@ -8,7 +8,7 @@ models moved in state only: accounts/migrations/0001), so no row moved.
 from __future__ import annotations
 
 import uuid
-from typing import Self
+from typing import ClassVar, Self
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -28,14 +28,47 @@ def role_at_least(role: str, needed: str) -> bool:
     return ROLE_RANK[Role(role)] >= ROLE_RANK[Role(needed)]
 
 
+class TenantsQuerySet(models.QuerySet):
+    """Tenants themselves (TenantQuerySet is for the rows a tenant owns)."""
+
+    def live(self) -> Self:
+        """Tenants not being deleted: whom keys, memberships and forms reach."""
+        return self.filter(deleting_at__isnull=True)
+
+    def deleting(self) -> Self:
+        return self.filter(deleting_at__isnull=False)
+
+
+class LiveTenantManager(models.Manager.from_queryset(TenantsQuerySet)):  # type: ignore[misc]
+    """`Tenant.objects`: tenants not being deleted (a deleted one is reached by name: `Tenant.all_objects`)."""
+
+    def get_queryset(self) -> TenantsQuerySet:
+        return super().get_queryset().live()
+
+
 class Tenant(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=100)
+    # Deleted (collections_app/services/deletion.py): from this commit on its keys answer 401, its members see
+    # nothing of it, its collections are flagged too; its rows go in the background, then the row itself.
+    deleting_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects: ClassVar[LiveTenantManager] = LiveTenantManager()
+    # Every row, those being deleted included: the removal, its recovery and the admin's "being deleted" note.
+    all_objects: ClassVar[models.Manager[Tenant]] = TenantsQuerySet.as_manager()
 
     class Meta:
         db_table = "collections_app_tenant"
         ordering = ["name"]
+        # Cascades and related access (`key.tenant`) reach a tenant being deleted too.
+        base_manager_name = "all_objects"
+        constraints = [
+            # One being deleted steps aside: its name is free at once.
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(deleting_at__isnull=True), name="tenant_name_unique"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -28,3 +28,19 @@ def setup_django(*, database: bool = True) -> None:
     executor = MigrationExecutor(connection)
     if executor.migration_plan(executor.loader.graph.leaf_nodes()):
         raise SystemExit("the database has unapplied migrations: run `.venv/bin/python manage.py migrate` first")
+
+
+def tenant_remove(tenant_id: object) -> None:
+    """Delete a bench's scratch tenant as the platform does (one flag, then its rows in batches), the removal run here
+    rather than queued: a bench has no cluster, and an ORM cascade through a large collection takes minutes."""
+    from unittest import mock
+
+    from accounts.models import Tenant
+    from collections_app.services.deletion import tenant_delete, tenant_rows_remove
+
+    tenant = Tenant.all_objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return
+    with mock.patch("django_q.tasks.async_task"):  # the removal is run below, not left in the queue
+        tenant_delete(tenant=tenant)
+    tenant_rows_remove(tenant_id=tenant_id)

@@ -44,7 +44,7 @@ import uuid
 from pathlib import Path
 from unittest import mock
 
-from _common import setup_django
+from _common import setup_django, tenant_remove
 
 DEFAULT_CORPUS = Path("/work/shared/eval/scifact/corpus.jsonl")
 
@@ -117,7 +117,7 @@ def main() -> int:
     from accounts.models import Tenant
     from collections_app.models import Chunk, Document, DocumentStatus
     from collections_app.services import documents as document_services
-    from collections_app.services.collections import collection_create, collection_delete
+    from collections_app.services.collections import collection_create
     from embedding import get_embedder, get_model
 
     batch = args.batch or settings.KB_EMBED_BATCH
@@ -238,10 +238,8 @@ def main() -> int:
         )
         return 0 if same and statuses.get(DocumentStatus.ERROR, 0) == 0 else 1
     finally:
-        if collection is not None:
-            collection_delete(collection=collection)  # removes the stored uploads on commit
         tenant_id = tenant.pk
-        tenant.delete()
+        tenant_remove(tenant_id)  # its stored uploads too
         shutil.rmtree(Path(settings.MEDIA_ROOT) / str(tenant_id), ignore_errors=True)
         print(f"\ntemporary tenant {tenant.name} deleted")
 

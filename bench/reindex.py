@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from _common import setup_django
+from _common import setup_django, tenant_remove
 
 SCIFACT = Path("/work/shared/eval/scifact")
 
@@ -223,7 +223,7 @@ def main() -> int:
     from collections_app.models import Chunk, ChunkKind, Collection, Document, DocumentStatus
     from collections_app.selectors import breadcrumb_title
     from collections_app.services import documents as ingestion
-    from collections_app.services.collections import collection_create, collection_delete, collection_update
+    from collections_app.services.collections import collection_create, collection_update
     from collections_app.services.reindex import collection_reindex
     from embedding import get_embedder, get_model
     from ingestion.blocks import Block
@@ -418,10 +418,8 @@ def main() -> int:
     finally:
         for started in running:
             started.stop()
-        for collection in collections:
-            collection_delete(collection=collection)
         tenant_id = tenant.pk
-        tenant.delete()
+        tenant_remove(tenant_id)  # its stored uploads too
         shutil.rmtree(Path(settings.MEDIA_ROOT) / str(tenant_id), ignore_errors=True)
         print(f"\ntemporary tenant {tenant.name} deleted")
     return 1 if failed else 0

@@ -63,7 +63,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, setup_django
+from _common import ROOT, setup_django, tenant_remove
 
 SCIFACT = Path("/work/shared/eval/scifact")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -545,7 +545,7 @@ def main() -> int:
 
     from accounts.models import Tenant
     from collections_app.models import Chunk, Collection
-    from collections_app.services.collections import collection_create, collection_delete
+    from collections_app.services.collections import collection_create
     from embedding import get_embedder, get_model
     from retrieval.selectors.search import SearchScope
 
@@ -662,10 +662,7 @@ def main() -> int:
             print(f"\ntenant {name} kept (--keep): a later run with --keep reuses it")
         else:
             started = time.perf_counter()
-            # As the platform deletes a collection: its keyword index by its id, its paragraphs in one statement.
-            for collection in Collection.objects.filter(tenant=tenant):
-                collection_delete(collection=collection)
-            tenant.delete()
+            tenant_remove(tenant.pk)  # as the platform deletes a tenant: one flag, then its rows in batches
             print(f"\ntemporary tenant {name} deleted ({time.perf_counter() - started:.1f}s)")
 
 

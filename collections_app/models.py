@@ -49,6 +49,28 @@ class ParentReturn(models.TextChoices):
     CHILD = "child", "child: the passage only"
 
 
+class CollectionQuerySet(TenantQuerySet):
+    """Which collections a read is about. A deleted collection keeps its row, flagged (`deleting_at`), while its
+    paragraphs are removed in the background (services/deletion.py); from the flag's commit on it is nobody's."""
+
+    def live(self) -> Self:
+        """Collections not being deleted: what searches, lists, counts, the map, exports and forms read."""
+        return self.filter(deleting_at__isnull=True)
+
+    def deleting(self) -> Self:
+        """Collections whose rows are being removed (the background removal, its recovery, the admin's note)."""
+        return self.filter(deleting_at__isnull=False)
+
+
+class LiveCollectionManager(models.Manager.from_queryset(CollectionQuerySet)):  # type: ignore[misc]
+    """`Collection.objects`: collections not being deleted. A deleted one is gone for every read that does not ask
+    for it by name (`Collection.all_objects`), as a trashed document is (LiveDocumentManager); related access
+    (`document.collection`) and the removal's own cascade use the base manager and still reach it."""
+
+    def get_queryset(self) -> CollectionQuerySet:
+        return super().get_queryset().live()
+
+
 class Collection(TenantOwned):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="", help_text="What this collection holds, for people.")
@@ -189,19 +211,36 @@ class Collection(TenantOwned):
     # The model the active generation was embedded with, while a model change waits for its re-index
     # (empty: `embedding_alias`). Searches embed questions with it: a ranking never mixes two models.
     active_alias = models.CharField(max_length=100, blank=True, default="", editable=False)
+    # Deleted (services/deletion.py): from this commit on no search, list, map or export reads it, and its name is
+    # free; its rows go in the background, in batches, then the row itself. Null: not being deleted.
+    deleting_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects: ClassVar[LiveCollectionManager] = LiveCollectionManager()
+    # Every row, those being deleted included: the removal, its recovery and the admin's "being deleted" note.
+    all_objects: ClassVar[models.Manager[Collection]] = CollectionQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
+        # Cascades and related access (`document.collection`) reach a collection being deleted too.
+        base_manager_name = "all_objects"
         constraints = [
             # Agents and people name collections in searches; a duplicate name
-            # would make that ambiguous (the API answers 409).
-            models.UniqueConstraint(fields=["tenant", "name"], name="collection_name_unique_per_tenant"),
+            # would make that ambiguous (the API answers 409). One being deleted steps aside: its name is free at once.
+            models.UniqueConstraint(
+                fields=["tenant", "name"],
+                condition=models.Q(deleting_at__isnull=True),
+                name="collection_name_unique_per_tenant",
+            ),
             models.CheckConstraint(
                 condition=models.Q(chunk_overlap__lt=models.F("chunk_size")),
                 name="collection_overlap_below_size",
             ),
+        ]
+        indexes = [
+            # The recovery round's "which deletions are unfinished?": only collections being deleted (none, mostly).
+            models.Index(fields=["id"], condition=models.Q(deleting_at__isnull=False), name="collection_deleting"),
         ]
 
     def __str__(self) -> str:
@@ -236,8 +275,12 @@ class DocumentQuerySet(TenantQuerySet):
     versions) with `trashed_at` set until it is restored or purged (services/documents/_trash.py)."""
 
     def live(self) -> Self:
-        """Documents not in the trash: what lists, counts, searches, the map, exports and evaluations read."""
-        return self.filter(trashed_at__isnull=True)
+        """Documents not in the trash, of a collection not being deleted: what lists, counts, searches, the map,
+        exports and evaluations read. The collection's flag is asked in a subquery, not a join: a
+        `select_for_update()` of documents must not lock their collection's row too."""
+        return self.filter(trashed_at__isnull=True).exclude(
+            collection_id__in=Collection.all_objects.deleting().values("pk")
+        )
 
     def trashed(self) -> Self:
         """Documents in their collection's trash."""
@@ -418,10 +461,11 @@ class ChunkQuerySet(TenantQuerySet):
         sections alike. A re-index's staged generation and an abandoned one are not live.
 
         Read from the collection row in the same query, so a cutover committed meanwhile is seen. A document in
-        the trash has no live rows: they stay (its restore is whole) but nothing reads them."""
-        return self.filter(generation=models.F("collection__active_generation")).exclude(
-            document__in=Document.all_objects.trashed().values("pk")
-        )
+        the trash has no live rows: they stay (its restore is whole) but nothing reads them. Nor has a collection
+        being deleted (its flag is read from the same joined row): its rows go in the background."""
+        return self.filter(
+            generation=models.F("collection__active_generation"), collection__deleting_at__isnull=True
+        ).exclude(document__in=Document.all_objects.trashed().values("pk"))
 
     def paragraphs(self) -> Self:
         """What search matches and returns: not the hierarchical strategy's parent sections, and not a paragraph

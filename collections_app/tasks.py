@@ -9,6 +9,7 @@ from django_q.signals import post_execute_in_worker, pre_execute
 from collections_app.models import Collection, Document, DocumentStatus
 from collections_app.services.archives import archive_build_record
 from collections_app.services.collection_file import collection_export_run, collection_import_run
+from collections_app.services.deletion import collection_rows_remove, tenant_rows_remove
 from collections_app.services.documents import document_ingest
 from collections_app.services.folder_sources import FolderSourceError, folder_sources_adopt_legacy, folder_sync
 from collections_app.services.paragraph_edits import paragraph_edit_finish
@@ -106,3 +107,12 @@ def import_collection_file(collection_file_id: str) -> None:
 
 def export_collection_file(collection_file_id: str) -> None:
     collection_export_run(collection_file_id=collection_file_id)
+
+
+def remove_collection(collection_id: str) -> None:
+    # A deleted collection's rows, in batches (services/deletion.py); a second delivery does nothing.
+    collection_rows_remove(collection_id=collection_id)
+
+
+def remove_tenant(tenant_id: str) -> None:
+    tenant_rows_remove(tenant_id=tenant_id)

@@ -5,6 +5,7 @@ A tenant's admin gives memberships and keys, never a role above its own (RoleGra
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -12,13 +13,14 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models import Field, Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django_q import models as q_models
 
 from accounts.delegation import delegation_label
 from accounts.issuing import ANY_READER, Delegation, api_key_create, api_key_delegate
 from accounts.models import Agent, ApiKey, Membership, Role, Tenant
-from collections_app.models import ReaderLabel
+from collections_app.models import Collection, ReaderLabel
+from collections_app.services.deletion import tenant_delete
 from doors.admin.base import (
     RoleGrantForm,
     SuperuserOnlyAdmin,
@@ -37,6 +39,32 @@ superuser_only(
 class TenantAdmin(SuperuserOnlyAdmin):
     list_display = ["name", "created_at"]
     search_fields = ["name"]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        rows = Tenant.all_objects.deleting().order_by("deleting_at", "name").values_list("name", "deleting_at")[:50]
+        deleting = [{"name": name, "since": since} for name, since in rows]
+        return super().changelist_view(request, {"kb_being_deleted": deleting, **(extra_context or {})})
+
+    def get_deleted_objects(
+        self, objs: Sequence[Tenant] | QuerySet[Tenant], request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
+        # Not the stock list of every row the cascade reaches (a tenant's paragraphs, one by one): counts.
+        tenants = list(objs)
+        summary = {
+            "collections (removed in the background; gone from every search at once)": Collection.objects.filter(
+                tenant__in=tenants
+            ).count(),
+            "API keys (refused at once)": ApiKey.objects.filter(tenant__in=tenants).count(),
+        }
+        refused = {str(self.opts.verbose_name) for t in tenants if not self.has_delete_permission(request, t)}
+        return [str(t) for t in tenants], summary, refused, []
+
+    def delete_model(self, request: HttpRequest, obj: Tenant) -> None:
+        tenant_delete(tenant=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        for tenant in queryset:
+            tenant_delete(tenant=tenant)
 
 
 class RoleGrantAdmin(TenantScopedAdmin):

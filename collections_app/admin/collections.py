@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -19,7 +20,7 @@ from collections_app.admin.collection_languages import CollectionLanguagesAdminM
 from collections_app.admin.reader_labels import CollectionReadersAdminMixin
 from collections_app.admin.reindex import ReindexAdminMixin
 from collections_app.admin.sources import FolderSourceAdminMixin
-from collections_app.models import Collection
+from collections_app.models import Collection, Document
 from collections_app.services.collections import collection_create, collection_delete, collection_update
 from collections_app.services.folder_sources import FolderSourceError, folder_source_options_set, folder_source_set
 from doors.admin.base import TenantScopedAdmin
@@ -273,12 +274,49 @@ class CollectionAdmin(
             setattr(obj, field.attname, getattr(saved, field.attname))
         obj._state.adding = False
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        # A deleted collection leaves the list at once; while its rows go, a note above the list says so, rather
+        # than a collection that is simply gone mid-way (or still there, emptying).
+        context = {"kb_being_deleted": being_deleted(request), **(extra_context or {})}
+        return super().changelist_view(request, context)
+
+    def get_deleted_objects(
+        self, objs: Sequence[Model] | QuerySet, request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
+        # The stock page lists every row a deletion cascades to: it loaded a large collection's paragraphs one by one
+        # before asking. Counts say the same, from the documents' stored paragraph counts.
+        collections = list(objs)
+        counts = Document.all_objects.filter(collection__in=collections).aggregate(
+            documents=Count("id"), paragraphs=Sum("chunk_count")
+        )
+        summary = {
+            "documents": counts["documents"] or 0,
+            "paragraphs (removed in the background; gone from every search at once)": counts["paragraphs"] or 0,
+        }
+        # The stock page's permission check, kept: one collection this person may not delete refuses the whole lot.
+        refused = {str(self.opts.verbose_name) for c in collections if not self.has_delete_permission(request, c)}
+        return [str(c) for c in collections], summary, refused, []
+
     def delete_model(self, request: HttpRequest, obj: Collection) -> None:
-        collection_delete(collection=obj)  # its stored originals go too
+        collection_delete(collection=obj)  # gone for readers at its commit; rows and stored originals in the background
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         for collection in queryset:
             collection_delete(collection=collection)
+
+
+def being_deleted(request: HttpRequest) -> list[dict[str, Any]]:
+    """The collections of the person's tenants being deleted, oldest first (the note above the list)."""
+    rows = Collection.all_objects.deleting().filter(tenant__deleting_at__isnull=True)
+    tenants = tenants_where(request, Role.VIEWER)
+    if tenants is not None:
+        rows = rows.filter(tenant__in=tenants)
+    return [
+        {"name": name, "tenant": tenant, "since": since}
+        for name, tenant, since in rows.order_by("deleting_at", "name").values_list(
+            "name", "tenant__name", "deleting_at"
+        )[:50]
+    ]
 
 
 def _documents_url(collection: Collection) -> str:

@@ -154,7 +154,14 @@ class CollectionDetailView(TenantScopedView):
         collection = collection_update(collection=collection, role=request_role(request), **data.validated_data)
         return Response(CollectionOutput(collection).data)
 
-    @extend_schema(summary="Delete a collection and its documents", responses={204: None, **refusals(*GUARDED)})
+    @extend_schema(
+        summary="Delete a collection and its documents",
+        description="Answers 204 (no body) at once, whatever the collection's size. From that answer on the collection "
+        "is gone for every reader: no search, list, count, corpus map or export sees it, reading it answers 404, "
+        "and its name is free for a new collection. Its documents, paragraphs, keyword index and stored files are "
+        "removed in the background, in batches.",
+        responses={204: None, **refusals(*GUARDED)},
+    )
     def delete(self, request: Request, collection_id: UUID) -> Response:
         collection_delete(collection=self.get_collection(request, collection_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

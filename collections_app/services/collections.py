@@ -4,11 +4,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from accounts.models import Role, Tenant
-from collections_app.models import Chunk, Collection, KeywordBlock, KeywordStats, KeywordTerm, ParentReturn, SizeUnit
-from collections_app.services.documents import collection_chunking, stored_files_of
+from collections_app.models import Chunk, Collection, ParentReturn, SizeUnit
+from collections_app.services.deletion import collection_delete as collection_delete  # its doors import it here
+from collections_app.services.documents import collection_chunking
 from collections_app.services.languages import language_codes
 from collections_app.services.metadata_schema import metadata_schema_problem
 from collections_app.services.reader_access import reader_access_check
@@ -232,36 +233,3 @@ def _save(collection: Collection, update_fields: list[str] | None = None) -> Non
         if "collection_name_unique_per_tenant" in str(exc):
             raise CollectionNameTaken(f"a collection named {collection.name!r} already exists") from exc
         raise
-
-
-def collection_delete(*, collection: Collection) -> None:
-    files = stored_files_of(collection_id=collection.pk)  # every document's, every version's
-    storage = collection.documents.model._meta.get_field("file").storage
-
-    def remove_files() -> None:
-        for name in files:
-            storage.delete(name)
-
-    with transaction.atomic():
-        # Locked first, as a publish does (services/documents/_publish.py): one under way finishes before this
-        # deletes; one coming after finds the collection gone. Its documents' ingestions stop (_watch.py).
-        Collection.objects.select_for_update().filter(pk=collection.pk).values_list("pk", flat=True).first()
-        _paragraphs_drop(collection)
-        collection.delete()
-        transaction.on_commit(remove_files)
-
-
-def _paragraphs_drop(collection: Collection) -> None:
-    """Every paragraph of `collection` and its keyword index, in a few statements, inside the caller's transaction.
-
-    The keyword index goes by collection id (a range of each table's key), then the paragraphs in one statement whose
-    delete trigger leaves this collection out (migration 0028). Subtracting them from an index about to go joined
-    every paragraph's words with their postings: for 300,000 paragraphs that join filled the disk with temporary
-    files and the deletion failed. One statement also spares the ORM's cascade, which loads every paragraph first."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('kb.dropped_collections', %s, true)", [f"{{{collection.pk}}}"])
-        for model in (KeywordBlock, KeywordTerm, KeywordStats):
-            cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE collection_id = %s", [collection.pk])
-        cursor.execute(f"DELETE FROM {Chunk._meta.db_table} WHERE collection_id = %s", [collection.pk])
-        # At once: nothing else the caller's transaction deletes is left out.
-        cursor.execute("SELECT set_config('kb.dropped_collections', '', true)")

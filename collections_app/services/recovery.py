@@ -28,6 +28,9 @@ in that cluster's list until it is acknowledged, and each cluster holds a livene
 taken by a cluster that is gone, or started by a worker that no longer holds its document's lease, is dead, and
 any surviving cluster requeues its document within the same bound. (`cluster_start` means nothing there: other
 clusters may be alive.)
+
+Deleted collections and tenants are removed by a task that holds a lease the same way; the hourly part of the
+round queues again every removal nobody holds (services/deletion.py: deletions_resume).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import get_fields_from_path, unquote
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db.models import ForeignKey, ManyToManyField, Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
@@ -49,6 +49,20 @@ class ToolPage:
     route: str
     view: str
     name: str
+
+
+def without_deleted_collections(queryset: QuerySet) -> QuerySet:
+    """Rows of a collection being deleted (a build, a golden question, a collection file, ...) left out of a page:
+    from the deletion's commit nothing of it is shown while its rows go in the background. Rows of no collection
+    stay. (doors imports no content app: the collection is found by its field.)"""
+    try:
+        field = queryset.model._meta.get_field("collection")
+    except FieldDoesNotExist:
+        return queryset
+    related = getattr(field, "related_model", None)
+    if not field.is_relation or related is None or not any(f.name == "deleting_at" for f in related._meta.fields):
+        return queryset
+    return queryset.filter(collection__deleting_at__isnull=True)
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
@@ -124,7 +138,11 @@ class TenantScopedAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         queryset = super().get_queryset(request)
         tenants = tenants_where(request, Role.VIEWER)
-        return queryset if tenants is None else queryset.filter(**{f"{self.tenant_field}__in": tenants})
+        if tenants is None:  # a superuser: every tenant but those being deleted (a member's roles leave them out)
+            queryset = queryset.filter(**{f"{self.tenant_field}__deleting_at__isnull": True})
+        else:
+            queryset = queryset.filter(**{f"{self.tenant_field}__in": tenants})
+        return without_deleted_collections(queryset)
 
     def get_list_filter(self, request: HttpRequest) -> list[Any]:
         # A related filter lists only what the visible rows point at (RelatedOnlyFieldListFilter follows

@@ -30,16 +30,19 @@ def membership_role_for(user: AbstractBaseUser | AnonymousUser, tenant: Tenant |
     if not user.is_authenticated:
         return None
     tenant_id = tenant.pk if isinstance(tenant, Tenant) else tenant
-    role = Membership.objects.filter(user_id=user.pk, tenant_id=tenant_id).values_list("role", flat=True).first()
+    memberships = Membership.objects.filter(user_id=user.pk, tenant_id=tenant_id, tenant__deleting_at__isnull=True)
+    role = memberships.values_list("role", flat=True).first()
     return Role(role) if role is not None else None
 
 
 def roles_of(request: HttpRequest) -> dict[uuid.UUID, Role]:
-    """{tenant id: role} of the requesting person, read once per request."""
+    """{tenant id: role} of the requesting person (tenants being deleted left out), read once per request."""
     roles = getattr(request, _CACHE, None)
     if roles is None:
         user = request.user
-        rows = Membership.objects.filter(user=user).values_list("tenant_id", "role") if user.is_authenticated else []
+        # A tenant being deleted is nobody's any more (collections_app/services/deletion.py).
+        mine = Membership.objects.filter(tenant__deleting_at__isnull=True)
+        rows = mine.filter(user=user).values_list("tenant_id", "role") if user.is_authenticated else []
         roles = {tenant_id: Role(role) for tenant_id, role in rows}
         setattr(request, _CACHE, roles)
     return roles

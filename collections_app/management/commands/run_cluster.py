@@ -18,6 +18,7 @@ from django.db import close_old_connections
 from django_q.cluster import Cluster
 
 from collections_app.hooks import recovery_sweeps
+from collections_app.services.deletion import deletions_resume
 from collections_app.services.documents import trash_purge_expired
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
 from collections_app.services.retired_paragraphs import retired_paragraphs_prune
@@ -127,6 +128,9 @@ class Command(BaseCommand):
                 purged = trash_purge_expired()  # documents in the trash longer than KB_TRASH_DAYS
                 if purged:
                     logger.info("purged %d document(s) from the trash", purged)
+                # Deleted collections and tenants whose removal died with its worker (services/deletion.py); at
+                # the cluster's start too, so a removal cut short by a crash goes on as soon as a cluster runs.
+                deletions_resume()
         except Exception:
             # A database hiccup must not take the cluster down; the next round tries again.
             logger.exception("recovery round failed")

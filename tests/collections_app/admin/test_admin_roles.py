@@ -201,14 +201,19 @@ def test_audit_rows_cannot_be_deleted_even_by_a_superuser(cast, two_tenants, cli
     assert model.objects.filter(pk=row.pk).exists()
 
 
-def test_deleting_a_collection_takes_its_paragraphs_and_builds_with_it(cast, two_tenants):
+def test_deleting_a_collection_takes_its_paragraphs_and_builds_with_it(
+    cast, two_tenants, django_capture_on_commit_callbacks
+):
     client = _client(_staff("ed", acme=Role.EDITOR))
     collection, _ = two_tenants["acme"]
 
     page = client.get(f"/admin/collections_app/collection/{collection.pk}/delete/").content.decode()
     assert "permission" not in page.lower()  # paragraphs and builds are not the editor's to delete one by one
-    assert client.post(f"/admin/collections_app/collection/{collection.pk}/delete/", {"post": "yes"}).status_code == 302
+    with django_capture_on_commit_callbacks(execute=True):  # the removal queued on commit, run as a worker would
+        response = client.post(f"/admin/collections_app/collection/{collection.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
     assert not Build.objects.filter(collection_id=collection.pk).exists()
+    assert not Collection.all_objects.filter(pk=collection.pk).exists()
 
 
 def test_list_filters_offer_only_the_tenants_own_names(cast, two_tenants):

@@ -212,9 +212,12 @@ def test_a_bulk_write_indexes_its_collection_in_one_pass_and_its_neighbours_as_a
     assert stats.paragraphs == len(ROOMS) - 1
 
 
-def test_a_deleted_collection_takes_its_keyword_index_and_leaves_its_neighbours(collection) -> None:
-    """collection_delete drops the collection's index by its id and tells the delete trigger to leave it out; the
-    neighbour sharing its words keeps exactly its own index, and a delete after it is counted again."""
+def test_a_deleted_collection_takes_its_keyword_index_and_leaves_its_neighbours(
+    collection, django_capture_on_commit_callbacks
+) -> None:
+    """The deleted collection's removal (queued on commit, run here) drops its index by its id and tells the delete
+    trigger to leave it out; the neighbour sharing its words keeps exactly its own index, and a delete after it is
+    counted again."""
     neighbour = Collection.objects.create(tenant=collection.tenant, name="neighbour")
     index(collection, ROOMS, name="gone")
     kept = index(neighbour, ROOMS[:6], name="kept")
@@ -222,7 +225,8 @@ def test_a_deleted_collection_takes_its_keyword_index_and_leaves_its_neighbours(
     before = keyword_rows(neighbour)
     assert KeywordPosting.objects.filter(collection_id=collection.pk).exists()
 
-    collection_delete(collection=collection)
+    with django_capture_on_commit_callbacks(execute=True):
+        collection_delete(collection=collection)
 
     assert not KeywordPosting.objects.filter(collection_id=collection.pk).exists()
     assert not KeywordTerm.objects.filter(collection_id=collection.pk).exists()

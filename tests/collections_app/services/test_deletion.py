@@ -1,0 +1,255 @@
+"""Deletes in seconds (issue 42): a deleted collection or tenant leaves every read at the commit of one flag; its rows
+go in the background, batch by batch, and a removal that died is resumed by the cluster's recovery round.
+
+Real documents, the real embedding model and the real search pipeline; the background removal is the queued task,
+run as the cluster would once the deletion commits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accounts.issuing import api_key_create
+from accounts.models import ApiKey, Role, Tenant
+from collections_app.models import (
+    Build,
+    Chunk,
+    Collection,
+    Document,
+    DocumentVersion,
+    KeywordPosting,
+    KeywordStats,
+    KeywordTerm,
+    RetiredParagraph,
+)
+from collections_app.services import deletion
+from collections_app.services.collections import collection_create, collection_delete
+from collections_app.services.deletion import collection_rows_remove, deletions_resume, tenant_delete
+from embedding import get_embedder
+from infra.locks import session_lock
+from retrieval.selectors.search import Visibility, keyword_retrieve, vector_retrieve
+from retrieval.selectors.search._scope import resolve_scope
+from tests.conftest import client_for
+
+QUESTION = "until when can vacation days be carried over"
+# Both collections hold the question's words, so a deleted collection left in the BM25 statistics would move the
+# neighbour's scores.
+GONE = {
+    "leave.txt": b"Carry-over\n\nUnused vacation days may be carried over until March 31 of the following year.\n",
+    "bikes.txt": b"Bicycles\n\nCyclists can lock their bikes in the covered rack next to the main entrance.\n",
+    "days.txt": b"Vacation\n\nVacation days are booked in the portal. Days carried over are booked first.\n",
+}
+KEPT = {
+    "policy.txt": b"Leave policy\n\nVacation days not taken by April 30 of the following year lapse.\n",
+    "travel.txt": b"Travel\n\nTrain tickets for business trips are booked through the travel desk.\n",
+}
+
+
+class WorkerKilled(Exception):
+    """Stands for the worker dying between two batches (its lease goes with its session, as a killed process's)."""
+
+
+def search(client, **extra) -> list[dict]:
+    answer = client.post("/api/search", {"query": QUESTION, "around": 0, "top_n": 8, **extra}, format="json")
+    assert answer.status_code == 200, answer.content
+    return answer.json()["results"]
+
+
+def shown(results: list[dict]) -> list[tuple[str, str, float]]:
+    return [(r["collection"], r["chunk_id"], round(r["score"], 9)) for r in results]
+
+
+def fill(client, upload, collection: Collection, files: dict[str, bytes]) -> None:
+    for name, content in files.items():
+        assert upload(client, collection, name, content).status_code == 202
+    assert set(Document.objects.filter(collection=collection).values_list("status", flat=True)) == {"done"}
+
+
+def keyword_scores(key: ApiKey, names: list[str] | None = None) -> dict[str, float]:
+    """The keyword stage's BM25 scores over what a search of `key` reads (its scope, as the pipeline resolves it)."""
+    scope = resolve_scope(key=key, names=names)
+    visible = Visibility(scope.tenant_id, [str(c.pk) for c in scope.collections])
+    return {hit.chunk_id: hit.keyword for hit in keyword_retrieve(visible=visible, query=QUESTION, limit=20)}
+
+
+def rows_of(collection_id: object) -> dict[str, int]:
+    return {
+        "paragraphs": Chunk.objects.filter(collection_id=collection_id).count(),
+        "postings": KeywordPosting.objects.filter(collection_id=collection_id).count(),
+        "words": KeywordTerm.objects.filter(collection_id=collection_id).count(),
+        "totals": KeywordStats.objects.filter(collection_id=collection_id).count(),
+        "documents": Document.all_objects.filter(collection_id=collection_id).count(),
+        "versions": DocumentVersion.objects.filter(document__collection_id=collection_id).count(),
+        "builds": Build.objects.filter(collection_id=collection_id).count(),
+        "collection": Collection.all_objects.filter(pk=collection_id).count(),
+    }
+
+
+@pytest.fixture
+def two(cast, collection, upload) -> tuple[Collection, Collection]:
+    """The cast's "handbook" (to be deleted) and its neighbour "policies" in the same tenant, both searchable with
+    the floor off (whatever is readable is a candidate, so "not found" means "not readable")."""
+    neighbour = collection_create(tenant=cast.tenant, name="policies", min_score=0)
+    Collection.objects.filter(pk=collection.pk).update(min_score=0)
+    fill(cast.editor, upload, collection, GONE)
+    fill(cast.editor, upload, neighbour, KEPT)
+    return Collection.objects.get(pk=collection.pk), neighbour
+
+
+def test_a_deleted_collection_gives_no_hits_in_the_very_next_search_and_its_neighbour_keeps_every_hit_and_score(
+    cast, two
+):
+    gone, neighbour = two
+    viewer_key = ApiKey.objects.filter(tenant=cast.tenant, role=Role.VIEWER, agent=None).first()
+    assert viewer_key is not None
+    assert {r["collection"] for r in search(cast.viewer)} == {"handbook", "policies"}
+    cast.agent.collections.set([gone])  # an agent configured with the deleted collection alone
+    assert search(cast.agent_client)
+    neighbour_alone = shown(search(cast.viewer, collections=["policies"]))
+    neighbour_bm25 = keyword_scores(viewer_key, ["policies"])
+    assert neighbour_alone and neighbour_bm25
+    old_scope = Visibility(cast.tenant.pk, [str(gone.pk), str(neighbour.pk)])  # a scope read before the deletion
+    vector = get_embedder(gone.embedding_alias).embed_query(QUESTION)
+
+    answer = cast.editor.delete(f"/api/manage/collections/{gone.pk}")
+
+    assert answer.status_code == 204 and answer.content == b""
+    # Nothing was removed yet (the removal is queued on commit, and not run here): the flag alone hides it.
+    assert rows_of(gone.pk)["paragraphs"] == Chunk.objects.filter(document__collection=gone).count() > 0
+    # The very next search: no hit of it; the neighbour's hits and scores exactly those it had searched alone.
+    assert shown(search(cast.viewer)) == neighbour_alone
+    assert shown(search(cast.agent_client)) == []  # the agent's configured collections: none left
+    assert keyword_scores(viewer_key) == pytest.approx(neighbour_bm25, rel=1e-12, abs=0)
+    # A search whose scope was read just before the flag committed reads none of its rows either, by both stages.
+    assert {h.collection_id for h in keyword_retrieve(visible=old_scope, query=QUESTION, limit=20)} == {
+        str(neighbour.pk)
+    }
+    assert {h.collection_id for h in vector_retrieve(visible=old_scope, vector=vector, limit=20)} == {str(neighbour.pk)}
+    # Naming it is naming an unknown collection; every other door has lost it.
+    named = cast.viewer.post("/api/search", {"query": QUESTION, "collections": ["handbook"]}, format="json")
+    assert named.status_code == 400 and "no collection named handbook" in named.content.decode()
+    assert cast.editor.get(f"/api/manage/collections/{gone.pk}").status_code == 404
+    assert cast.editor.get(f"/api/manage/collections/{gone.pk}/map").status_code == 404
+    assert cast.editor.get(f"/api/manage/collections/{gone.pk}/documents").status_code == 404
+    assert [c["name"] for c in cast.editor.get("/api/manage/collections").json()] == ["policies"]
+    assert cast.editor.delete(f"/api/manage/collections/{gone.pk}").status_code == 404
+    # Its name is free at once.
+    again = cast.editor.post("/api/manage/collections", {"name": "handbook"}, format="json")
+    assert again.status_code == 201, again.content
+    assert Document.objects.filter(collection_id=gone.pk).count() == 0  # its documents: nobody's to list
+
+
+def test_the_removal_takes_every_row_in_batches_and_a_worker_killed_after_one_batch_is_resumed_by_recovery(
+    cast, two, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    gone, neighbour = two
+    monkeypatch.setattr(deletion, "PARAGRAPHS_PER_BATCH", 1)  # a few paragraphs: one a batch, so there are several
+    monkeypatch.setattr(deletion, "KEYWORD_ROWS_PER_BATCH", 5)
+    monkeypatch.setattr(deletion, "DOCUMENTS_PER_BATCH", 1)
+    files = [Path(settings.MEDIA_ROOT) / d.file.name for d in Document.objects.filter(collection=gone)]
+    assert files and all(f.exists() for f in files)
+    before = rows_of(gone.pk)
+    neighbour_rows = rows_of(neighbour.pk)
+    neighbour_postings = sorted(KeywordPosting.objects.filter(collection_id=neighbour.pk).values_list("pk", "tf"))
+
+    with django_capture_on_commit_callbacks() as queued:  # queued, not run: the worker is "killed" below instead
+        collection_delete(collection=gone)
+    assert len(queued) == 1
+    batches = []
+
+    def killed_after_the_first_batch() -> None:
+        batches.append(1)
+        raise WorkerKilled
+
+    with pytest.raises(WorkerKilled):
+        collection_rows_remove(collection_id=gone.pk, after_batch=killed_after_the_first_batch)
+
+    midway = rows_of(gone.pk)
+    assert midway["paragraphs"] == before["paragraphs"] - 1 and 0 < midway["postings"] < before["postings"]
+    assert midway["collection"] == 1 and Collection.all_objects.get(pk=gone.pk).deleting_at is not None
+    # Held by a live worker, a removal is not queued again; nobody holding it, the recovery round queues it.
+    with session_lock(deletion._lease_key("collection", gone.pk), application_name="test"):
+        settings.KB_RECOVERY_GRACE_SECONDS = 0
+        assert deletions_resume() == []
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deletions_resume() == [f"collection {gone.pk}"]
+
+    assert rows_of(gone.pk) == dict.fromkeys(before, 0)
+    assert RetiredParagraph.objects.filter(collection_id=gone.pk).count() == before["paragraphs"]  # citations: retired
+    assert not any(f.exists() for f in files)
+    assert rows_of(neighbour.pk) == neighbour_rows
+    assert sorted(KeywordPosting.objects.filter(collection_id=neighbour.pk).values_list("pk", "tf")) == (
+        neighbour_postings
+    )
+    assert deletions_resume() == []  # nothing left to resume
+
+
+def test_a_deleted_tenant_is_refused_at_once_and_removed_in_the_background_even_after_a_crash(
+    cast, two, upload, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    gone, neighbour = two
+    theirs = collection_create(tenant=cast.outsider_tenant, name="handbook")
+    fill(cast.outsider, upload, theirs, KEPT)
+    theirs_before = rows_of(theirs.pk)
+    assert search(cast.viewer)
+
+    with django_capture_on_commit_callbacks() as queued:
+        tenant_delete(tenant=cast.tenant)
+    assert len(queued) == 1
+
+    # At once: every key of it refused, its collections flagged, its name free; the other tenant untouched.
+    for client in (cast.viewer, cast.editor, cast.admin, cast.agent_client):
+        assert client.post("/api/search", {"query": QUESTION}, format="json").status_code == 401
+    assert not Collection.objects.filter(tenant_id=cast.tenant.pk).exists()
+    assert Collection.all_objects.filter(tenant_id=cast.tenant.pk).deleting().count() == 2
+    assert Tenant.objects.create(name="acme").pk != cast.tenant.pk
+    assert {r["collection"] for r in search(cast.outsider)} == {"handbook"}
+
+    # The removal dies part way (after the collections, before the keys); the recovery round resumes it.
+    real = deletion._tenant_rows_of
+
+    def dies(model, tenant_id):
+        raise WorkerKilled
+
+    monkeypatch.setattr(deletion, "_tenant_rows_of", dies)
+    with pytest.raises(WorkerKilled):
+        deletion.tenant_rows_remove(tenant_id=cast.tenant.pk)
+    assert not Collection.all_objects.filter(tenant_id=cast.tenant.pk).exists()
+    assert Tenant.all_objects.filter(pk=cast.tenant.pk).exists()
+    monkeypatch.setattr(deletion, "_tenant_rows_of", real)
+    settings.KB_RECOVERY_GRACE_SECONDS = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deletions_resume() == [f"tenant {cast.tenant.pk}"]
+
+    assert not Tenant.all_objects.filter(pk=cast.tenant.pk).exists()
+    assert not ApiKey.objects.filter(tenant_id=cast.tenant.pk).exists()
+    assert not Chunk.objects.filter(tenant_id=cast.tenant.pk).exists()
+    assert not RetiredParagraph.objects.filter(tenant_id=cast.tenant.pk).exists()
+    assert rows_of(gone.pk) == rows_of(neighbour.pk) == dict.fromkeys(theirs_before, 0)
+    assert rows_of(theirs.pk) == theirs_before
+    # The new tenant of the same name is a tenant like any other.
+    fresh = Tenant.objects.get(name="acme")
+    assert (
+        client_for(api_key_create(tenant=fresh, role=Role.VIEWER).secret)
+        .post("/api/search", {"query": QUESTION}, format="json")
+        .json()["results"]
+        == []
+    )
+
+
+def test_the_admin_deletes_at_once_and_the_collection_list_says_being_deleted(cast, staff, two):
+    gone, _ = two
+    confirm = staff.get(f"/admin/collections_app/collection/{gone.pk}/delete/").content.decode()
+    assert "Documents: 3" in confirm and "removed in the background" in confirm  # counts, not every paragraph listed
+
+    response = staff.post(f"/admin/collections_app/collection/{gone.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    page = staff.get("/admin/collections_app/collection/").content.decode()
+    note = page[page.index('id="kb-being-deleted"') :]
+    assert "being deleted" in note and "handbook" in note
+    assert f"/admin/collections_app/collection/{gone.pk}/change/" not in page  # no link into what is going
+    assert staff.get(f"/admin/collections_app/collection/{gone.pk}/change/").status_code == 302  # "does not exist"
+    documents = staff.get("/admin/collections_app/document/").content.decode()
+    assert "leave.txt" not in documents and "policy.txt" in documents
