@@ -100,6 +100,10 @@ def _validate(values: dict[str, Any]) -> None:
     _bounded_int(values, "around", 0, MAX_AROUND, nullable=True)
     _bounded_int(values, "window_max_chars", *WINDOW_MAX_CHARS_RANGE)
     _fraction(values, "merge_threshold", nullable=False)
+    # A collection file's settings come from outside: "yes" would reach the model field and answer 500, not 400.
+    for field in ("per_reader", "step_back", "golden_gate"):
+        if field in values and not isinstance(values[field], bool):
+            raise InvalidSettings(f"{field} must be true or false", field=field)
     _fraction(values, "golden_gate_tolerance", nullable=False)
     for field in ("hybrid_weight", "score_threshold", "min_score"):
         _fraction(values, field)
