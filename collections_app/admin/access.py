@@ -12,6 +12,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
 from django.db.models import Field, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django_q import models as q_models
@@ -20,7 +21,7 @@ from accounts.delegation import delegation_label
 from accounts.issuing import ANY_READER, Delegation, api_key_create, api_key_delegate
 from accounts.models import Agent, ApiKey, Membership, Role, Tenant
 from collections_app.models import Collection, ReaderLabel
-from collections_app.services.deletion import tenant_delete
+from collections_app.services.deletion import DeleteBusy, tenant_delete
 from doors.admin.base import (
     RoleGrantForm,
     SuperuserOnlyAdmin,
@@ -60,11 +61,14 @@ class TenantAdmin(SuperuserOnlyAdmin):
         return [str(t) for t in tenants], summary, refused, []
 
     def delete_model(self, request: HttpRequest, obj: Tenant) -> None:
-        tenant_delete(tenant=obj)
+        try:
+            tenant_delete(tenant=obj)
+        except DeleteBusy as busy:  # a collection of it is being imported: the 403 page says why
+            raise PermissionDenied(str(busy)) from busy
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         for tenant in queryset:
-            tenant_delete(tenant=tenant)
+            self.delete_model(request, tenant)
 
 
 class RoleGrantAdmin(TenantScopedAdmin):

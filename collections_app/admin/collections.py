@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count, Model, Q, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
@@ -22,6 +23,7 @@ from collections_app.admin.reindex import ReindexAdminMixin
 from collections_app.admin.sources import FolderSourceAdminMixin
 from collections_app.models import Collection, Document
 from collections_app.services.collections import collection_create, collection_delete, collection_update
+from collections_app.services.deletion import DeleteBusy
 from collections_app.services.folder_sources import FolderSourceError, folder_source_options_set, folder_source_set
 from doors.admin.base import TenantScopedAdmin
 from doors.admin.display import shown_value, table
@@ -298,11 +300,16 @@ class CollectionAdmin(
         return [str(c) for c in collections], summary, refused, []
 
     def delete_model(self, request: HttpRequest, obj: Collection) -> None:
-        collection_delete(collection=obj)  # gone for readers at its commit; rows and stored originals in the background
+        # Gone for readers at its commit; rows and stored originals in the background. A collection an import is
+        # writing cannot be flagged without waiting for all of it: the admin's 403 page says why and what to do.
+        try:
+            collection_delete(collection=obj)
+        except DeleteBusy as busy:
+            raise PermissionDenied(str(busy)) from busy
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         for collection in queryset:
-            collection_delete(collection=collection)
+            self.delete_model(request, collection)
 
 
 def being_deleted(request: HttpRequest) -> list[dict[str, Any]]:

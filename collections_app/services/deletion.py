@@ -29,9 +29,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Model
 from django.utils import timezone
+from psycopg import errors as pg_errors
 
 from accounts.models import Agent, ApiKey, Membership, Reader, Tenant
 from collections_app.models import (
@@ -46,6 +47,7 @@ from collections_app.models import (
     KeywordTerm,
     RetiredParagraph,
 )
+from infra.errors import Conflict
 from infra.locks import session_lock, session_lock_held
 from infra.queueing import task_name_shown, task_queue_on_commit
 
@@ -68,12 +70,43 @@ PROGRESS_EVERY_SECONDS = 10.0
 
 # --- step 1: gone at once ------------------------------------------------------------------------------------------
 
+# How long a delete waits for a write holding the row it flags: a publish commits well within it; a collection
+# import holds its collection's row for its whole transaction (minutes at a million paragraphs), and a delete that
+# waited for it held a web thread that long (132.8 s for 30,000 paragraphs).
+FLAG_WAIT = "3s"
+
+
+class DeleteBusy(Conflict):
+    """A long write (a collection import) holds the row a delete must flag."""
+
+
+@contextmanager
+def _flag_without_waiting(what: str) -> Iterator[None]:
+    """One transaction that waits at most FLAG_WAIT for a row lock; after it, DeleteBusy saying what to do."""
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)", [FLAG_WAIT]
+                )
+                before = cursor.fetchone()[0]
+            yield
+            with connection.cursor() as cursor:  # as it was, for the rest of a caller's transaction
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, pg_errors.LockNotAvailable):
+            raise DeleteBusy(
+                f"{what} is being written by a collection import: delete it once the import has finished or failed "
+                "(its progress is on the collection's page)"
+            ) from exc
+        raise
+
 
 def collection_delete(*, collection: Collection) -> None:
     """Delete a collection: invisible to every reader from this transaction's commit, its name free; its rows are
     removed in the background (collection_rows_remove, queued on commit). Deleting it again changes nothing."""
     now = timezone.now()
-    with transaction.atomic():
+    with _flag_without_waiting("this collection"):
         # One UPDATE, which takes the row lock as a publish does (services/documents/_publish.py): a publish under
         # way commits first and its rows are removed with the rest; one coming after no longer finds the collection.
         flagged = Collection.all_objects.filter(pk=collection.pk, deleting_at__isnull=True).update(deleting_at=now)
@@ -87,7 +120,7 @@ def tenant_delete(*, tenant: Tenant) -> None:
     search from this transaction's commit, its name free; its rows are removed in the background
     (tenant_rows_remove, queued on commit). Deleting it again changes nothing."""
     now = timezone.now()
-    with transaction.atomic():
+    with _flag_without_waiting("a collection of this tenant"):
         if not Tenant.all_objects.filter(pk=tenant.pk, deleting_at__isnull=True).update(deleting_at=now):
             return
         tenant.deleting_at = now

@@ -256,14 +256,17 @@ class GoldenQuestionAdmin(EditorsOnly):
             except DomainError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, str(exc))
             else:
-                self.message_user(request, f"Measuring {collection.name}: each design is built in a scratch "
-                                  "store and asked its golden questions; this page follows it.",
+                self.message_user(request, f"Measuring {collection.name}: each design that cuts differently is "
+                                  "built in a scratch store, the others are asked on the collection as it is; this "
+                                  "page follows it.",
                                   messages.SUCCESS)  # fmt: skip
                 return HttpResponseRedirect(reverse("admin:retrieval_measure_change", args=[measure.pk]))
         return self._page(request, "Measure designs of a collection", form,
-                          "Builds each design from the collection's stored parser output in a scratch store that "
-                          "no search sees, asks every golden question of it (unfloored unless you give a floor) "
-                          "and compares them. Nothing of the collection changes until you apply a variant.",
+                          "Builds each design that cuts or embeds differently from the collection's stored parser "
+                          "output in a scratch store that no search sees (a design that only reads differently — "
+                          "window, weight, floor — is asked on the collection as it is), asks every golden "
+                          "question of it (unfloored unless you give a floor) and compares them. Nothing of the "
+                          "collection changes until you apply a variant.",
                           )  # fmt: skip
 
     def from_search_view(self, request: HttpRequest) -> HttpResponse:

@@ -199,6 +199,9 @@ def measures_sweep() -> int:
             uuid.UUID(owner)
         except ValueError:
             continue
+        # Only a store a measure made: a tenant someone merely named so ("measure scratch <any uuid>") is a real one.
+        if not Measure.objects.filter(pk=owner).exists():
+            continue
         if measure_lease_held(measure_id=owner):
             continue  # a live worker is measuring in it
         _failed(owner)

@@ -253,3 +253,43 @@ def test_the_admin_deletes_at_once_and_the_collection_list_says_being_deleted(ca
     assert staff.get(f"/admin/collections_app/collection/{gone.pk}/change/").status_code == 302  # "does not exist"
     documents = staff.get("/admin/collections_app/document/").content.decode()
     assert "leave.txt" not in documents and "policy.txt" in documents
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delete_does_not_wait_for_an_import_holding_the_collection(cast) -> None:
+    """An import holds its collection's row for its whole transaction: a delete says so within seconds (409 through
+    the API, the reason on the admin's 403 page) instead of holding a web thread until the import ends."""
+    import threading
+    import time
+
+    from django.db import connections, transaction
+
+    collection = collection_create(tenant=cast.tenant, name="being imported")
+    holding, release = threading.Event(), threading.Event()
+
+    def importing() -> None:  # what collection_import_run does first: lock the row, then write for minutes
+        with transaction.atomic():
+            Collection.objects.select_for_update().filter(pk=collection.pk).first()
+            holding.set()
+            release.wait(60)
+        connections.close_all()
+
+    worker = threading.Thread(target=importing)
+    worker.start()
+    try:
+        assert holding.wait(30)
+        started = time.monotonic()
+        with pytest.raises(deletion.DeleteBusy, match="collection import"):
+            collection_delete(collection=collection)
+        assert time.monotonic() - started < 10
+        answer = cast.admin.delete(f"/api/manage/collections/{collection.pk}")
+        assert answer.status_code == 409 and "import" in answer.json()["detail"], answer.content
+        with pytest.raises(deletion.DeleteBusy):
+            tenant_delete(tenant=cast.tenant)
+    finally:
+        release.set()
+        worker.join()
+    assert Collection.objects.filter(pk=collection.pk).exists()  # nothing was flagged
+    assert Tenant.objects.filter(pk=cast.tenant.pk).exists()
+    collection_delete(collection=collection)  # once the import is over, at once
+    assert not Collection.objects.filter(pk=collection.pk).exists()

@@ -3,6 +3,8 @@ nothing written to the collection, nothing left behind whether the run ends, fai
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db.models import Sum
 
@@ -158,6 +160,8 @@ def test_the_recovery_sweep_removes_what_a_killed_worker_left_and_spares_a_live_
     other = Collection.objects.create(tenant=cast.tenant, name="other")
     live = Measure.objects.create(tenant=cast.tenant, collection=other, status="running", request={})
     live_store = scratch_module.scratch_open(measure=live)
+    # A real tenant someone named like a store, after no measure: never the sweep's.
+    namesake = Tenant.objects.create(name=f"{scratch_module.SCRATCH_PREFIX}{uuid.uuid4()}")
 
     with measure_lease(measure_id=live.pk) as held:
         assert held
@@ -168,11 +172,14 @@ def test_the_recovery_sweep_removes_what_a_killed_worker_left_and_spares_a_live_
     assert not Tenant.objects.filter(pk=store.pk).exists()
     assert not Chunk.objects.filter(tenant_id=store.pk).exists()
     assert Tenant.objects.filter(pk=live_store.pk).exists()
+    assert Tenant.objects.filter(pk=namesake.pk).exists()
     live.refresh_from_db()
     assert live.status == "running"
     assert snapshot(corpus) == before
-    # The next round, the live worker gone too: nothing left at all.
+    # The next round, the live worker gone too: nothing left at all (but the namesake, its owners' to delete).
     measures_sweep()
+    assert Tenant.objects.filter(pk=namesake.pk).exists()
+    namesake.delete()
     no_scratch_left()
 
 
