@@ -18,6 +18,7 @@ from django.db import close_old_connections
 from django_q.cluster import Cluster
 
 from collections_app.hooks import recovery_sweeps
+from collections_app.services.collection_file import collection_files_sweep
 from collections_app.services.deletion import deletions_resume
 from collections_app.services.documents import trash_purge_expired
 from collections_app.services.recovery import documents_recover, recovery_reads_redis
@@ -120,6 +121,7 @@ class Command(BaseCommand):
             documents_recover(cluster_start=cluster_start)
             for sweep in recovery_sweeps():  # other apps' leftovers of dead workers (collections_app/hooks.py)
                 sweep()
+            collection_files_sweep()  # imports and exports whose worker died: failed, saying what to do
             if self._pruned_at is None or time.monotonic() - self._pruned_at >= PRUNE_EVERY_SECONDS:
                 self._pruned_at = time.monotonic()
                 pruned = retired_paragraphs_prune()

@@ -24,7 +24,12 @@ from collections_app.services.collection_file._import import (
     collection_import_run,
     served_alias_for,
 )
-from collections_app.services.collection_file._jobs import ExportExpired, collection_file_open, collection_files_stored
+from collections_app.services.collection_file._jobs import (
+    ExportExpired,
+    collection_file_open,
+    collection_files_stored,
+    collection_files_sweep,
+)
 from collections_app.services.collection_file._schema import SCHEMA_VERSION, BadCollectionFile
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "collection_file_open",
     "collection_file_remove",
     "collection_files_stored",
+    "collection_files_sweep",
     "collection_import",
     "collection_import_run",
     "served_alias_for",

@@ -54,6 +54,7 @@ from collections_app.models import (
 )
 from collections_app.services.collection_file._jobs import (
     JobProgress,
+    collection_file_lease,
     collection_file_pending,
     collection_file_queue,
     collection_file_store,
@@ -271,6 +272,12 @@ def collection_export_run(*, collection_file_id: str) -> None:
     record = collection_file_pending(collection_file_id, CollectionFileKind.EXPORT)
     if record is None:
         return
+    with collection_file_lease(record.pk) as taken:
+        if taken:  # else a live worker runs it already
+            _export_leased(record)
+
+
+def _export_leased(record: CollectionFile) -> None:
     CollectionFile.objects.filter(pk=record.pk).update(status=CollectionFileStatus.RUNNING)
     try:
         # Progress on a connection of its own: the export reads in one READ ONLY transaction (_jobs.py).

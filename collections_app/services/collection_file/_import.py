@@ -59,6 +59,7 @@ from collections_app.services.builds import build_record
 from collections_app.services.collection_file._export import RANKING_SETTINGS
 from collections_app.services.collection_file._jobs import (
     JobProgress,
+    collection_file_lease,
     collection_file_pending,
     collection_file_queue,
     collection_file_store,
@@ -440,6 +441,12 @@ def collection_import_run(*, collection_file_id: str) -> None:
     record = collection_file_pending(collection_file_id, CollectionFileKind.IMPORT)
     if record is None:
         return
+    with collection_file_lease(record.pk) as taken:
+        if taken:  # else a live worker runs it already
+            _run_leased(record)
+
+
+def _run_leased(record: CollectionFile) -> None:
     unfinished = CollectionFile.objects.filter(pk=record.pk).exclude(status=CollectionFileStatus.DONE)
     unfinished.update(status=CollectionFileStatus.RUNNING)
     try:

@@ -5,16 +5,21 @@ their progress, written as they go on a connection of their own."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import connections, router, transaction
+from django.utils import timezone
 
 from collections_app.models import CollectionFile, CollectionFileKind, CollectionFileStatus
 from infra.errors import DomainError
+from infra.locks import session_lock, session_lock_held
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +46,39 @@ def collection_file_queue(record: CollectionFile) -> None:
             group="collection-files",
         )
     )
+
+
+def _lease_key(record_id: object) -> str:
+    return f"kbsite-collection-file:{record_id}"
+
+
+@contextmanager
+def collection_file_lease(record_id: object) -> Iterator[bool]:
+    """Hold a job's lease while it runs (a session advisory lock on a connection of its own, which the server drops
+    when the worker's process dies); yields False when a live worker holds it already. A job marks its record
+    `running` only inside it, so a `running` record nobody holds is a job whose worker died."""
+    with session_lock(_lease_key(record_id), application_name=f"kbsite-collection-file pid={os.getpid()}") as taken:
+        yield taken
+
+
+def collection_files_sweep() -> int:
+    """The recovery round's sweep: imports and exports left `running` by a worker that died (nobody holds their
+    lease) are marked failed, saying what to do; a dead import's upload is removed. Before, such a record said
+    "importing" for ever (the task is never run twice). Returns how many."""
+    failed = 0
+    for record in CollectionFile.objects.filter(status=CollectionFileStatus.RUNNING):
+        if session_lock_held(_lease_key(record.pk)):
+            continue
+        again = "import the file again" if record.kind == CollectionFileKind.IMPORT else "export again"
+        failed += CollectionFile.objects.filter(pk=record.pk, status=CollectionFileStatus.RUNNING).update(
+            status=CollectionFileStatus.ERROR, phase="", finished_at=timezone.now(),
+            error=f"the worker running this {record.get_kind_display()} stopped; {again}",
+        )  # fmt: skip
+        if record.kind == CollectionFileKind.IMPORT and record.stored:
+            default_storage.delete(record.stored)
+            CollectionFile.objects.filter(pk=record.pk).update(stored="")
+        logger.info("collection file %s: its worker stopped, marked failed", record.pk)
+    return failed
 
 
 def collection_file_pending(collection_file_id: str, kind: CollectionFileKind) -> CollectionFile | None:

@@ -127,3 +127,30 @@ def file_of(file):
     from django.core.files import File
 
     return File(file, name="handbook.db")
+
+
+def test_a_job_whose_worker_died_is_marked_failed_and_a_live_one_is_left(office) -> None:
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from collections_app.services.collection_file import collection_files_sweep
+    from collections_app.services.collection_file._jobs import collection_file_lease
+
+    upload = default_storage.save("collection-files/dead-import.db", ContentFile(b"not read"))
+    tenant = office.tenant
+    dead = CollectionFile.objects.create(
+        tenant=tenant, collection=office, kind="import", status="running", phase="index", stored=upload
+    )
+    live = CollectionFile.objects.create(tenant=tenant, collection=office, kind="export", status="running")
+    with collection_file_lease(live.pk) as held:
+        assert held
+        assert collection_files_sweep() == 1
+    dead.refresh_from_db()
+    assert (dead.status, dead.phase, dead.stored) == ("error", "", "")
+    assert "stopped" in dead.error and "import the file again" in dead.error
+    assert not default_storage.exists(upload)  # the upload of a dead import is not kept for ever
+    live.refresh_from_db()
+    assert live.status == "running"
+    assert collection_files_sweep() == 1  # its worker gone too
+    live.refresh_from_db()
+    assert live.status == "error" and "export again" in live.error
