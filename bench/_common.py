@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +31,7 @@ def setup_django(*, database: bool = True) -> None:
         raise SystemExit("the database has unapplied migrations: run `.venv/bin/python manage.py migrate` first")
 
 
-def tenant_remove(tenant_id: object) -> None:
+def tenant_remove(tenant_id: uuid.UUID | str) -> None:
     """Delete a bench's scratch tenant as the platform does (one flag, then its rows in batches), the removal run here
     rather than queued: a bench has no cluster, and an ORM cascade through a large collection takes minutes."""
     from unittest import mock

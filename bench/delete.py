@@ -115,7 +115,7 @@ def make_collection(tenant, name: str, size: int, texts: list[str], seed: int): 
     return collection
 
 
-def rows_left(collection_id: object) -> dict[str, int]:
+def rows_left(collection_id: uuid.UUID | str) -> dict[str, int]:
     from collections_app.models import Chunk, Collection, Document, KeywordPosting, KeywordTerm
 
     return {

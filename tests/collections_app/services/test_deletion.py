@@ -6,6 +6,7 @@ run as the cluster would once the deletion commits."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -70,10 +71,10 @@ def keyword_scores(key: ApiKey, names: list[str] | None = None) -> dict[str, flo
     """The keyword stage's BM25 scores over what a search of `key` reads (its scope, as the pipeline resolves it)."""
     scope = resolve_scope(key=key, names=names)
     visible = Visibility(scope.tenant_id, [str(c.pk) for c in scope.collections])
-    return {hit.chunk_id: hit.keyword for hit in keyword_retrieve(visible=visible, query=QUESTION, limit=20)}
+    return {hit.chunk_id: hit.keyword or 0.0 for hit in keyword_retrieve(visible=visible, query=QUESTION, limit=20)}
 
 
-def rows_of(collection_id: object) -> dict[str, int]:
+def rows_of(collection_id: uuid.UUID | str) -> dict[str, int]:
     return {
         "paragraphs": Chunk.objects.filter(collection_id=collection_id).count(),
         "postings": KeywordPosting.objects.filter(collection_id=collection_id).count(),
