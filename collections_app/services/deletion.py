@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
@@ -298,16 +299,22 @@ def _documents_batch(collection_id: uuid.UUID | str) -> tuple[int, int]:
             return 0, 0
         files = _stored_files(ids)
         Document.all_objects.filter(pk__in=ids).delete()
-
-        def remove_files() -> None:
-            for name in files:
-                try:
-                    storage.delete(name)
-                except OSError:
-                    logger.warning("a stored file could not be removed; storage_cleanup will find it")
-
-        transaction.on_commit(remove_files)
+        _remove_on_commit(storage, files, "a stored file could not be removed; storage_cleanup will find it")
     return len(ids), len(files)
+
+
+def _remove_on_commit(storage: Any, names: list[str], failed: str) -> None:
+    """Remove stored files once the transaction that dropped their rows commits (a rollback keeps them); one that
+    cannot be removed is logged (`failed`, never its name) and the rest go on."""
+
+    def remove() -> None:
+        for name in names:
+            try:
+                storage.delete(name)
+            except OSError:
+                logger.warning(failed)
+
+    transaction.on_commit(remove)
 
 
 def _stored_files(document_ids: list[uuid.UUID]) -> list[str]:
@@ -330,15 +337,7 @@ def _collection_row_remove(collection_id: uuid.UUID | str) -> None:
         files = CollectionFile.objects.filter(collection_id=collection_id).values_list("stored", flat=True)
         stored = [name for name in files if name]
         collection.delete()
-
-        def remove_stored() -> None:
-            for name in stored:
-                try:
-                    default_storage.delete(name)
-                except OSError:
-                    logger.warning("a stored collection file could not be removed")
-
-        transaction.on_commit(remove_stored)
+        _remove_on_commit(default_storage, stored, "a stored collection file could not be removed")
 
 
 def tenant_rows_remove(*, tenant_id: uuid.UUID | str) -> Removed:
