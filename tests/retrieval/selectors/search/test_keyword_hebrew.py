@@ -1,0 +1,122 @@
+"""Hebrew words meet with and without the one-letter prefixes glued to them, in the keyword stage, both ways.
+
+Hebrew writes "and", "the", "in", "to", "from", "that", "as" as letters glued to the next word ("ובבית": and in the
+house). Paragraphs labelled `he` are indexed with each word's prefix-stripped forms beside the word itself, and the
+question's words get the same forms (migration 0039), so an editor's "העדים" is found by an agent's "לעדים". Every
+other language is indexed and asked exactly as before.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from accounts.models import Tenant
+from collections_app.models import Chunk, Collection, Document
+from collections_app.sql import keyword_vector
+from ingestion.languages import SUPPORTED_LANGUAGES
+from retrieval.selectors.search import Visibility, keyword_retrieve
+from tests.retrieval.selectors.search.test_keyword_bm25 import recount, stored
+
+# Paragraphs of a staff handbook, in Hebrew.
+HANDBOOK = [
+    "העדים נכנסים לאולם רק אחרי שהשופט מזמין אותם.",
+    "ובבית הספר פותחים את השערים בשבע וחצי בבוקר.",
+    "החניה לאופניים נמצאת מאחורי הבניין, ליד המחסן.",
+    "משכורות משולמות בתשיעי לכל חודש דרך מחלקת הכספים.",
+    "כשהמעלית מושבתת משתמשים במדרגות שבצד המזרחי.",
+    "ימי חופשה נצברים לפי ותק ונרשמים בפורטל העובדים.",
+]
+
+
+def index(collection: Collection, texts: list[str], language: str, name: str = "doc") -> Document:
+    """Paragraphs written and indexed as ingestion writes them, labelled `language`."""
+    document = Document.objects.create(
+        tenant=collection.tenant, collection=collection, content_hash=name, filename=f"{name}.txt", language=language
+    )
+    Chunk.objects.bulk_create(
+        Chunk(tenant=collection.tenant, collection=collection, document=document, ordinal=i, text=t, language=language)
+        for i, t in enumerate(texts)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE document_id = %s",
+            [document.pk],
+        )
+    return document
+
+
+@pytest.fixture
+def handbook(db) -> Collection:
+    collection = Collection.objects.create(tenant=Tenant.objects.create(name="acme"), name="נהלים")
+    index(collection, HANDBOOK, "he")
+    return collection
+
+
+def found(collection: Collection, query: str, language: str = "he") -> list[str]:
+    """The texts the keyword stage finds, best first, asked as the pipeline asks (the collections' languages)."""
+    visible = Visibility(collection.tenant_id, [str(collection.pk)])
+    hits = keyword_retrieve(visible=visible, query=query, language=language, limit=5, present=True)
+    return [Chunk.objects.get(pk=h.chunk_id).text for h in hits]
+
+
+@pytest.mark.parametrize(
+    ("question", "paragraph"),
+    [
+        ("מה אומרים לעדים לפני שנכנסים?", 0),  # "לעדים" asks; "העדים" answers: both are "עדים"
+        ("באיזו שעה שערים נפתחים?", 1),  # the paragraph's "השערים" without its article
+        ("איפה חונים עם אופניים?", 2),  # "לאופניים" in the paragraph
+        ("ומשכורות, מתי?", 3),  # the question's "ומשכורות" is the paragraph's "משכורות"
+        ("מה עושים כשמעלית לא עובדת?", 4),  # "כשמעלית" and "כשהמעלית": "מעלית" on both sides
+    ],
+)
+def test_a_hebrew_word_is_found_whatever_prefixes_either_side_glues_to_it(handbook, question, paragraph) -> None:
+    assert found(handbook, question)[0] == HANDBOOK[paragraph]
+
+
+def test_a_word_in_a_run_of_prefixes_is_found_by_the_bare_word_and_the_other_way_round(handbook) -> None:
+    # "ובבית" is ו + ב + בית; the question asks for the house with no prefix, then with others.
+    assert found(handbook, "בית")[0] == HANDBOOK[1]
+    assert found(handbook, "לבית ספר")[0] == HANDBOOK[1]
+
+
+def test_a_hebrew_question_still_ranks_a_paragraph_with_its_exact_words_first(handbook) -> None:
+    # The surface word is indexed too: the paragraph that holds "העובדים" itself beats any that only share a stem.
+    index(handbook, ["עובדים חדשים מקבלים כרטיס כניסה ביום הראשון."], "he", name="more")
+
+    assert found(handbook, "העובדים")[0] == HANDBOOK[5]
+
+
+def test_the_keyword_statistics_follow_hebrew_paragraphs(handbook) -> None:
+    """The stripped forms are counted like any word: the statistics the triggers keep equal a recount."""
+    index(handbook, ["והעובדים רושמים שעות נוספות בפורטל."], "he", name="more")
+
+    assert stored(handbook) == recount(handbook)
+    assert stored(handbook)[2]["עובדים"] == 2  # "העובדים" and "והעובדים", one paragraph each
+
+
+# Sentences in every language the labeller gives, and a few it does not (tests/data/languages.json).
+SAMPLES = json.loads((Path(__file__).parents[3] / "data" / "languages.json").read_text(encoding="utf-8"))["samples"]
+
+
+def test_every_other_language_is_indexed_and_asked_exactly_as_before(db) -> None:
+    """The keyword index of every label but Hebrew is its snowball configuration OR'd with 'simple', as before
+    migration 0039, and a question without Hebrew letters gets no word it did not have."""
+    texts = [s["text"] for s in SAMPLES if s["lang"] != "he"]
+    labels = sorted((SUPPORTED_LANGUAGES - {"he"}) | {"", "xx", "en-GB"})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT count(*) FILTER (WHERE {keyword_vector("l", "t")} IS DISTINCT FROM
+                                          to_tsvector(kb_ts_config(l), t) || to_tsvector('simple', t)),
+                   count(*) FILTER (WHERE cardinality(kb_hebrew_forms(u.lexeme)) > 0)
+            FROM unnest(%s::text[]) l, unnest(%s::text[]) t, unnest(to_tsvector('simple', t)) u
+            """,
+            [labels, texts],
+        )
+        changed, stripped = cursor.fetchone()
+    assert len(labels) > 30 and len(texts) > 50
+    assert changed == 0 and stripped == 0
