@@ -26,21 +26,24 @@ CREATE OR REPLACE FUNCTION kb_hebrew_forms(word text) RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT coalesce(array_agg(substr(word, n + 1) ORDER BY n), '{}')
     FROM generate_series(1, least(5, length(word) - 2)) n
-    WHERE word ~ '^[א-ת]+$' AND substr(word, 1, n) ~ '^ו?(ש|כש|מש|לכש)?[בכלמ]?ה?$'
+    WHERE word ~ '^[ובכלמשה][א-ת]{2,}$' AND substr(word, 1, n) ~ '^ו?(ש|כש|מש|לכש)?[בכלמ]?ה?$'
 $$;
 
 CREATE OR REPLACE FUNCTION kb_hebrew_vector(body text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    -- A tsvector's text form is the one way to give a lexeme chosen positions.
+    -- A tsvector's text form is the one way to give a lexeme chosen positions (its input sorts them). The forms are
+    -- kb_hebrew_forms' rule, worked out in this join rather than by calling it per word (a call is not inlined):
+    -- over bench/data/hebrew's paragraphs (~45 words) 7.0 ms a paragraph with the call, 1.3 ms with the join, 0.4 ms
+    -- for the index before this migration, on a loaded machine.
     SELECT coalesce(string_agg(
         '''' || replace(replace(form, '\', '\\'), '''', '''''') || ''':' || positions, ' '), '')::tsvector
     FROM (
-        SELECT f.form, string_agg(p::text, ',' ORDER BY p) AS positions
+        SELECT coalesce(substr(u.lexeme, n + 1), u.lexeme) AS form,
+               string_agg(array_to_string(u.positions, ','), ',') AS positions
         FROM unnest(to_tsvector('simple', body)) u
-        CROSS JOIN LATERAL (SELECT kb_hebrew_forms(u.lexeme) AS forms) s
-        CROSS JOIN LATERAL unnest(CASE WHEN cardinality(s.forms) > 0 THEN s.forms ELSE ARRAY[u.lexeme] END) f(form)
-        CROSS JOIN LATERAL unnest(u.positions) p
-        GROUP BY f.form
+        LEFT JOIN LATERAL generate_series(1, least(5, length(u.lexeme) - 2)) n
+          ON u.lexeme ~ '^[ובכלמשה][א-ת]{2,}$' AND substr(u.lexeme, 1, n) ~ '^ו?(ש|כש|מש|לכש)?[בכלמ]?ה?$'
+        GROUP BY 1
     ) v
 $$;
 

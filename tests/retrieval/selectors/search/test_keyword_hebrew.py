@@ -120,3 +120,20 @@ def test_every_other_language_is_indexed_and_asked_exactly_as_before(db) -> None
         changed, stripped = cursor.fetchone()
     assert len(labels) > 30 and len(texts) > 50
     assert changed == 0 and stripped == 0
+
+
+def test_the_index_and_the_question_strip_a_word_alike(db) -> None:
+    """The paragraph's forms (kb_hebrew_vector) are the question's (kb_hebrew_forms) for every word, else the word."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT t, ARRAY(SELECT lexeme FROM unnest(kb_hebrew_vector(t)) ORDER BY 1),
+                   ARRAY(SELECT DISTINCT f FROM unnest(to_tsvector('simple', t)) u,
+                         unnest(CASE WHEN cardinality(kb_hebrew_forms(u.lexeme)) > 0 THEN kb_hebrew_forms(u.lexeme)
+                                     ELSE ARRAY[u.lexeme] END) f ORDER BY 1)
+            FROM unnest(%s::text[]) t
+            """,
+            [[*HANDBOOK, "וכשהלכו לבית-הכנסת, it's 2024 ו ה של"]],
+        )
+        for text, indexed, asked in cursor.fetchall():
+            assert indexed == asked, text
