@@ -72,6 +72,7 @@ def found(collection: Collection, query: str, language: str = "he") -> list[str]
         ("ומשכורות, מתי?", 3),  # the question's "ומשכורות" is the paragraph's "משכורות"
         ("מה עושים כשמעלית לא עובדת?", 4),  # "כשמעלית" and "כשהמעלית": "מעלית" on both sides
     ],
+    ids=["witnesses", "gates", "bikes", "salaries", "lift"],
 )
 def test_a_hebrew_word_is_found_whatever_prefixes_either_side_glues_to_it(handbook, question, paragraph) -> None:
     assert found(handbook, question)[0] == HANDBOOK[paragraph]
