@@ -79,7 +79,8 @@ def _rest(row: str, which: str, words: str = "words") -> str:
     index: its tsvector with those words marked (setweight) and the rest dropped (ts_filter), so a frequent
     word costs no scan of its postings and no probe of its own. The postings are made from the same tsvector
     in the same transaction (migration 0013: tf = its positions), so the two give the same term weights; every
-    keyword index is to_tsvector's, which always keeps positions (ts_filter drops a lexeme without any)."""
+    keyword index keeps positions, to_tsvector's and the Hebrew forms at their words' (migration 0039), and
+    ts_filter would drop a lexeme without any."""
     return f"""coalesce((
             SELECT sum(k.bound * u.tf / (u.tf + stats.k_fixed + stats.k_length * {row}.length))
             FROM collections_app_chunk c
