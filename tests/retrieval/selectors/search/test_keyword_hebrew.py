@@ -18,7 +18,8 @@ from accounts.models import Tenant
 from collections_app.models import Chunk, Collection, Document
 from collections_app.sql import keyword_vector
 from ingestion.languages import SUPPORTED_LANGUAGES
-from retrieval.selectors.search import Visibility, keyword_retrieve
+from retrieval.selectors.search import Visibility, _keyword, keyword_retrieve
+from tests.retrieval.selectors.search import test_keyword_postings as postings
 from tests.retrieval.selectors.search.test_keyword_bm25 import recount, stored
 
 # Paragraphs of a staff handbook, in Hebrew.
@@ -138,3 +139,34 @@ def test_the_index_and_the_question_strip_a_word_alike(db) -> None:
         )
         for text, indexed, asked in cursor.fetchall():
             assert indexed == asked, text
+
+
+def test_hebrew_questions_rank_as_plain_bm25_over_the_hebrew_index(db, monkeypatch) -> None:
+    """The prefix forms are words like any other to the stage's split and its proof: over 300 Mishnah paragraphs
+    (bench/data/hebrew), with the split made to leave words out, every hit and score is BM25's, computed in Python
+    over the paragraphs' indexes and the question's words with their forms."""
+    data = Path(__file__).parents[4] / "bench" / "data" / "hebrew"
+    with (data / "corpus.jsonl").open(encoding="utf-8") as handle:
+        texts = [json.loads(line)["text"] for _, line in zip(range(300), handle, strict=False)]
+    with (data / "questions.tsv").open(encoding="utf-8") as handle:
+        questions = [line.split("\t")[2].strip() for line in list(handle)[1:30]]
+    collection = Collection.objects.create(tenant=Tenant.objects.create(name="acme"), name="משנה")
+    index(collection, texts, "he")
+    monkeypatch.setattr(_keyword, "PROBE_POSTINGS", 100)
+    monkeypatch.setattr(_keyword, "KEYWORD_WINDOW_MIN", 10)
+    monkeypatch.setattr(_keyword, "KEYWORD_WINDOW_MAX", 60)
+
+    def question_words(query: str, language: str = "en") -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT u.lexeme FROM unnest(to_tsvector('simple', %s)) u "
+                "UNION SELECT unnest(kb_hebrew_forms(u.lexeme)) FROM unnest(to_tsvector('simple', %s)) u",
+                [query, query],
+            )
+            return {row[0] for row in cursor.fetchall()}
+
+    monkeypatch.setattr(postings, "question_words", question_words)
+    for question in questions:
+        visible = Visibility(collection.tenant_id, [str(collection.pk)])
+        hits = keyword_retrieve(visible=visible, query=question, language="he", limit=10)
+        postings.assert_same_ranking([(h.chunk_id, h.keyword) for h in hits], postings.reference(collection, question))
