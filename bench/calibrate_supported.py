@@ -41,6 +41,7 @@ languages first, as bench/eval_xlang.py --ingest does, collection xlang-heldout-
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import random
@@ -303,7 +304,7 @@ def pipeline(args: argparse.Namespace) -> None:
             good = [r for r in answer.results if r["badge"] == "supported"]
             badges.any_supported += bool(good)
             badges.supported += bool(good) if not right else any(r["document"]["id"] in right for r in good)
-            threshold = next(s for s in answer.stages if s.stage == "threshold").counts
+            threshold = next(s for s in answer.stages if s.name == "threshold").counts
             for where in threshold.get("by_situation", {}).values():
                 if where["supported"]:
                     badges.margins.append(where["margin"])
@@ -322,6 +323,7 @@ def main() -> int:
     args = parse_args()
     setup_django(database=args.pipeline)
     if args.pipeline:
+        logging.getLogger("collections_app").setLevel(logging.WARNING)
         pipeline(args)
     else:
         calibrate(args)
