@@ -41,6 +41,7 @@ languages first, as bench/eval_xlang.py --ingest does, collection xlang-heldout-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
 import os
@@ -49,6 +50,7 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from unittest import mock
 
 import numpy as np
 from _common import ROOT, setup_django
@@ -260,7 +262,7 @@ class Badges:
     margins: list[float] = field(default_factory=list)  # best supported score - its threshold, per answer
 
 
-def pipeline(args: argparse.Namespace) -> None:
+def pipeline(args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
     from collections_app.models import Collection
     from retrieval.selectors.search import SearchScope, search
 
@@ -293,6 +295,17 @@ def pipeline(args: argparse.Namespace) -> None:
                 sets["mixed, only in the other: real"].append(
                     (fact.question[asked], {"document": {"in": held}}, {docs[fact.id, written]})
                 )
+    if args.same or args.cross:
+        # --same/--cross in place of the model's thresholds (e.g. --cross 0.84: one threshold, as before).
+        from embedding import EmbeddingModel
+
+        def supported_for(self, *, cross_language: bool) -> float:  # type: ignore[no-untyped-def]
+            chosen = args.cross if cross_language else args.same
+            return float(chosen) if chosen else shipped(self, cross_language=cross_language)
+
+        shipped = EmbeddingModel.supported_for
+        stack.enter_context(mock.patch.object(EmbeddingModel, "supported_for", supported_for))
+        print(f"  overrides: same {args.same}, cross {args.cross}")
     print(f"{collection.name}: {len(docs)} paragraphs, {len(facts)} held-out facts; top_n 10, defaults otherwise; "
           f"load {' '.join(f'{v:.2f}' for v in os.getloadavg())}")  # fmt: skip
     for name, questions in sets.items():
@@ -312,10 +325,10 @@ def pipeline(args: argparse.Namespace) -> None:
         if badges.margins:
             note = f"; supported margins min {min(badges.margins):+.4f}"
         kind = "right paragraph supported" if name.endswith("real") else "anything supported"
-        asked = max(badges.asked, 1)
+        count = max(badges.asked, 1)
         print(f"  {name:<32} {badges.asked:5d}  {kind}: {badges.supported}/{badges.asked} "
-              f"({badges.supported / asked:.1%}); any supported {badges.any_supported / asked:.1%}; "
-              f"answered {badges.answered / asked:.1%}{note} ({time.perf_counter() - started:.0f}s)",
+              f"({badges.supported / count:.1%}); any supported {badges.any_supported / count:.1%}; "
+              f"answered {badges.answered / count:.1%}{note} ({time.perf_counter() - started:.0f}s)",
               flush=True)  # fmt: skip
 
 
@@ -324,7 +337,8 @@ def main() -> int:
     setup_django(database=args.pipeline)
     if args.pipeline:
         logging.getLogger("collections_app").setLevel(logging.WARNING)
-        pipeline(args)
+        with contextlib.ExitStack() as stack:
+            pipeline(args, stack)
     else:
         calibrate(args)
     return 0
