@@ -14,7 +14,8 @@ class EmbeddingModel:
     # Calibrated default floor: the cosine similarity below which a hit is
     # noise for this model (bench/calibrate_floor.py measures it on SciFact).
     floor: float
-    # Default score_threshold: at or above it a result is badged "supported", below it "weak".
+    # Default score_threshold in the question's language: at or above it a result is badged "supported", below it
+    # "weak".
     supported: float = 0.5
     # The floor for a paragraph in another language than the question's (None: `floor`, uncalibrated).
     # A multilingual model scores a question and its answer lower across languages than within one, and its
