@@ -41,6 +41,10 @@ def available_models() -> dict[str, EmbeddingModel]:
             # A question and its answer in two languages score lower, and so do unrelated pairs:
             # bench/calibrate_floor_xlang.py (docs/DECISIONS.md, "Floor, badges and the retry").
             cross_language_floor=0.77,
+            # Across languages, the margin 0.84 keeps over unrelated questions in their own language, kept over
+            # unrelated ones in another (the strictest of our calibration sets): bench/calibrate_supported.py
+            # (docs/DECISIONS.md, "Badges per language situation").
+            cross_language_supported=0.83,
         ),
     }
     if settings.KB_EMBED_URL:

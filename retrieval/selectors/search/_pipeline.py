@@ -470,38 +470,81 @@ def _floor_counts(
 
 
 def _confidence_stage(trace: Trace, plan: SearchPlan, query: str, found: Retrieval) -> tuple[Retrieval, bool, set[str]]:
-    """Badge each hit supported or weak; when none is supported, retry once with a broader pass.
+    """Badge each hit supported or weak by the threshold of its language situation; when none is supported, retry
+    once with a broader pass.
 
     The threshold filters nothing. Across collections the strictest applies. The retry looks at
     RETRY_WIDENING times more candidates, and its pass is returned (marked retried).
     """
+    language = plan.translations.question_language
     with trace.timed("threshold") as counts:
-        threshold = _threshold(plan.collections, found.reranked)
-        supported = _supported(found, threshold)
-        counts.update(threshold=threshold, scale="rerank" if found.reranked else "semantic", supported=len(supported))
+        thresholds, source = _thresholds(plan.collections, found.reranked)
+        supported = _supported(found, thresholds, language)
+        counts.update(_threshold_counts(found, thresholds, source, language, supported))
         if supported:
             return found, False, supported
         broader = replace(plan, top_k=min(plan.top_k * RETRY_WIDENING, 1000), exact=plan.exact or found.walk_short)
         scratch = Trace()  # the retry's own stages are summed up here, not listed twice
         found = _retrieve(scratch, broader, query)
-        supported = _supported(found, threshold)
+        supported = _supported(found, thresholds, language)
         counts.update(retried=True, retry={"candidates": found.candidates, "kept": len(found.kept),
                                            "supported": len(supported)})  # fmt: skip
     return found, True, supported
 
 
-def _supported(found: Retrieval, threshold: float) -> set[str]:
-    score = (lambda h: h.rerank) if found.reranked else (lambda h: h.semantic)
-    return {h.chunk_id for h in found.kept if (score(h) or 0) >= threshold}
+def _score(found: Retrieval, hit: Hit) -> float:
+    # On a reranker's scale when one ran, else the cosine similarity (the floor's).
+    return (hit.rerank if found.reranked else hit.semantic) or 0.0
 
 
-def _threshold(collections: list[Collection], reranked: bool) -> float:
+def _supported(found: Retrieval, thresholds: dict[str, float], language: str) -> set[str]:
+    """The hits whose score reaches the threshold of their own language situation."""
+    return {h.chunk_id for h in found.kept if _score(found, h) >= thresholds[situation(language, h.language)]}
+
+
+def _thresholds(collections: list[Collection], reranked: bool) -> tuple[dict[str, float], str]:
+    """The supported threshold per language situation, and where it comes from.
+
+    A collection's own score_threshold applies as set in every situation (as its min_score does), and so does a
+    reranker's 0.60 (its 0-1 scale is not calibrated per situation); else each model's threshold for the
+    situation, the strictest across the searched collections."""
     configured = [c.score_threshold for c in collections if c.score_threshold is not None]
     if configured:
-        return max(configured)
+        return dict.fromkeys((SAME_LANGUAGE, CROSS_LANGUAGE), max(configured)), "collection"
     if reranked:
-        return RERANK_SUPPORTED
-    return max(get_model(c.served_alias).supported for c in collections)
+        return dict.fromkeys((SAME_LANGUAGE, CROSS_LANGUAGE), RERANK_SUPPORTED), "reranker"
+    models = [get_model(c.served_alias) for c in collections]
+    return {
+        name: max(m.supported_for(cross_language=name == CROSS_LANGUAGE) for m in models)
+        for name in (SAME_LANGUAGE, CROSS_LANGUAGE)
+    }, "model"
+
+
+def _threshold_counts(
+    found: Retrieval, thresholds: dict[str, float], source: str, language: str, supported: set[str]
+) -> dict[str, Any]:
+    """What the trace says of the badges: the threshold that applied to the best hit (`threshold`), both
+    situations' thresholds, and per situation the best score, its margin and how many were supported."""
+    where = {h.chunk_id: situation(language, h.language) for h in found.kept}
+    answer: dict[str, Any] = {
+        "threshold": thresholds[SAME_LANGUAGE], "scale": "rerank" if found.reranked else "semantic",
+        "supported": len(supported), "thresholds": thresholds, "from": source,
+    }  # fmt: skip
+    if found.kept:
+        best = max(found.kept, key=lambda h: (_score(found, h), h.chunk_id))
+        answer.update(threshold=thresholds[where[best.chunk_id]], situation=where[best.chunk_id])
+    by_situation: dict[str, dict[str, Any]] = {}
+    for name in (SAME_LANGUAGE, CROSS_LANGUAGE):
+        members = [h for h in found.kept if where[h.chunk_id] == name]
+        if members:
+            top = max(_score(found, h) for h in members)
+            by_situation[name] = {
+                "kept": len(members), "supported": sum(h.chunk_id in supported for h in members),
+                "best_score": round(top, 4), "threshold": thresholds[name],
+                "margin": round(top - thresholds[name], 4),
+            }  # fmt: skip
+    answer["by_situation"] = by_situation
+    return answer
 
 
 def _window_stage(
