@@ -174,12 +174,16 @@ def report(config: str, rows: dict[str, list[Row]], baseline_ms: float | None) -
         line += f" (none: p50 {baseline_ms:.0f} ms)"
     print(line)
     if judged:
-        ms = [j[0] for j in judged]
-        tokens_in = [j[1] for j in judged if j[1] is not None]
-        tokens_out = [j[2] for j in judged if j[2] is not None]
+        # A call that failed or timed out is recorded without tokens (the endpoint reported no usage).
+        answered = [j for j in judged if j[1] is not None]
+        ms = [j[0] for j in answered]
+        tokens_in = [j[1] for j in answered if j[1] is not None]
+        tokens_out = [j[2] for j in answered if j[2] is not None]
         print(
-            f"  judge calls {len(judged)}: p50 {percentile(ms, 0.5):.0f} ms, p95 {percentile(ms, 0.95):.0f} ms;"
-            f" tokens in p50 {statistics.median(tokens_in) if tokens_in else 'n/a'},"
+            f"  judge calls {len(judged)}, {len(judged) - len(answered)} timed out or failed; the others:"
+            f" p50 {percentile(ms, 0.5):.0f} ms, p95 {percentile(ms, 0.95):.0f} ms,"
+            f" tokens in p50 {statistics.median(tokens_in) if tokens_in else 'n/a'}"
+            f" (p95 {percentile([float(t) for t in tokens_in], 0.95):.0f}),"
             f" out p50 {statistics.median(tokens_out) if tokens_out else 'n/a'}"
         )
     planned = [ms for r in every for ms in r.planner_ms]
