@@ -52,6 +52,18 @@ def chat_url(base: str) -> str:
     return base if base.endswith(CHAT_PATH) else base + CHAT_PATH
 
 
+# A reply that restates the question (a translation, sub-questions, a step-back question) is about as long as it.
+# Two tokens a character leaves room for a script that a small vocabulary spells byte by byte, and 64 for the
+# reply's frame (JSON, quotes). Without a bound, a model that keeps writing holds the search until
+# KB_LLM_TIMEOUT: bench/judge.py measured a small model doing so on 124 of 142 translations.
+REPLY_FRAME_TOKENS = 64
+
+
+def restating_reply_tokens(text: str, *, copies: int = 1) -> int:
+    """The max_tokens of a chat call whose answer restates `text` up to `copies` times."""
+    return REPLY_FRAME_TOKENS + 2 * copies * len(text)
+
+
 def chat(
     *,
     messages: list[dict[str, str]],

@@ -17,7 +17,7 @@ import time
 
 from django.conf import settings
 
-from retrieval.llm import LLMFailed, chat, llm_configured
+from retrieval.llm import LLMFailed, chat, llm_configured, restating_reply_tokens
 
 from ._costs import CallRecord, chat_call, failed_call
 from ._stages import Hit
@@ -47,7 +47,11 @@ def planning_stage(trace: Trace, query: str, calls: list[CallRecord], collection
         with trace.timed("planning") as counts:
             started = time.perf_counter()
             try:
-                reply = chat(messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": query}])
+                # Sub-questions may each repeat the question's context: twice its length.
+                reply = chat(
+                    messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": query}],
+                    max_tokens=restating_reply_tokens(query, copies=2),
+                )
             except LLMFailed as exc:
                 calls.append(failed_call("planner", model, collection_id, (time.perf_counter() - started) * 1000))
                 raise StageFailed(f"{exc}; the question is searched as asked") from exc

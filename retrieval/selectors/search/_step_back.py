@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from collections_app.models import Collection
-from retrieval.llm import LLMFailed, chat, llm_configured
+from retrieval.llm import LLMFailed, chat, llm_configured, restating_reply_tokens
 
 from ._costs import CallRecord, chat_call, failed_call
 from ._trace import StageFailed, Trace
@@ -178,7 +178,10 @@ def step_back_stage(
             counts.update(content_words=rule.content_words)
             started = time.perf_counter()
             try:
-                reply = chat(messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": query}])
+                reply = chat(
+                    messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": query}],
+                    max_tokens=restating_reply_tokens(query),
+                )
             except LLMFailed as exc:
                 calls.append(failed_call("step_back", model, collection_id, (time.perf_counter() - started) * 1000))
                 raise StageFailed(f"{exc}; the question is searched as asked") from exc

@@ -1,10 +1,11 @@
 """Translation: a question asked in another language than the searched collections' is translated into theirs.
 
 Keyword retrieval matches words, so an English question cannot meet a Macedonian paragraph's words; the
-vector stage already crosses languages (the embedding model is multilingual) and is not repeated. When the
-question's language (the project's labeller) is not among the collections' languages (pinned, else
-measured), each question (or planned sub-question) is translated into each of them through KB_LLM_URL, one
-chat call per language, and the keyword stage runs on every translation.
+vector stage already crosses languages (the embedding model is multilingual) and is not repeated. Each
+question (or planned sub-question) is translated through KB_LLM_URL into every one of the collections'
+languages (pinned, else measured) it is not written in (the project's labeller), one chat call per language,
+and the keyword stage runs on every translation. So a collection of English and German paragraphs asked in
+German gets the question in English too: its English paragraphs are met by their own words.
 
 The trace lists each translation by its target language and status, never its text (the trace is stored in
 the search audit, which keeps no question text unless KB_AUDIT_QUESTIONS is on). Without the endpoint the
@@ -24,7 +25,7 @@ from django.conf import settings
 from collections_app.models import Collection
 from collections_app.selectors.languages import collection_languages
 from ingestion.languages import language_name, normalise
-from retrieval.llm import ChatReply, LLMFailed, chat, llm_configured
+from retrieval.llm import ChatReply, LLMFailed, chat, llm_configured, restating_reply_tokens
 
 from ._costs import CallRecord, chat_call, failed_call
 from ._trace import Trace
@@ -153,7 +154,10 @@ def _translate(question: str, code: str) -> tuple[ChatReply | None, str, float]:
     started = time.perf_counter()
     prompt = PROMPT.format(name=language_name(code))
     try:
-        reply = chat(messages=[{"role": "system", "content": prompt}, {"role": "user", "content": question}])
+        reply = chat(
+            messages=[{"role": "system", "content": prompt}, {"role": "user", "content": question}],
+            max_tokens=restating_reply_tokens(question),
+        )
     except LLMFailed as exc:
         return None, str(exc), (time.perf_counter() - started) * 1000
     return reply, "", reply.ms

@@ -43,10 +43,13 @@ class Chat:
 
     judge: str = "approve"
     requests: list[Request] = field(default_factory=list)  # every request the server got, /rerank's included
+    # A model that keeps writing: a call without max_tokens answers only after the client has given up.
+    rambles: bool = False
 
     def answer(self, request: Request) -> str | Late:
         if PLANNER in request.system:
-            return json.dumps({"questions": [p.strip(" ?") + "?" for p in request.user.split(" and ")]})
+            planned = json.dumps({"questions": [p.strip(" ?") + "?" for p in request.user.split(" and ")]})
+            return Late(planned, 3.0) if self.rambles and not request.body.get("max_tokens") else planned
         if JUDGE not in request.system:  # another use of the endpoint (a translator): echoed
             return request.user
         if self.judge == "slow":
@@ -205,6 +208,16 @@ def test_a_two_part_question_is_planned_and_both_parts_paragraphs_come_back(cast
     assert [s["counts"]["sub_question"] for s in keyword] == [1, 2]
     # The trace never holds the sub-questions' words (the audit keeps no question text by default).
     assert "annual leave" not in json.dumps(planned["trace"])
+
+
+def test_a_planner_that_keeps_writing_is_stopped_near_the_questions_length(cast, office, chat, settings) -> None:
+    # Without a bound on its reply, such a model held every search until KB_LLM_TIMEOUT (bench/judge.py).
+    chat.rambles, settings.KB_LLM_TIMEOUT = True, 1.5
+    planned = ask(cast.viewer, query=COMPOUND, top_n=2, around=0)
+
+    assert stage(planned, "planning")["status"] == "ran"
+    bounds = [r.body["max_tokens"] for r in chat.requests if PLANNER in r.system]
+    assert bounds and all(len(COMPOUND) < bound <= 64 + 4 * len(COMPOUND) for bound in bounds)
 
 
 def test_without_the_endpoint_planning_is_skipped_and_the_question_runs_whole(cast, office, settings) -> None:
