@@ -38,7 +38,7 @@ from ingestion import text_search_config
 
 from ._filters import NO_FILTERS, Filters
 from ._stages import Hit
-from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from ._visibility import FROM_VISIBLE, ORDINAL_SQL, VISIBLE_SQL, Visibility
 
 # How a block packs a posting (migration 0034): its tf above PACK_SHIFT bits of the paragraph's BM25 length.
 PACK_SHIFT = 22
@@ -213,7 +213,7 @@ _KEYWORD_SQL = f"""
         ) AS score
     ), kept AS (
         -- In score order, so the visibility check stops at the limit-th readable paragraph.
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
+        SELECT c.id, c.document_id, c.collection_id, {ORDINAL_SQL} AS ordinal, s.score,
                kb_ts_config(c.language)::text AS config, c.language
         FROM (SELECT * FROM scored ORDER BY score DESC OFFSET 0) s
         JOIN LATERAL (
