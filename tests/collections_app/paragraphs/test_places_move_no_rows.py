@@ -28,7 +28,7 @@ def _tuples(document: Document) -> dict[str, tuple[str, str]]:
 
 
 def _listed(cast, document: Document) -> list[tuple[int, str]]:
-    answer = cast.viewer.get(f"{base(document)}/paragraphs", {"limit": 500})
+    answer = cast.editor.get(f"{base(document)}/paragraphs", {"limit": 500})
     assert answer.status_code == 200, answer.content
     return [(p["ordinal"], p["text"]) for p in answer.json()["results"]]
 
@@ -83,11 +83,12 @@ def test_windows_stitch_in_document_order_after_several_splits_and_merges(cast, 
     listed = _listed(cast, document)
     assert [o for o, _ in listed] == list(range(len(listed)))
     texts = [t for _, t in listed]
-    # What the edits leave, in document order (the API lists by the places, and numbers them).
+    # What the edits leave, in document order (the API lists by the places, and numbers them; a paragraph under its
+    # heading starts with it).
     expected = ["Refunds rule:", "requests about refunds go to", "Shipping rule:", "which answers within 4",
                 "Holidays rule:", "Travel rule: requests about travel", "go to the travel desk", "Security rule:",
                 "Training rule:", "Equipment rule:"]  # fmt: skip
-    assert len(texts) == len(expected) and all(t.startswith(e) for t, e in zip(texts, expected, strict=True)), texts
+    assert len(texts) == len(expected) and all(e in t for t, e in zip(texts, expected, strict=True)), texts
     assert "Payroll rule" in texts[2]
 
     # A search with neighbours: each paragraph's window holds its neighbours, stitched in their new order.
