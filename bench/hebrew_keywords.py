@@ -14,7 +14,7 @@ nDCG@10 as BEIR computes it (eval_beir.ndcg_at_k). Plain BM25 is computed here, 
 b 0.4, lower-cased \\w+ tokens, no stemming (eval_beir.plain_bm25).
 
 Before and after (`--index before|after|both`): `before` writes the collection's keyword index as it was before
-migration 0039 (each paragraph's language configuration, 'simple' for Hebrew, OR'd with 'simple') and asks the
+migration 0038 (each paragraph's language configuration, 'simple' for Hebrew, OR'd with 'simple') and asks the
 keyword stage without the question's prefix-stripped forms (_keyword.HEBREW_FORMS_SQL left out); `after` writes it
 as ingestion now does (collections_app.sql.keyword_vector) and asks as the stage now asks. The keyword triggers keep
 the statistics and postings of either. The vector side is the same in both.
@@ -42,7 +42,7 @@ from eval_beir import ndcg_at_k, plain_bm25
 DATA = ROOT / "bench" / "data" / "hebrew"
 TENANT = "bench-hebrew"
 COLLECTION = "mishnah"
-# The keyword index as it was before migration 0039.
+# The keyword index as it was before migration 0038.
 BEFORE_VECTOR = "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)"
 
 
@@ -103,7 +103,7 @@ def ingest(corpus: dict[str, dict], collection) -> None:  # type: ignore[no-unty
 
 
 def index_as(collection, when: str) -> None:  # type: ignore[no-untyped-def]
-    """The collection's keyword index written as before migration 0039 or as now (the triggers follow)."""
+    """The collection's keyword index written as before migration 0038 or as now (the triggers follow)."""
     from django.db import connection, transaction
 
     from collections_app.sql import keyword_vector

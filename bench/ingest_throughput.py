@@ -205,7 +205,7 @@ def main() -> int:
         stored = [
             (document_id, text, list(section))
             for document_id, text, section in Chunk.objects.filter(collection=collection)
-            .order_by("document_id", "ordinal")
+            .order_by("document_id", "position__ordinal")
             .values_list("document_id", "text", "section")
         ]
         expected = {

@@ -83,7 +83,6 @@ def main() -> None:
                     tenant=tenant,
                     collection=collection,
                     document=document,
-                    ordinal=i,
                     text=f"{row['title']}. {row['text']}",
                     language="en",
                     metadata={"doc": row["_id"]},

@@ -65,8 +65,7 @@ def build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                      "metadata": {}} for j in range(5)],
         )  # fmt: skip
         Chunk.objects.bulk_create(
-            Chunk(tenant=tenant, collection=collection, document=small, ordinal=j, text=text_of(j, 300))
-            for j in range(5)
+            Chunk(tenant=tenant, collection=collection, document=small, text=text_of(j, 300)) for j in range(5)
         )
 
     per_block = max(int(args.blocks_mb * 1_000_000 / args.paragraphs) - 120, 40)
@@ -99,7 +98,7 @@ def build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         Chunk.objects.bulk_create(
             Chunk(
-                tenant=tenant, collection=collection, document=large, ordinal=i, text=text_of(i, 300),
+                tenant=tenant, collection=collection, document=large, text=text_of(i, 300),
                 section=[f"Chapter {i // 2000 + 1}"], page=i // 40 + 1, language="en", embedding=vector.tolist(),
                 embedding_dims=dims,
             )

@@ -21,7 +21,9 @@ temporary tenant, deleted at the end. `--splits-only` runs only the splits and m
 rows carry (issue 42's candidate designs): fresh copies of the document's rows with every index, without the HNSW
 index, without HNSW and GIN, with no index holding the ordinal and fillfactor 50 (so the move is a HOT update), and a
 narrow side table (chunk id, document, generation, ordinal); beside each, what a window's read of three neighbours
-costs from it. All of it in one transaction, rolled back.
+costs from it. All of it in one transaction, rolled back. Since migration 0037 the side table is the live design
+(collections_app_chunkposition): the chunk-row variants are rebuilt as the rows were before it (their ordinal a
+column, unique unless the variant drops it), so the comparison still runs.
 
 Then a long edit (issue 39): a paragraph given --long-chars (100,000) characters, and that edit reverted, each
 through the API. Each request must answer in under 2 s (asserted): the text is too long to embed in a request, so
@@ -87,7 +89,6 @@ def _document(collection, paragraphs: int, embedded: int):  # type: ignore[no-un
                 tenant=collection.tenant,
                 collection=collection,
                 document=document,
-                ordinal=ordinal,
                 text=draft.text,
                 section=draft.section,
                 language="en",
@@ -226,17 +227,18 @@ def shift_costs(document) -> None:  # type: ignore[no-untyped-def]
         with transaction.atomic(), connection.cursor() as cursor:
             for name, options, dropped in SHIFT_VARIANTS:
                 table = f"bench_shift_{len(dropped)}_{bool(options):d}"
+                # The chunk rows as they were before migration 0037: the place a column of the row, unique.
                 cursor.execute(f"CREATE TEMP TABLE {table} (LIKE collections_app_chunk INCLUDING ALL) {options}")
-                if "ordinal" in dropped:
-                    cursor.execute(f"SELECT conname FROM pg_constraint WHERE conrelid = '{table}'::regclass")
-                    for (constraint,) in cursor.fetchall():
-                        if "ordinal" in constraint or "document_id_generation" in constraint:
-                            cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{constraint}"')
+                cursor.execute(f"ALTER TABLE {table} ADD COLUMN ordinal integer NOT NULL")
+                if "ordinal" not in dropped:
+                    cursor.execute(f"ALTER TABLE {table} ADD UNIQUE (document_id, generation, ordinal) "
+                                   "DEFERRABLE INITIALLY IMMEDIATE")  # fmt: skip
                 cursor.execute(f"SELECT indexname, indexdef FROM pg_indexes WHERE tablename = '{table}'")
                 for index, definition in cursor.fetchall():
                     if any(word in definition.lower() for word in dropped):
                         cursor.execute(f'DROP INDEX "{index}"')
-                cursor.execute(f"INSERT INTO {table} SELECT * FROM collections_app_chunk WHERE document_id = %s",
+                cursor.execute(f"INSERT INTO {table} SELECT c.*, p.ordinal FROM collections_app_chunk c "
+                               "JOIN collections_app_chunkposition p ON p.chunk_id = c.id WHERE c.document_id = %s",
                                [document.pk])  # fmt: skip
                 cursor.execute(f"ANALYZE {table}")
                 ms = timed(cursor, SHIFT.format(table=table))
@@ -253,8 +255,8 @@ def shift_costs(document) -> None:  # type: ignore[no-untyped-def]
                 "DEFERRABLE INITIALLY IMMEDIATE)"
             )
             cursor.execute(
-                "INSERT INTO bench_shift_positions SELECT id, document_id, generation, ordinal "
-                "FROM collections_app_chunk WHERE document_id = %s",
+                "INSERT INTO bench_shift_positions SELECT chunk_id, document_id, generation, ordinal "
+                "FROM collections_app_chunkposition WHERE document_id = %s",
                 [document.pk],
             )
             cursor.execute("ANALYZE bench_shift_positions")
@@ -304,7 +306,7 @@ def main() -> None:
         base = f"/api/manage/collections/{collection.pk}/documents/{document.pk}"
 
         def target(ordinal: int) -> Chunk:
-            return Chunk.objects.filter(document=document).editable().get(ordinal=ordinal)
+            return Chunk.objects.filter(document=document).editable().get(position__ordinal=ordinal)
 
         def timed(name: str, method: str, url: str, body: dict | None = None) -> None:
             began = time.perf_counter()

@@ -88,7 +88,6 @@ def main() -> None:
                 tenant=tenant,
                 collection=collection,
                 document=document,
-                ordinal=i,
                 text=text,
                 language="de",
                 embedding=vectors[i].tolist(),

@@ -175,8 +175,10 @@ def ingested_base(alias: str) -> tuple[list[dict], list[dict], np.ndarray] | Non
         return None
     rows = (
         Chunk.objects.filter(collection=collection, generation=collection.active_generation, embedding__isnull=False)
-        .order_by("document__filename", "ordinal")
-        .values_list("document__filename", "document__language", "ordinal", "text", "section", "language", "embedding")
+        .order_by("document__filename", "position__ordinal")
+        .values_list(
+            "document__filename", "document__language", "position__ordinal", "text", "section", "language", "embedding"
+        )
     )
     documents: list[dict] = []
     chunks: list[dict] = []
@@ -316,9 +318,11 @@ def p50_p95(values: list[float]) -> str:
 
 # Chunk columns the bench writes; search_vector is computed by PostgreSQL from the staged text.
 _COPY_COLUMNS = (
-    "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
+    "id", "tenant_id", "collection_id", "document_id", "text", "section", "page", "language", "labels",
     "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "hidden", "edited",
 )  # fmt: skip
+# Staged after them: the paragraph's place, written to collections_app_chunkposition beside the row (issue 42).
+_STAGED_COLUMNS = (*_COPY_COLUMNS, "ordinal")
 INSERT_BATCH = 20_000  # staged rows per INSERT ... SELECT (one statement-trigger run per batch)
 
 
@@ -370,7 +374,6 @@ def variant_documents(args, tenant, collection, documents, chunks, vectors, dims
                         tenant.pk,
                         collection.pk,
                         document.pk,
-                        chunk["ordinal"],
                         text,
                         chunk["section"],
                         None,
@@ -384,6 +387,7 @@ def variant_documents(args, tenant, collection, documents, chunks, vectors, dims
                         0,
                         False,  # hidden, edited: NOT NULL without a database default (paragraph edits)
                         False,
+                        chunk["ordinal"],
                     )
                 )
             yield document, rows, cosines
@@ -409,7 +413,8 @@ def grow_corpus(variants, target: int, have: int) -> dict:  # type: ignore[no-un
         cursor.execute(
             "CREATE TEMPORARY TABLE bench_chunk (LIKE collections_app_chunk INCLUDING DEFAULTS) ON COMMIT DROP"
         )
-        copy_sql = f"COPY bench_chunk ({', '.join(_COPY_COLUMNS)}) FROM STDIN"
+        cursor.execute("ALTER TABLE bench_chunk ADD COLUMN ordinal integer")
+        copy_sql = f"COPY bench_chunk ({', '.join(_STAGED_COLUMNS)}) FROM STDIN"
         while have + inserted < target:
             docs = []
             rows: list[tuple[object, ...]] = []
@@ -428,6 +433,10 @@ def grow_corpus(variants, target: int, have: int) -> dict:  # type: ignore[no-un
                 SELECT {", ".join(_COPY_COLUMNS)}, {keyword_vector()}
                 FROM bench_chunk
                 """
+            )
+            cursor.execute(
+                "INSERT INTO collections_app_chunkposition (chunk_id, document_id, generation, ordinal) "
+                "SELECT id, document_id, generation, ordinal FROM bench_chunk"
             )
             cursor.execute("TRUNCATE bench_chunk")
             inserted += len(rows)

@@ -7,7 +7,7 @@ API keys live in the accounts app.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self, cast
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -477,6 +477,28 @@ class ChunkQuerySet(TenantQuerySet):
         Never a reader's door: readers go through live().paragraphs()."""
         return self.live().filter(kind=ChunkKind.PARAGRAPH)
 
+    def create(self, **kwargs: Any) -> Any:
+        """A row and its place (ChunkPosition), written together: after the document's last paragraph of that
+        generation (create_at() puts it elsewhere)."""
+        chunk = super().create(**kwargs)
+        _places_write([chunk])
+        return chunk
+
+    def create_at(self, *, ordinal: int, **fields: Any) -> Chunk:
+        """A row and its place at `ordinal` (free: the caller moved the later places first)."""
+        chunk = cast("Chunk", self.model(**fields))
+        chunk.ordinal = ordinal
+        chunk.save(force_insert=True, using=self.db)
+        _places_write([chunk])
+        return chunk
+
+    def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        """Rows and their places: each row's `ordinal` if it was given one, else after its document's last, in the
+        order given (the places' deferred foreign key is checked at commit)."""
+        rows = super().bulk_create(objs, *args, **kwargs)
+        _places_write(rows, batch_size=kwargs.get("batch_size"))
+        return rows
+
     def unlabelled(self) -> Self:
         """Rows carrying no reader label: in a per-reader collection, anybody's. (`labels` is never NULL.)"""
         return self.filter(UNLABELLED)
@@ -492,10 +514,41 @@ class ChunkQuerySet(TenantQuerySet):
         return self.filter(readable)
 
 
+def _places_write(rows: list[Any], batch_size: int | None = None) -> None:
+    """The ChunkPosition of each of `rows`: its given `ordinal`, or the next place after its document's last."""
+    last: dict[tuple[Any, int], int] = {}
+    places = []
+    for row in rows:
+        if "_ordinal" not in row.__dict__:
+            key = (row.document_id, row.generation)
+            if key not in last:
+                highest = ChunkPosition.objects.filter(document_id=key[0], generation=key[1]).aggregate(
+                    highest=models.Max("ordinal")
+                )["highest"]
+                last[key] = -1 if highest is None else highest
+            last[key] += 1
+            row.ordinal = last[key]
+        places.append(
+            ChunkPosition(chunk=row, document_id=row.document_id, generation=row.generation, ordinal=row.ordinal)
+        )
+    ChunkPosition.objects.bulk_create(places, batch_size=batch_size)
+
+
+class ChunkManager(models.Manager.from_queryset(ChunkQuerySet)):  # type: ignore[misc]
+    """`Chunk.objects`: every row read carries its place, `chunk.ordinal`, its ChunkPosition's, joined in the same
+    query (one LEFT JOIN by primary key), so a list of paragraphs showing their numbers is one query. Lookups and
+    orderings name it `position__ordinal` (what the type checker knows)."""
+
+    def get_queryset(self) -> ChunkQuerySet:
+        return super().get_queryset().annotate(ordinal=models.F("position__ordinal"))
+
+
 class Chunk(TenantOwned):
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
-    ordinal = models.PositiveIntegerField()
+    # No `ordinal` column: the paragraph's place in its document lives in ChunkPosition (issue 42), so a split or
+    # merge that moves the later places rewrites narrow rows there, not these (each moved row here was a new tuple
+    # with an entry in every index, HNSW's included). Read it as `chunk.ordinal` (ChunkManager annotates it).
     text = models.TextField()
     section = ArrayField(models.TextField(), default=list, blank=True)
     page = models.PositiveIntegerField(null=True, blank=True)
@@ -522,24 +575,16 @@ class Chunk(TenantOwned):
     hidden = models.BooleanField(default=False, editable=False)
     edited = models.BooleanField(default=False, editable=False)
 
-    objects: ClassVar[models.Manager[Chunk]] = ChunkQuerySet.as_manager()
+    objects: ClassVar[ChunkManager] = ChunkManager()
 
     class Meta:
-        ordering = ["document", "ordinal"]
+        ordering = ["document", "position__ordinal"]
         indexes = [
             models.Index(fields=["tenant", "collection"], name="chunk_tenant_collection"),
             # Lets a search check "any row of another width?" with two short index range scans.
             models.Index(fields=["collection", "embedding_dims"], name="chunk_collection_dims"),
         ]
         constraints = [
-            # Two generations of one document live side by side while a re-index builds the next. Deferrable
-            # (checked at the end of each statement, not row by row): a paragraph split or merge moves the later
-            # ordinals with one "ordinal + 1" (services/paragraph_edits.py), every row rewritten once, not twice.
-            models.UniqueConstraint(
-                fields=["document", "generation", "ordinal"],
-                name="chunk_ordinal_unique_per_document_generation",
-                deferrable=models.Deferrable.IMMEDIATE,
-            ),
             # A parent section is never embedded (it is never matched; its children are).
             models.CheckConstraint(
                 condition=~models.Q(kind="parent") | models.Q(embedding__isnull=True), name="chunk_parent_not_embedded"
@@ -548,6 +593,59 @@ class Chunk(TenantOwned):
 
     def __str__(self) -> str:
         return f"{self.document} #{self.ordinal}"
+
+    @property
+    def ordinal(self) -> int:
+        """The paragraph's place in its document (from 0): its ChunkPosition's, read with the row by the manager
+        (or given to create()/bulk_create(), which write the position). A row read otherwise reads its position."""
+        if "_ordinal" not in self.__dict__:
+            self.__dict__["_ordinal"] = self.position.ordinal
+        return self.__dict__["_ordinal"]
+
+    @ordinal.setter
+    def ordinal(self, value: int) -> None:
+        self.__dict__["_ordinal"] = value
+
+
+class ChunkPosition(models.Model):
+    """Where a paragraph (or parent section) stands in its document's generation: `ordinal`, from 0, in reading
+    order. Beside the chunk row, not in it (issue 42): a split or merge near the start of a long document moves
+    every later place, and a moved place here is a narrow row with one index entry; in the chunk row it was a new
+    tuple in every index, the HNSW graph's included (765 ms for a split near the start of 2,000 paragraphs).
+
+    Written by whatever writes the chunk rows (a build's COPY, the collection-file import, the paragraph edit
+    service, ChunkQuerySet.create/bulk_create), with the same document and generation as the row (a re-index's
+    cutover carries both along); removed with the row by the database (ON DELETE CASCADE, migration 0037), so the
+    deletes in raw SQL need not name it.
+    """
+
+    # The foreign keys are the database's (migration 0037: ON DELETE CASCADE, deferred): Django's collector would
+    # read every position of a deleted document to delete them one query later, and raw deletes would miss them.
+    chunk = models.OneToOneField(
+        Chunk, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="position"
+    )
+    # No index of its own: the unique (document, generation, ordinal) one leads with it.
+    document = models.ForeignKey(
+        Document, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    generation = models.PositiveIntegerField()
+    ordinal = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            # One paragraph per place. Two generations of one document live side by side while a re-index builds
+            # the next. Deferrable (checked at the end of each statement, not row by row): a split or merge moves the
+            # later places with one "ordinal + 1" (services/paragraph_edits.py). Also how a window finds a hit's
+            # neighbours and a document's paragraphs page: by (document, generation, ordinal).
+            models.UniqueConstraint(
+                fields=["document", "generation", "ordinal"],
+                name="chunk_position_unique_per_document_generation",
+                deferrable=models.Deferrable.IMMEDIATE,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.ordinal} of document {self.document_id} (generation {self.generation})"
 
 
 class RetiredParagraph(models.Model):

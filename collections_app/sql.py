@@ -12,7 +12,7 @@ def keyword_vector(language: str = "language", text: str = "text") -> str:
 
     Each paragraph is indexed with its own language's stemmer (kb_language_vector: kb_ts_config's snowball
     configuration, migration 0004; for Hebrew, which has none, its words without their glued prefixes, migration
-    0039) and with the 'simple' configuration, so a question in another language (or a name, a code) still finds
+    0038) and with the 'simple' configuration, so a question in another language (or a name, a code) still finds
     exact words. `language` and `text` are SQL expressions (columns, placeholders), never values.
     """
     return f"kb_language_vector({language}, {text}) || to_tsvector('simple', {text})"

@@ -152,7 +152,7 @@ def _tenant_rows(tenant: Tenant, tag: str) -> dict[str, Any]:
         file=document.file.name, status="current",
     )  # fmt: skip
     chunk = Chunk.objects.create(
-        tenant=tenant, collection=collection, document=document, ordinal=0, text=f"{tag} text", language=tag[:10]
+        tenant=tenant, collection=collection, document=document, text=f"{tag} text", language=tag[:10]
     )
     build = Build.objects.create(
         tenant=tenant, collection=collection, document=document, model=f"{tag}-model", dims=384, built_from="upload"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import admin, messages
@@ -33,25 +34,33 @@ class ChunkAdmin(AuditAdmin):
     search_fields = ["text"]
     fields = ["document_link", "collection", "ordinal", "page", "section_trail", "language_name", "labels",
               "text", "metadata_shown"]  # fmt: skip
-    readonly_fields = ["document_link", "section_trail", "language_name", "metadata_shown"]
+    readonly_fields = ["document_link", "ordinal", "section_trail", "language_name", "metadata_shown"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
         # Its document by name only (a large one's JSON columns are megabytes, read once per listed row), and
         # no vector nor keyword index: nothing here shows them.
-        return (
+        rows = (
             super()
             .get_queryset(request)
             .select_related("document")
             .defer("embedding", "search_vector", *(f"document__{c}" for c in UNLISTED_DOCUMENT_COLUMNS))
         )
+        if document := _document_asked(request):
+            # Named on the places too, so their (document, generation, ordinal) index serves get_ordering's order.
+            rows = rows.filter(position__document_id=document)
+        return rows
 
     def get_ordering(self, request: HttpRequest) -> list[Any] | tuple[Any, ...]:
-        if request.GET.get("document__id__exact"):
-            # One document's paragraphs (the document page's link): in the order of the unique index
+        if _document_asked(request):
+            # One document's paragraphs (the document page's link): in the order of the places' unique index
             # (document, generation, ordinal), so a page of a large document reads that page's rows, not all
             # of them sorted. The same order as the model's, the generation searches read first during a re-index.
-            return ["document_id", "generation", "ordinal"]
+            return ["position__document_id", "position__generation", "position__ordinal"]
         return super().get_ordering(request)
+
+    @admin.display(description="ordinal", ordering="position__ordinal")
+    def ordinal(self, obj: Chunk) -> int:
+        return obj.ordinal
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # Filter by document through the URL (?document__id__exact=...), linked from the document page.
@@ -206,6 +215,14 @@ class BuildAdmin(AuditAdmin):
             else:
                 self.message_user(request, f"{build.collection}: the held-back re-index now answers searches.")
         return HttpResponseRedirect(reverse("admin:collections_app_build_change", args=[build.pk]))
+
+
+def _document_asked(request: HttpRequest) -> uuid.UUID | None:
+    """The one document whose paragraphs the chunk list is asked for (?document__id__exact=), if a valid id."""
+    try:
+        return uuid.UUID(request.GET.get("document__id__exact") or "")
+    except ValueError:
+        return None
 
 
 def _metric(metrics: dict[str, Any], name: str) -> str:

@@ -471,10 +471,14 @@ class DocumentAdmin(
 
     @admin.display(description="first paragraphs")
     def first_paragraphs(self, obj: Document) -> str:
-        # In the order of the unique index (document, generation, ordinal): three rows read, not every row of
-        # the document sorted by ordinal. Only while a re-index stages a generation does it matter: the
+        # In the order of the places' unique index (document, generation, ordinal): three rows read, not every
+        # row of the document sorted by ordinal. Only while a re-index stages a generation does it matter: the
         # generation searches read comes first.
-        paragraphs = obj.chunks.order_by("generation", "ordinal").values_list("section", "page", "text")
+        paragraphs = (
+            obj.chunks.filter(position__document=obj)
+            .order_by("position__generation", "position__ordinal")
+            .values_list("section", "page", "text")
+        )
         first = list(paragraphs[:INLINE_PARAGRAPHS])
         if not first:
             return "—"

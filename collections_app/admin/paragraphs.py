@@ -166,7 +166,7 @@ def _on_edit(document: Document, action: str, edit: ParagraphEdit, data: dict[st
     if action == "discard":
         paragraph_edit_discard(edit=edit)
         return []
-    target = document_paragraphs_for_editors(document).filter(ordinal=data["target"]).first()
+    target = document_paragraphs_for_editors(document).filter(position__ordinal=data["target"]).first()
     if target is None:
         raise _Missing("no paragraph has that number: pick one from the list below")
     return paragraph_edit_reapply(edit=edit, paragraph_id=target.pk, by=by)
@@ -187,7 +187,7 @@ class _Shown:
 def _shown(paragraphs: list[Chunk], rows: Any) -> list[_Shown]:
     if not paragraphs:
         return []
-    after = rows.filter(ordinal__gt=paragraphs[-1].ordinal).only("ordinal", "section", "hidden").first()
+    after = rows.filter(position__ordinal__gt=paragraphs[-1].ordinal).only("section", "hidden").first()
     return [
         _Shown(
             paragraph=paragraph,

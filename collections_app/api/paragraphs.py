@@ -48,6 +48,9 @@ class EditPage(PageInput):
 
 
 class ParagraphOutput(serializers.ModelSerializer):
+    # Its place, ChunkPosition's (Chunk.ordinal): the number and the schema the column had.
+    ordinal = serializers.IntegerField(read_only=True, min_value=0, max_value=2147483647)
+
     class Meta:
         model = Chunk
         fields = ["id", "text", "ordinal", "page", "section", "language", "labels", "hidden", "edited"]

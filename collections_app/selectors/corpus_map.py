@@ -87,7 +87,7 @@ def collection_map(*, collection: Collection, reader_labels: list[str] | None = 
         .readable_by(reader_labels)  # the rule of retrieval/selectors/search/_visibility.py
         # One row per (document, heading trail), not per paragraph: a 60 MB text file maps in one short query.
         .values("document_id", "section")
-        .annotate(n=Count("id"), first=Min("ordinal"))
+        .annotate(n=Count("id"), first=Min("position__ordinal"))
         .order_by()
     )
     trees: dict[Any, MapNode] = {}

@@ -12,8 +12,16 @@ from collections_app.models import Chunk, Document, EditStatus, ParagraphEdit
 
 
 def document_paragraphs_for_editors(document: Document) -> QuerySet[Chunk]:
-    """The live generation's paragraphs of the document in order, hidden ones included; vectors left unread."""
-    return Chunk.objects.filter(document=document).editable().defer("embedding", "search_vector").order_by("ordinal")
+    """The live generation's paragraphs of the document in order, hidden ones included; vectors left unread.
+
+    The document named on its places too: a page of a long document is read through their (document, generation,
+    ordinal) index, that page's rows only, not every row of the document sorted."""
+    return (
+        Chunk.objects.filter(document=document, position__document=document)
+        .editable()
+        .defer("embedding", "search_vector")
+        .order_by("position__ordinal")
+    )
 
 
 def document_paragraph_edits(document: Document) -> QuerySet[ParagraphEdit]:

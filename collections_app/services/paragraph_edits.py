@@ -37,6 +37,7 @@ from django.utils import timezone
 from collections_app.models import (
     Chunk,
     ChunkKind,
+    ChunkPosition,
     Collection,
     Document,
     DocumentStatus,
@@ -485,7 +486,7 @@ def _located(rows: Any, edit: ParagraphEdit) -> Chunk | None:
     """The first paragraph an applied edit left, nearest to where it was made (its text may repeat)."""
     result = edit.after[0]["text"]
     hidden = edit.operation == EditOperation.HIDE
-    candidates = list(rows.filter(text=result).order_by("ordinal"))
+    candidates = list(rows.filter(text=result).order_by("position__ordinal"))
     if edit.operation in (EditOperation.HIDE, EditOperation.UNHIDE):
         candidates = [c for c in candidates if c.hidden == hidden]
     if edit.operation == EditOperation.SPLIT:
@@ -502,9 +503,9 @@ def _next(paragraph: Chunk) -> Chunk | None:
             document_id=paragraph.document_id,
             generation=paragraph.generation,
             kind=ChunkKind.PARAGRAPH,
-            ordinal__gt=paragraph.ordinal,
+            position__ordinal__gt=paragraph.ordinal,
         )
-        .order_by("ordinal")
+        .order_by("position__ordinal")
         .first()
     )
 
@@ -516,7 +517,7 @@ def _anchor(paragraph: Chunk) -> dict[str, Any]:
         document_id=paragraph.document_id,
         generation=paragraph.generation,
         kind=ChunkKind.PARAGRAPH,
-        ordinal__lt=paragraph.ordinal,
+        position__ordinal__lt=paragraph.ordinal,
         text=paragraph.text,
     ).count()
     return {
@@ -646,14 +647,15 @@ def _set_text(scope: _Scope, paragraph: Chunk, text: str) -> None:
 
 
 def _shift(paragraph: Chunk, after: int, by: int) -> None:
-    """Move every row of the document's generation past ordinal `after` by `by`, in one statement: the unique
+    """Move every place of the document's generation past ordinal `after` by `by`, in one statement: the unique
     (document, generation, ordinal) constraint is deferrable, checked when the statement ends.
 
-    It rewrites every later row (each index, the HNSW graph's included, takes its new tuple): a split or a merge
-    costs in proportion to the paragraphs after it (bench/paragraph_edit.py)."""
-    Chunk.objects.filter(document_id=paragraph.document_id, generation=paragraph.generation, ordinal__gt=after).update(
-        ordinal=F("ordinal") + by
-    )
+    Only the narrow ChunkPosition rows move (issue 42): the later paragraphs' own rows, their vectors and keyword
+    index are not rewritten (a moved chunk row was a new tuple in every index, HNSW's included: 765 ms for a split
+    near the start of 2,000 paragraphs; bench/paragraph_edit.py)."""
+    ChunkPosition.objects.filter(
+        document_id=paragraph.document_id, generation=paragraph.generation, ordinal__gt=after
+    ).update(ordinal=F("ordinal") + by)
 
 
 def _split_row(
@@ -675,11 +677,11 @@ def _split_row(
     paragraph.language, paragraph.language_detected = _language(scope, head)
     _write(paragraph, head_vector)
     language, detected = _language(scope, tail)
-    second = Chunk.objects.create(
+    second = Chunk.objects.create_at(
+        ordinal=paragraph.ordinal + 1,
         tenant_id=paragraph.tenant_id,
         collection_id=paragraph.collection_id,
         document_id=paragraph.document_id,
-        ordinal=paragraph.ordinal + 1,
         text=tail,
         section=section,
         page=page,

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from collections_app.models import Build, Chunk, Collection, Document, DocumentStatus
+from collections_app.models import Build, Chunk, ChunkPosition, Collection, Document, DocumentStatus
 from collections_app.services import documents as ingestion
 from collections_app.services.builds import build_record
 from collections_app.services.gate import GateVerdict, HeldBack, gate_candidate, gate_serving
@@ -236,15 +236,20 @@ def _cutover(*, collection: Collection, generation: int, anyway_by: str) -> Gate
         old = locked.active_generation
         with connection.cursor() as cursor:
             # Documents an ordinary ingestion published during the run were built with the current settings
-            # (it clears `stale`): carried over as they are.
+            # (it clears `stale`): carried over as they are, their places (ChunkPosition) with them.
             cursor.execute(
                 f"""
-                UPDATE {table} c SET generation = %(new)s
-                WHERE c.collection_id = %(collection)s AND c.generation = %(old)s
-                  AND c.document_id IN (SELECT id FROM collections_app_document d
-                                        WHERE d.collection_id = %(collection)s AND NOT d.stale)
-                  AND NOT EXISTS (SELECT 1 FROM {table} n
-                                  WHERE n.document_id = c.document_id AND n.generation = %(new)s)
+                WITH carried AS (
+                    UPDATE {table} c SET generation = %(new)s
+                    WHERE c.collection_id = %(collection)s AND c.generation = %(old)s
+                      AND c.document_id IN (SELECT id FROM collections_app_document d
+                                            WHERE d.collection_id = %(collection)s AND NOT d.stale)
+                      AND NOT EXISTS (SELECT 1 FROM {table} n
+                                      WHERE n.document_id = c.document_id AND n.generation = %(new)s)
+                    RETURNING c.id
+                )
+                UPDATE {ChunkPosition._meta.db_table} p SET generation = %(new)s
+                FROM carried WHERE p.chunk_id = carried.id
                 """,
                 {"new": generation, "old": old, "collection": locked.pk},
             )

@@ -71,7 +71,7 @@ def _try_search(page, base: str, collection: Collection, question: str) -> None:
 
 
 def _editable(document: Document) -> list[str]:
-    return [c.text for c in Chunk.objects.filter(document=document).editable().order_by("ordinal")]
+    return [c.text for c in Chunk.objects.filter(document=document).editable().order_by("position__ordinal")]
 
 
 def _upload(page, base: str, name: str, content: bytes, *, replace: bool = False) -> None:

@@ -40,7 +40,7 @@ def document() -> Document:
 
 
 def rows(document: Document) -> list[Chunk]:
-    return list(Chunk.objects.filter(document=document).editable().order_by("ordinal"))
+    return list(Chunk.objects.filter(document=document).editable().order_by("position__ordinal"))
 
 
 def found(collection: Collection, query: str) -> str:

@@ -34,14 +34,14 @@ def document() -> Document:
     )
     document = Document.objects.get(collection=collection)
     assert document.status == "done", document.error
-    first = Chunk.objects.filter(document=document).editable().order_by("ordinal").first()
+    first = Chunk.objects.filter(document=document).editable().order_by("position__ordinal").first()
     assert first is not None
     paragraph_edit(document=document, paragraph_id=first.pk, text=HEADED, by="edna")  # the heading on its line
     return document
 
 
 def texts(document: Document) -> list[str]:
-    return [c.text for c in Chunk.objects.filter(document=document).editable().order_by("ordinal")]
+    return [c.text for c in Chunk.objects.filter(document=document).editable().order_by("position__ordinal")]
 
 
 def test_a_heading_split_off_and_merged_back_reads_exactly_as_before(offline_page, live_server, document, screenshot):

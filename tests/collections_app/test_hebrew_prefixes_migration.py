@@ -1,4 +1,4 @@
-"""Migration 0039 (Hebrew prefixes): a Hebrew collection built before it finds prefixed words on the day it lands,
+"""Migration 0038 (Hebrew prefixes): a Hebrew collection built before it finds prefixed words on the day it lands,
 without a rebuild; paragraphs in every other language keep the keyword index they had."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections_app.models import Chunk, Collection, Document
 from retrieval.selectors.search import Visibility, keyword_retrieve
 from tests.retrieval.selectors.search.test_keyword_bm25 import recount, stored
 
-BEFORE = ("collections_app", "0036_collection_deleting")
+BEFORE = ("collections_app", "0037_chunk_positions")
 OLD_INDEX = "to_tsvector(kb_ts_config(language), text) || to_tsvector('simple', text)"
 
 
@@ -25,17 +25,17 @@ def test_hebrew_paragraphs_indexed_before_are_indexed_again_and_others_left_alon
     executor = MigrationExecutor(connection)
     executor.migrate([BEFORE])
     try:
-        # 0039 changes no table: today's models write the rows as they were, indexed as ingestion indexed them then.
+        # 0038 changes no table: today's models write the rows as they were, indexed as ingestion indexed them then.
         collection = Collection.objects.create(tenant=Tenant.objects.create(name="acme"), name="נהלים")
         document = Document.objects.create(
             tenant=collection.tenant, collection=collection, content_hash="a", filename="a.txt", language="he"
         )
-        for ordinal, (language, text) in enumerate(
-            [("he", "העדים נכנסים לאולם רק אחרי שהשופט מזמין אותם."), ("en", "The witnesses wait in the hall.")]
-        ):
+        for language, text in [
+            ("he", "העדים נכנסים לאולם רק אחרי שהשופט מזמין אותם."),
+            ("en", "The witnesses wait in the hall."),
+        ]:
             Chunk.objects.create(
-                tenant=collection.tenant, collection=collection, document=document, ordinal=ordinal, text=text,
-                language=language,
+                tenant=collection.tenant, collection=collection, document=document, text=text, language=language
             )  # fmt: skip
         with connection.cursor() as cursor:
             cursor.execute(f"UPDATE collections_app_chunk SET search_vector = {OLD_INDEX}")

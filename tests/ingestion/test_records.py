@@ -42,7 +42,7 @@ def ingest(cast, collection, upload, name: str, content: bytes, **options) -> Do
 
 
 def chunks_of(document: Document) -> list[Chunk]:
-    return list(Chunk.objects.filter(document=document).order_by("ordinal"))
+    return list(Chunk.objects.filter(document=document).order_by("position__ordinal"))
 
 
 # --- parsing, without the database --------------------------------------------------------------------------

@@ -173,10 +173,10 @@ def _write_paragraphs(
         # pgvector's binary form (int16 dims, int16 unused, big-endian float32s): read as bytes, not parsed from
         # the text form into Python floats (which made a 100,000-paragraph export several times slower).
         .annotate(wire=Func(F("embedding"), function="vector_send", output_field=BinaryField()))
-        .order_by("document__created_at", "document_id", "ordinal")
+        .order_by("document__created_at", "document_id", "position__ordinal")
         .values_list(
-            "document_id", "document__filename", "ordinal", "text", "wire", "embedding_dims", "language", "page",
-            "section", "metadata", "labels", "continues",
+            "document_id", "document__filename", "position__ordinal", "text", "wire", "embedding_dims", "language",
+            "page", "section", "metadata", "labels", "continues",
         )
     )  # fmt: skip
     written = 0

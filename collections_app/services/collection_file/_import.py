@@ -46,6 +46,7 @@ from accounts.models import Tenant
 from collections_app.hooks import collection_file_tables
 from collections_app.models import (
     Chunk,
+    ChunkPosition,
     Collection,
     CollectionFile,
     CollectionFileKind,
@@ -602,10 +603,12 @@ def _write_documents(collection: Collection, summary: FileSummary) -> dict[Any, 
 
 
 _CHUNK_COLUMNS = (
-    "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
+    "id", "tenant_id", "collection_id", "document_id", "text", "section", "page", "language", "labels",
     "metadata", "embedding", "embedding_dims", "kind", "generation", "language_detected", "continues", "hidden",
     "edited",
 )  # fmt: skip
+# The staging table's: the paragraph's columns and its place (moved into ChunkPosition beside the row).
+_STAGING_COLUMNS = (*_CHUNK_COLUMNS, "ordinal")
 
 
 def _write_paragraphs(
@@ -620,24 +623,24 @@ def _write_paragraphs(
     """Every paragraph COPYed into STAGING, a temporary table of the transaction: no index, no trigger, no WAL.
     `_index` moves them into the paragraphs' table with their keyword index, so each row is written there once."""
     published = 0
-    columns = ", ".join(_CHUNK_COLUMNS)
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {STAGING}")  # an earlier import in this transaction (tests)
         cursor.execute(
-            f"CREATE TEMPORARY TABLE {STAGING} ON COMMIT DROP AS SELECT {columns} FROM {Chunk._meta.db_table} "
-            "WITH NO DATA"
+            f"CREATE TEMPORARY TABLE {STAGING} ON COMMIT DROP AS SELECT {', '.join(_CHUNK_COLUMNS)}, "
+            f"NULL::integer AS ordinal FROM {Chunk._meta.db_table} WITH NO DATA"
         )
-        with cursor.cursor.copy(f"COPY {STAGING} ({columns}) FROM STDIN") as copy:
+        with cursor.cursor.copy(f"COPY {STAGING} ({', '.join(_STAGING_COLUMNS)}) FROM STDIN") as copy:
             for key, row in _drafts(path, summary):
                 vector = row["vector"] if vectors is None else np.frombuffer(vectors.read(dims * 4), dtype="<f4")
                 copy.write_row(
                     (
-                        uuid.uuid4(), collection.tenant_id, collection.pk, ids[key], row["ordinal"], row["text"],
+                        uuid.uuid4(), collection.tenant_id, collection.pk, ids[key], row["text"],
                         row["section"], row["page"], row["language"], row["labels"], Jsonb(row["metadata"]),
                         "[" + ",".join(map(repr, vector.tolist())) + "]", dims, "paragraph",
                         collection.active_generation, row["language"] or None,
                         None if row["continues"] is None else bool(row["continues"]),
                         False, False,  # an exported paragraph is a served one: never hidden; its edits stay behind
+                        row["ordinal"],
                     )
                 )  # fmt: skip
                 published += 1
@@ -689,6 +692,12 @@ def _index_documents(documents: list[uuid.UUID]) -> None:
         cursor.execute(
             f"INSERT INTO {table} ({columns}, search_vector) SELECT {columns}, {keyword_vector()} "
             f"FROM {STAGING} WHERE document_id = ANY(%s)",
+            [documents],
+        )
+        # Their places, beside them (the deferred foreign key is checked at commit).
+        cursor.execute(
+            f"INSERT INTO {ChunkPosition._meta.db_table} (chunk_id, document_id, generation, ordinal) "
+            f"SELECT id, document_id, generation, ordinal FROM {STAGING} WHERE document_id = ANY(%s)",
             [documents],
         )
         # Each document's own rows, through the staging table's (document, ordinal) index: linear. A join with

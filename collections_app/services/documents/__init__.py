@@ -53,7 +53,7 @@ from collections_app.services.documents._publish import document_keywords_index,
 from collections_app.services.documents._queue import document_queue_ingest
 from collections_app.services.documents._read import document_streams
 from collections_app.services.documents._reuse import DocumentVectors, VectorSource, vector_source
-from collections_app.services.documents._rows import DOCUMENT_METADATA_KEYS, document_rows_write
+from collections_app.services.documents._rows import DOCUMENT_METADATA_KEYS, document_rows_write, positions_write
 from collections_app.services.documents._staging import Staging
 from collections_app.services.documents._trash import (
     FOLDER_SYNC,
@@ -114,6 +114,7 @@ __all__ = [
     "document_versions_diff",
     "merged_text",
     "paragraphs_diff",
+    "positions_write",
     "restore_until",
     "split_continues",
     "split_parts",

@@ -12,7 +12,7 @@ import uuid
 from django.db import connection
 from psycopg.types.json import Jsonb
 
-from collections_app.models import Chunk, Document
+from collections_app.models import Chunk, ChunkPosition, Document
 from collections_app.services.documents._staging import Staging
 
 # Document-level metadata copied onto each of its paragraphs (see ingestion/email.py for the email keys).
@@ -20,7 +20,7 @@ DOCUMENT_METADATA_KEYS = ("author", "created", "subject", "recipients", "thread"
 
 # The paragraph columns publishing writes (search_vector is filled afterwards, by document_keywords_index).
 _CHUNK_COLUMNS = (
-    "id", "tenant_id", "collection_id", "document_id", "ordinal", "text", "section", "page", "language", "labels",
+    "id", "tenant_id", "collection_id", "document_id", "text", "section", "page", "language", "labels",
     "metadata", "embedding", "embedding_dims", "kind", "parent_id", "generation", "language_detected", "continues",
     "hidden", "edited",
 )  # fmt: skip
@@ -59,7 +59,6 @@ def document_rows_write(
                     document.tenant_id,
                     collection.pk,
                     document.pk,
-                    ordinal,
                     draft.text,
                     draft.section,
                     draft.page,
@@ -78,4 +77,17 @@ def document_rows_write(
                 )
             )
             published += draft.kind == "paragraph"
+    positions_write(document_id=document.pk, generation=generation, chunk_ids=ids)
     return published
+
+
+def positions_write(*, document_id: uuid.UUID, generation: int, chunk_ids: list[uuid.UUID]) -> None:
+    """The places of a document's new rows (ChunkPosition), `chunk_ids` in reading order: one statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {ChunkPosition._meta.db_table} (chunk_id, document_id, generation, ordinal)
+            SELECT id, %s, %s, n - 1 FROM unnest(%s::uuid[]) WITH ORDINALITY AS r(id, n)
+            """,
+            [document_id, generation, chunk_ids],
+        )

@@ -38,7 +38,7 @@ from ingestion import text_search_config
 
 from ._filters import NO_FILTERS, Filters
 from ._stages import Hit
-from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from ._visibility import FROM_VISIBLE, ORDINAL_SQL, VISIBLE_SQL, Visibility
 
 # How a block packs a posting (migration 0034): its tf above PACK_SHIFT bits of the paragraph's BM25 length.
 PACK_SHIFT = 22
@@ -64,7 +64,7 @@ KEYWORD_WINDOW_MAX = 3000
 KEYWORD_WINDOW_GROWTH = 8
 
 # A Hebrew word of the question also as the words it may be without its glued prefixes, as Hebrew paragraphs are
-# indexed (migration 0039): "ובבית" meets "בית" and "הבית". Any other word has no such form. (bench/hebrew_keywords.py
+# indexed (migration 0038): "ובבית" meets "בית" and "הבית". Any other word has no such form. (bench/hebrew_keywords.py
 # leaves this out to measure the stage as it was.)
 HEBREW_FORMS_SQL = """
         UNION SELECT unnest(kb_hebrew_forms(u.lexeme)) FROM unnest(to_tsvector('simple', %(query)s)) u"""
@@ -79,7 +79,7 @@ def _rest(row: str, which: str, words: str = "words") -> str:
     index: its tsvector with those words marked (setweight) and the rest dropped (ts_filter), so a frequent
     word costs no scan of its postings and no probe of its own. The postings are made from the same tsvector
     in the same transaction (migration 0013: tf = its positions), so the two give the same term weights; every
-    keyword index keeps positions, to_tsvector's and the Hebrew forms at their words' (migration 0039), and
+    keyword index keeps positions, to_tsvector's and the Hebrew forms at their words' (migration 0038), and
     ts_filter would drop a lexeme without any."""
     return f"""coalesce((
             SELECT sum(k.bound * u.tf / (u.tf + stats.k_fixed + stats.k_length * {row}.length))
@@ -220,7 +220,7 @@ _KEYWORD_SQL = f"""
         ) AS score
     ), kept AS (
         -- In score order, so the visibility check stops at the limit-th readable paragraph.
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal, s.score,
+        SELECT c.id, c.document_id, c.collection_id, {ORDINAL_SQL} AS ordinal, s.score,
                kb_ts_config(c.language)::text AS config, c.language
         FROM (SELECT * FROM scored ORDER BY score DESC OFFSET 0) s
         JOIN LATERAL (
@@ -264,7 +264,7 @@ def keyword_retrieve(
     same query: documents are few beside paragraphs, and no paragraph is scanned for it). The BM25 query is
     the set of lexemes all of them give, so a German question's inflected word meets German paragraphs'
     stems, a Serbian one meets Serbian paragraphs in either script, a Hebrew word meets the same word with
-    other prefixes glued to it ("לבית", "ובבית": kb_hebrew_forms, migration 0039), and a word of a language
+    other prefixes glued to it ("לבית", "ובבית": kb_hebrew_forms, migration 0038), and a word of a language
     without a stemmer (Macedonian, unknown) matches as a whole word. A section in another language than its
     document's is indexed under its own, and met through 'simple' (or its configuration when another
     document of the collections is in that language).

@@ -22,7 +22,7 @@ from infra.db_routing import read_connection
 
 from ._filters import Filters
 from ._stages import Hit
-from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from ._visibility import FROM_VISIBLE, ORDINAL_SQL, VISIBLE_SQL, Visibility
 from ._window import Window
 
 
@@ -93,7 +93,7 @@ def _readable_children(
 ) -> tuple[dict[str, str], dict[str, list[int]]]:
     """Each hit's parent, and each of those parents' children that this reader may read, by ordinal."""
     sql = f"""
-        SELECT h.id, c.parent_id, c.ordinal
+        SELECT h.id, c.parent_id, {ORDINAL_SQL}
         FROM collections_app_chunk h
         JOIN {FROM_VISIBLE} ON c.parent_id = h.parent_id AND c.document_id = h.document_id
         WHERE h.id = ANY(%(hits)s::uuid[]) AND h.parent_id IS NOT NULL AND {VISIBLE_SQL} AND {filters.sql}

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from collections_app.models import Chunk, Collection
+from collections_app.models import Chunk, ChunkPosition, Collection
 
 from ._window import Window, window_split
 
@@ -42,13 +42,15 @@ def window_paragraphs(windows: list[Window]) -> dict[Key, Chunk]:
     wanted = Q()
     for window in windows:
         wanted |= Q(document_id=window.document_id, ordinal__in=window.ordinals)
+    # Found by their places (ChunkPosition's unique (document, generation, ordinal) index), then their rows.
+    places = ChunkPosition.objects.filter(wanted).values("chunk_id")
     rows = (
         # The generation searches read (a re-index stages the next beside it, same documents and ordinals).
-        Chunk.objects.filter(wanted)
+        Chunk.objects.filter(pk__in=places)
         .live()
         .paragraphs()
         .select_related("document")
-        .only("id", "text", "ordinal", "page", "section", "language", "metadata", "continues", "document__id",
+        .only("id", "text", "page", "section", "language", "metadata", "continues", "document__id",
               "document__filename", "document__source_uri", "document__version", "collection_id")
     )  # fmt: skip
     return {(str(r.document_id), r.ordinal): r for r in rows}

@@ -14,7 +14,7 @@ from infra.errors import Conflict
 
 from ._filters import NO_FILTERS, Filters
 from ._trace import Stage
-from ._visibility import FROM_VISIBLE, VISIBLE_SQL, Visibility
+from ._visibility import FROM_VISIBLE, ORDINAL_SQL, VISIBLE_SQL, Visibility
 
 __all__ = ["Stage"]  # re-exported: stages used to live here
 
@@ -54,7 +54,7 @@ def vector_retrieve(
     distance = f"(c.embedding::vector({dims})) <=> %(vector)s::vector({dims})"
     order = f"({distance}) + 0" if exact else distance  # "+ 0": an expression the HNSW index cannot serve
     sql = f"""
-        SELECT c.id, c.document_id, c.collection_id, c.ordinal, 1 - ({distance}) AS similarity, c.language
+        SELECT c.id, c.document_id, c.collection_id, {ORDINAL_SQL}, 1 - ({distance}) AS similarity, c.language
         FROM {FROM_VISIBLE}
         WHERE {VISIBLE_SQL} AND {filters.sql} AND c.embedding_dims = {dims}
         ORDER BY {order}

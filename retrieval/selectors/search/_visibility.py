@@ -46,6 +46,9 @@ VISIBLE_SQL = f"""
     AND {LIVE_PARAGRAPH_SQL}
 """
 FROM_VISIBLE = "collections_app_chunk c JOIN collections_app_collection col ON col.id = c.collection_id"
+# A row's place in its document (collections_app.models.ChunkPosition: not a column of the row since issue 42), read
+# for the rows a stage hands back only: in a select list it runs for the rows that pass, after the index walk.
+ORDINAL_SQL = "(SELECT pos.ordinal FROM collections_app_chunkposition pos WHERE pos.chunk_id = c.id)"
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,16 @@ def readable_neighbours(
     for hit in hits:
         wanted[hit.document_id].update(range(max(0, hit.ordinal - around), hit.ordinal + around + 1))
     pairs = [(doc, o) for doc, ords in wanted.items() for o in ords]
+    # Each wanted place looked up in the places' unique (document, generation, ordinal) index, the generation the
+    # searches read taken from the document's collection first: a window reads its neighbours' rows only.
     sql = f"""
-        SELECT c.document_id, c.ordinal
-        FROM {FROM_VISIBLE}
-        JOIN unnest(%(docs)s::uuid[], %(ords)s::int[]) AS w(doc, ord)
-             ON w.doc = c.document_id AND w.ord = c.ordinal
+        SELECT p.document_id, p.ordinal
+        FROM unnest(%(docs)s::uuid[], %(ords)s::int[]) AS w(doc, ord)
+        JOIN collections_app_document wd ON wd.id = w.doc
+        JOIN collections_app_collection wc ON wc.id = wd.collection_id
+        JOIN collections_app_chunkposition p
+             ON p.document_id = w.doc AND p.generation = wc.active_generation AND p.ordinal = w.ord
+        JOIN {FROM_VISIBLE} ON c.id = p.chunk_id
         WHERE {VISIBLE_SQL} AND {filters.sql}
     """
     params = {

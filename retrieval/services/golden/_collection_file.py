@@ -71,7 +71,7 @@ def golden_file_write(collection: Collection, store: sqlite3.Connection, seqs: d
         for pk, document_id, ordinal in Chunk.objects.live()
         .paragraphs()
         .filter(collection=collection, pk__in=wanted, embedding__isnull=False)
-        .values_list("pk", "document_id", "ordinal")
+        .values_list("pk", "document_id", "position__ordinal")
         if document_id in seqs
     }
     rows = [
@@ -110,7 +110,7 @@ def golden_file_read(
         (document_id, ordinal): pk
         for document_id, ordinal, pk in Chunk.objects.filter(
             collection=collection, kind=ChunkKind.PARAGRAPH, document_id__in=referenced
-        ).values_list("document_id", "ordinal", "pk")
+        ).values_list("document_id", "position__ordinal", "pk")
     }
     known = document_names(collection)
     created: dict[str, GoldenQuestion] = {}

@@ -31,7 +31,7 @@ def _document(cast, collection: Collection | None = None) -> Document:
         status="done",
         progress=100,
     )
-    Chunk.objects.create(tenant=cast.tenant, collection=collection, document=document, ordinal=0, text="text")
+    Chunk.objects.create(tenant=cast.tenant, collection=collection, document=document, text="text")
     return document
 
 

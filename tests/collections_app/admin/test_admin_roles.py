@@ -54,7 +54,7 @@ def two_tenants(cast):
     for tenant, tag in ((cast.tenant, "acme"), (cast.outsider_tenant, "globex")):
         collection = collection_create(tenant=tenant, name=f"{tag}-handbook")
         document = _document(collection, f"{tag}-guide.txt")
-        Chunk.objects.create(tenant=tenant, collection=collection, document=document, ordinal=0, text="t")
+        Chunk.objects.create(tenant=tenant, collection=collection, document=document, text="t")
         Build.objects.create(tenant=tenant, collection=collection, model=f"{tag}-model", dims=384, built_from="x")
         rows[tag] = (collection, document)
     return rows
@@ -219,7 +219,7 @@ def test_deleting_a_collection_takes_its_paragraphs_and_builds_with_it(
 def test_list_filters_offer_only_the_tenants_own_names(cast, two_tenants):
     second = collection_create(tenant=cast.tenant, name="acme-second")  # two choices: the filters are shown
     document = _document(second, "acme-notes.txt")
-    Chunk.objects.create(tenant=cast.tenant, collection=second, document=document, ordinal=0, text="t")
+    Chunk.objects.create(tenant=cast.tenant, collection=second, document=document, text="t")
     client = _client(_staff("vera", acme=Role.VIEWER))
 
     for page, ours in [

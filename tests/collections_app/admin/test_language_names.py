@@ -34,7 +34,7 @@ def labelled(cast, collection) -> Document:
         tenant=cast.tenant, collection=collection, content_hash="mix", filename="mix.txt", status="done", language="el"
     )
     Chunk.objects.bulk_create(
-        Chunk(tenant=cast.tenant, collection=collection, document=document, ordinal=i, text=f"p{i}", language=code)
+        Chunk(tenant=cast.tenant, collection=collection, document=document, text=f"p{i}", language=code)
         for i, code in enumerate(["el", "sh", "sh", ""])
     )
     return document

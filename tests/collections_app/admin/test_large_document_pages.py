@@ -62,7 +62,6 @@ def _paragraphs(document: Document, count: int) -> None:
                 tenant=document.tenant,
                 collection=document.collection,
                 document=document,
-                ordinal=i,
                 text=f"Clause {i}: the supplier shall deliver the goods within thirty days.",
                 section=[f"Chapter {i // 2000 + 1}"],
                 page=i // 40 + 1,
@@ -269,9 +268,9 @@ def test_the_stored_count_follows_every_insert_and_delete_and_no_save_overwrites
 
     _paragraphs(document, 7)
     assert _counted(document) == (7, 7)
-    Chunk.objects.filter(document=document, ordinal__gte=5).delete()
+    Chunk.objects.filter(document=document, position__ordinal__gte=5).delete()
     assert _counted(document) == (5, 5)
-    Chunk.objects.create(tenant=document.tenant, collection=collection, document=document, ordinal=5, text="t")
+    Chunk.objects.create(tenant=document.tenant, collection=collection, document=document, text="t")
     assert _counted(document) == (6, 6)
 
     stale.filename = "renamed.txt"

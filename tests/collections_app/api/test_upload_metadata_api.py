@@ -145,7 +145,9 @@ def test_a_records_own_column_wins_over_the_value_given_at_upload(cast, collecti
         metadata=json.dumps({"status": "open", "team": "platform"}),
     )  # fmt: skip
 
-    metadata = list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("metadata", flat=True))
+    metadata = list(
+        Chunk.objects.filter(document=document).order_by("position__ordinal").values_list("metadata", flat=True)
+    )
     assert [m["status"] for m in metadata] == [row["status"] for row in rows]
     assert all(m["team"] == "platform" for m in metadata)
 

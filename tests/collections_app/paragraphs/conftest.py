@@ -35,7 +35,7 @@ def base(document: Document) -> str:
 
 def paragraphs(document: Document) -> list[Chunk]:
     """The document's live paragraphs in order, hidden ones included."""
-    return list(Chunk.objects.filter(document=document).editable().order_by("ordinal"))
+    return list(Chunk.objects.filter(document=document).editable().order_by("position__ordinal"))
 
 
 def paragraph(document: Document, contains: str) -> Chunk:

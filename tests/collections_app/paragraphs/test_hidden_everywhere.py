@@ -75,7 +75,7 @@ def test_a_parent_section_is_put_together_without_its_hidden_child(cast, hierarc
     query = "goods unused complete original packaging"
     (section,) = search(cast.viewer, query, top_n=1, expand=True)
     matched = Chunk.objects.get(pk=section["chunk_id"])
-    siblings = list(Chunk.objects.filter(parent_id=matched.parent_id).order_by("ordinal"))
+    siblings = list(Chunk.objects.filter(parent_id=matched.parent_id).order_by("position__ordinal"))
     assert len(siblings) >= 3 and section["passages"] == len(siblings)
     victim = next(s for s in siblings if s.pk != matched.pk and s.text not in matched.text)
     paragraph_hide(document=document, paragraph_id=victim.pk, hidden=True, by="test")

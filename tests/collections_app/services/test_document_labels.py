@@ -41,7 +41,7 @@ def labels_url(document: Document) -> str:
 
 
 def chunk_labels(document: Document) -> list[list[str]]:
-    return [c.labels for c in Chunk.objects.filter(document=document).order_by("ordinal")]
+    return [c.labels for c in Chunk.objects.filter(document=document).order_by("position__ordinal")]
 
 
 def texts_for(cast, reader: str, query: str = "where do staff park their cars") -> str:

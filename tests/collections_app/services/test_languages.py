@@ -244,9 +244,7 @@ def paragraphs(collection: Collection, counts: dict[str, int]) -> None:
     )
     rows = [code for code, n in counts.items() for _ in range(n)]
     Chunk.objects.bulk_create(
-        Chunk(
-            tenant=collection.tenant, collection=collection, document=document, ordinal=i, text=f"p{i}", language=code
-        )
+        Chunk(tenant=collection.tenant, collection=collection, document=document, text=f"p{i}", language=code)
         for i, code in enumerate(rows)
     )
 

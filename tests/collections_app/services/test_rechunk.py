@@ -134,7 +134,7 @@ def test_rechunk_applies_the_collections_settings_to_the_stored_blocks_without_t
     assert answer.status_code == 202, answer.json()
     document.refresh_from_db()
     assert document.status == "done" and not document.stale, document.error
-    chunks = list(Chunk.objects.filter(document=document).order_by("ordinal"))
+    chunks = list(Chunk.objects.filter(document=document).order_by("position__ordinal"))
     assert [c.text for c in chunks] == [b["text"] for b in document.blocks or []]  # fixed: one per block
     assert not old & {c.pk for c in chunks}
     assert Build.objects.filter(document=document).latest("built_at").method["strategy"] == "fixed"

@@ -53,7 +53,7 @@ def _paragraphs(collection: Collection) -> dict[str, list[tuple[Any, ...]]]:
     """Each document's rows as a reader's build holds them: kind, text, section, page, and its parent's ordinal."""
     rows = Chunk.objects.filter(collection=collection, generation=collection.active_generation)
     found: dict[str, list[tuple[Any, ...]]] = {}
-    for row in rows.select_related("document", "parent").order_by("document__filename", "ordinal"):
+    for row in rows.select_related("document", "parent").order_by("document__filename", "position__ordinal"):
         parent = None if row.parent is None else row.parent.ordinal
         found.setdefault(row.document.filename, []).append(
             (row.ordinal, row.kind, row.text, list(row.section), row.page, parent)

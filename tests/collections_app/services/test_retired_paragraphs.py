@@ -20,7 +20,7 @@ def retired(cast, collection) -> tuple[RetiredParagraph, RetiredParagraph]:
         tenant=cast.tenant, collection=collection, content_hash="0" * 64, filename="notes.txt", status="done"
     )
     rows = [
-        Chunk.objects.create(tenant=cast.tenant, collection=collection, document=document, ordinal=n, text=f"Row {n}.")
+        Chunk.objects.create(tenant=cast.tenant, collection=collection, document=document, text=f"Row {n}.")
         for n in (0, 1)
     ]
     Chunk.objects.filter(document=document).delete()

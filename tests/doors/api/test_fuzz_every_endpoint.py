@@ -71,7 +71,7 @@ def admin_world(cast, collection):
         tenant=cast.tenant, collection=collection, content_hash="0" * 64, filename="notes.txt", status="done"
     )
     paragraph = Chunk.objects.create(
-        tenant=cast.tenant, collection=collection, document=document, ordinal=0, text="Bikes go in the rack."
+        tenant=cast.tenant, collection=collection, document=document, text="Bikes go in the rack."
     )
     edit = ParagraphEdit.objects.create(
         tenant=cast.tenant, collection=collection, document=document, operation="edit", status="stale"

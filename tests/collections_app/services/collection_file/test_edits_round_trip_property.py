@@ -50,7 +50,7 @@ def live(collection: Collection) -> list[Chunk]:
         .live()
         .paragraphs()
         .select_related("document")
-        .order_by("document__filename", "ordinal")
+        .order_by("document__filename", "position__ordinal")
     )
 
 

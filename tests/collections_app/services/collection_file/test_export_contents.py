@@ -84,7 +84,7 @@ def test_every_column_holds_the_paragraphs_and_never_a_path_a_storage_name_a_key
             "SELECT agent_id, collection, document, ordinal, text, vector, dims, language, section, labels "
             "FROM agents_chunks ORDER BY id"
         ).fetchall()
-    live = Chunk.objects.filter(collection=office, kind="paragraph").order_by("ordinal")
+    live = Chunk.objects.filter(collection=office, kind="paragraph").order_by("position__ordinal")
     assert [(r[2], r[3], r[4]) for r in rows] == [("office.html", c.ordinal, c.text) for c in live]
     for row, chunk in zip(rows, live, strict=True):
         assert row[0] == "support-bot" and row[1] == office.name and row[6] == 384 and row[7] == chunk.language

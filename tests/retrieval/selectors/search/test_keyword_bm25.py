@@ -17,7 +17,7 @@ def index(collection: Collection, texts: list[str], name: str = "doc") -> Docume
         tenant=collection.tenant, collection=collection, content_hash=name, filename=f"{name}.txt"
     )
     chunks = Chunk.objects.bulk_create(
-        Chunk(tenant=collection.tenant, collection=collection, document=document, ordinal=i, text=t, language="en")
+        Chunk(tenant=collection.tenant, collection=collection, document=document, text=t, language="en")
         for i, t in enumerate(texts)
     )
     with connection.cursor() as cursor:
@@ -102,7 +102,7 @@ def test_statistics_follow_every_insert_reindex_and_delete(collection) -> None:
     index(collection, ["Refunds are paid by finance."], name="b")
     assert stored(collection) == recount(collection) and stored(collection)[0] == 3
 
-    Chunk.objects.filter(document=first, ordinal=0).update(text="Parcels leave on weekdays.")
+    Chunk.objects.filter(document=first, position__ordinal=0).update(text="Parcels leave on weekdays.")
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE collections_app_chunk SET search_vector = to_tsvector('simple', text) WHERE document_id = %s",

@@ -2,7 +2,7 @@
 
 Hebrew writes "and", "the", "in", "to", "from", "that", "as" as letters glued to the next word ("ובבית": and in the
 house). Paragraphs labelled `he` are indexed with each word's prefix-stripped forms beside the word itself, and the
-question's words get the same forms (migration 0039), so an editor's "העדים" is found by an agent's "לעדים". Every
+question's words get the same forms (migration 0038), so an editor's "העדים" is found by an agent's "לעדים". Every
 other language is indexed and asked exactly as before.
 """
 
@@ -39,8 +39,8 @@ def index(collection: Collection, texts: list[str], language: str, name: str = "
         tenant=collection.tenant, collection=collection, content_hash=name, filename=f"{name}.txt", language=language
     )
     Chunk.objects.bulk_create(
-        Chunk(tenant=collection.tenant, collection=collection, document=document, ordinal=i, text=t, language=language)
-        for i, t in enumerate(texts)
+        Chunk(tenant=collection.tenant, collection=collection, document=document, text=t, language=language)
+        for t in texts
     )
     with connection.cursor() as cursor:
         cursor.execute(
@@ -106,7 +106,7 @@ SAMPLES = json.loads((Path(__file__).parents[3] / "data" / "languages.json").rea
 
 def test_every_other_language_is_indexed_and_asked_exactly_as_before(db) -> None:
     """The keyword index of every label but Hebrew is its snowball configuration OR'd with 'simple', as before
-    migration 0039, and a question without Hebrew letters gets no word it did not have."""
+    migration 0038, and a question without Hebrew letters gets no word it did not have."""
     texts = [s["text"] for s in SAMPLES if s["lang"] != "he"]
     labels = sorted((SUPPORTED_LANGUAGES - {"he"}) | {"", "xx", "en-GB"})
     with connection.cursor() as cursor:

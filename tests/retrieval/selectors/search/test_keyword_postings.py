@@ -123,7 +123,6 @@ def index(collection: Collection, texts: list[str], name: str = "doc", labels: l
             tenant=collection.tenant,
             collection=collection,
             document=document,
-            ordinal=i,
             text=t,
             language="en",
             labels=labels or [],
@@ -164,7 +163,7 @@ def test_scores_are_plain_bm25_and_postings_follow_inserts_index_updates_and_del
         assert_same_ranking(stage(collection, question), reference(collection, question))
 
     # A paragraph's text changes and it is indexed again: its old words leave, its new ones arrive.
-    Chunk.objects.filter(document=first, ordinal=1).update(text="Parcels for the office leave on weekdays.")
+    Chunk.objects.filter(document=first, position__ordinal=1).update(text="Parcels for the office leave on weekdays.")
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE document_id = %s",
@@ -195,7 +194,7 @@ def test_a_bulk_write_indexes_its_collection_in_one_pass_and_its_neighbours_as_a
     with transaction.atomic(), keyword_index_deferred(collection.pk):
         first = index(collection, ROOMS[2:6], name="a")
         index(collection, ROOMS[6:], name="b")
-        Chunk.objects.filter(document=first, ordinal=0).delete()
+        Chunk.objects.filter(document=first, position__ordinal=0).delete()
         index(neighbour, ROOMS[:4], name="n")
         # Nothing of the bulk write is indexed yet; the neighbour is, statement by statement.
         assert {p[0] for p in postings(collection)} == set(paragraph_words(collection)) - {

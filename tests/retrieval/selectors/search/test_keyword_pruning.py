@@ -121,7 +121,7 @@ def test_after_a_rechunk_delete_and_reindex_the_split_ranks_as_plain_bm25(scifac
             f"UPDATE collections_app_chunk SET search_vector = {keyword_vector()} WHERE collection_id = %s",
             [collection.pk],
         )
-    Chunk.objects.filter(document__filename="second.txt", ordinal__lt=30).delete()
+    Chunk.objects.filter(document__filename="second.txt", position__ordinal__lt=30).delete()
     for question in [*LONG_QUESTIONS, *questions[:10]]:
         found, _ = stage(collection, question, 40)
         assert_same_ranking(found, reference(collection, question), limit=40)

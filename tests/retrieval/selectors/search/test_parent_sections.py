@@ -41,7 +41,7 @@ def set_return(collection: Collection, mode: str, threshold: float = 0.5) -> Non
 def section_of(chunk_id: str) -> list[Chunk]:
     child = Chunk.objects.get(pk=chunk_id)
     assert child.kind == "paragraph" and child.parent_id is not None
-    return list(Chunk.objects.filter(parent_id=child.parent_id).order_by("ordinal"))
+    return list(Chunk.objects.filter(parent_id=child.parent_id).order_by("position__ordinal"))
 
 
 def test_child_returns_the_passage_parent_the_section_citing_the_child(cast, hierarchical):

@@ -130,7 +130,7 @@ def apply_labels(corpus: Corpus, case: dict) -> None:
             document_labels_set(document=document, labels=labels)
             paragraphs = list(
                 Chunk.objects.filter(document=document, kind=ChunkKind.PARAGRAPH)
-                .order_by("ordinal")
+                .order_by("position__ordinal")
                 .values_list("pk", flat=True)
             )
             for index, own in single.items():

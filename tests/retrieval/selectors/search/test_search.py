@@ -108,7 +108,7 @@ def test_neighbours_are_stitched_in_document_order_within_the_document(cast, off
     result = answer["results"][0]
     assert result["passages"] == 3
     assert result["text"].index("garage") < result["text"].index("bikes") < result["text"].index("Lunch")
-    pieces = Chunk.objects.filter(document_id=office, ordinal__in=[0, 1, 2]).order_by("ordinal")
+    pieces = Chunk.objects.filter(document_id=office, position__ordinal__in=[0, 1, 2]).order_by("position__ordinal")
     # Three blocks (a heading each): paragraph breaks between them, never "... minus two. Bicycles".
     assert result["text"] == "\n\n".join(p.text for p in pieces)
 

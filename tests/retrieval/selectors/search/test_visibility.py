@@ -26,12 +26,11 @@ def paragraphs(collection: Collection, labelled: dict[str, list[str]]) -> None:
     document = Document.objects.create(
         tenant=collection.tenant, collection=collection, content_hash=collection.name, filename="f.txt"
     )
-    for ordinal, (text, labels) in enumerate(labelled.items()):
+    for text, labels in labelled.items():  # each after the last: in this order
         Chunk.objects.create(
             tenant=collection.tenant,
             collection=collection,
             document=document,
-            ordinal=ordinal,
             text=text,
             labels=labels,
         )
@@ -129,7 +128,7 @@ def build_world(world: list[dict]) -> tuple[Tenant, list[Collection]]:
             ]
             for ordinal, row in enumerate(spec["rows"]):
                 Chunk.objects.create(
-                    tenant=owner, collection=collection, document=documents[row["second"]], ordinal=ordinal,
+                    tenant=owner, collection=collection, document=documents[row["second"]],
                     text=f"{index}:{ordinal}",
                     labels=row["labels"], kind=row["kind"], generation=spec["active"] + row["generation"],
                     hidden=row["hidden"],

@@ -72,6 +72,6 @@ DROP FUNCTION IF EXISTS kb_hebrew_forms(text);
 
 
 class Migration(migrations.Migration):
-    dependencies = [("collections_app", "0036_collection_deleting")]
+    dependencies = [("collections_app", "0037_chunk_positions")]
 
     operations = [migrations.RunSQL(sql=FUNCTIONS + REINDEX.format(vector=NEW), reverse_sql=REVERSE)]
