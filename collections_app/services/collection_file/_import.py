@@ -697,7 +697,11 @@ def _index_documents(documents: list[uuid.UUID]) -> None:
         # Their places, beside them (the deferred foreign key is checked at commit).
         cursor.execute(
             f"INSERT INTO {ChunkPosition._meta.db_table} (chunk_id, document_id, generation, ordinal) "
-            f"SELECT id, document_id, generation, ordinal FROM {STAGING} WHERE document_id = ANY(%s)",
+            # The file's ordinals give the order only: each document's places are numbered 0..n-1, so a file
+            # with gaps (hand-made, or up to 2147483647) still stitches windows and leaves room for a split's shift.
+            f"SELECT id, document_id, generation, "
+            f"row_number() OVER (PARTITION BY document_id, generation ORDER BY ordinal) - 1 "
+            f"FROM {STAGING} WHERE document_id = ANY(%s)",
             [documents],
         )
         # Each document's own rows, through the staging table's (document, ordinal) index: linear. A join with

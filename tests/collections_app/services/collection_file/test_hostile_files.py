@@ -81,6 +81,28 @@ def test_a_valid_file_is_accepted_and_imported(cast, make_file, django_capture_o
     assert record.stored == ""  # the file is not kept once read
 
 
+def test_gapped_ordinals_are_read_as_an_order_and_numbered_from_0(
+    cast, make_file, vector, django_capture_on_commit_callbacks
+) -> None:
+    # A hand-edited file: its ordinals 5, 15 and 2147483647. Kept as they were, a window found no neighbours and a
+    # split's shift overflowed (a 500).
+    rows = [(15, "The bike rack is behind building A."), (2147483647, "Visitors park on level minus one.")]
+    path = make_file(
+        *(
+            "INSERT INTO agents_chunks (agent_id, collection, document, ordinal, text, vector, dims, language, page, "
+            f"section, metadata, labels) SELECT agent_id, collection, document, {ordinal}, '{text}', vector, dims, "
+            "language, page, section, metadata, labels FROM agents_chunks WHERE ordinal = 0"
+            for ordinal, text in rows
+        ),
+        "UPDATE agents_chunks SET ordinal = 5 WHERE ordinal = 0",
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(cast.editor, path.read_bytes()).status_code == 202
+    collection = Collection.objects.get(name="imported")
+    placed = list(collection.chunks.order_by("position__ordinal").values_list("ordinal", "text"))
+    assert placed == [(0, TEXT), (1, rows[0][1]), (2, rows[1][1])]
+
+
 def test_a_file_that_is_not_sqlite_is_refused(cast) -> None:
     assert_refused(post(cast.editor, b"%PDF-1.7 not a database at all"), "not an SQLite database")
 
