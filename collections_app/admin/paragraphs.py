@@ -26,6 +26,7 @@ from collections_app.selectors.paragraphs import (
     document_paragraphs_for_editors,
     document_stale_edits,
 )
+from collections_app.services.documents import text_hash
 from collections_app.services.paragraph_edits import (
     EditPending,
     paragraph_edit,
@@ -58,6 +59,8 @@ class ParagraphActionForm(forms.Form):
     paragraph = forms.UUIDField(required=False)
     edit = forms.UUIDField(required=False)
     text = forms.CharField(required=False, strip=False)
+    # text_hash() of the paragraph's text as the page showed it: a save or split made on an older page is refused.
+    seen = forms.CharField(required=False, max_length=64)
     at = forms.IntegerField(required=False, min_value=0)
     across_sections = forms.BooleanField(required=False)
     # Re-apply: the number (ordinal) of the paragraph the edit goes to, as the page shows it.
@@ -145,10 +148,13 @@ def _dispatch(document: Document, data: dict[str, Any], by: str) -> list[Chunk]:
     if paragraph is None:
         raise _Missing("no paragraph was named")
     if action == "edit":
-        return paragraph_edit(document=document, paragraph_id=paragraph, text=data["text"], by=by)
+        seen = data["seen"] or None
+        return paragraph_edit(document=document, paragraph_id=paragraph, text=data["text"], by=by, seen=seen)
     if action == "split":
         try:
-            return paragraph_split(document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by)
+            return paragraph_split(
+                document=document, paragraph_id=paragraph, at=data["at"] or 0, by=by, seen=data["seen"] or None
+            )
         except Invalid as exc:
             if exc.field != "at":
                 raise
@@ -182,6 +188,10 @@ class _Shown:
     following: Chunk | None
     merge: bool
     across: bool
+
+    @property
+    def seen(self) -> str:
+        return text_hash(self.paragraph.text)
 
 
 def _shown(paragraphs: list[Chunk], rows: Any) -> list[_Shown]:

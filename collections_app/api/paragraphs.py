@@ -18,6 +18,7 @@ from collections_app.api.examples import PARAGRAPH_EDIT, PARAGRAPH_PAGE
 from collections_app.api.views import TenantScopedView
 from collections_app.models import Chunk, Document, ParagraphEdit
 from collections_app.selectors.paragraphs import document_paragraph_edits, document_paragraphs_for_editors
+from collections_app.services.documents import text_hash
 from collections_app.services.paragraph_edits import (
     EditPending,
     paragraph_edit,
@@ -64,8 +65,15 @@ class ParagraphPageOutput(serializers.Serializer):
     results = ParagraphOutput(many=True)
 
 
+PREVIOUS_TEXT_HELP = (
+    "optional: the paragraph's text as you read it. If it has changed since (another editor's edit, split or merge), "
+    "the answer is 409 and nothing changes, instead of your change being made on text you did not see"
+)
+
+
 class ParagraphPatchInput(StrictInput):
     text = serializers.CharField(required=False, trim_whitespace=False, help_text="the paragraph's new text")
+    previous_text = serializers.CharField(required=False, trim_whitespace=False, help_text=PREVIOUS_TEXT_HELP)
     hidden = serializers.BooleanField(required=False, help_text="true: hidden from every reader; false: shown")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +84,7 @@ class ParagraphPatchInput(StrictInput):
 
 class ParagraphSplitInput(StrictInput):
     at = serializers.IntegerField(min_value=1, help_text="the character the second paragraph starts at")
+    previous_text = serializers.CharField(required=False, trim_whitespace=False, help_text=PREVIOUS_TEXT_HELP)
 
 
 class ParagraphMergeInput(StrictInput):
@@ -112,6 +121,10 @@ def _answer(operation: Callable[[], list[Chunk]]) -> Response:
         return Response(ParagraphsOutput({"paragraphs": operation()}).data)
     except EditPending as pending:
         return _pending(pending.edit)
+
+
+def _seen(data: dict[str, Any]) -> str | None:
+    return text_hash(data["previous_text"]) if "previous_text" in data else None
 
 
 def _pending(edit: ParagraphEdit) -> Response:
@@ -175,7 +188,11 @@ class ParagraphDetailView(_DocumentView):
         if "text" in data.validated_data:
             try:
                 changed = paragraph_edit(
-                    document=document, paragraph_id=paragraph_id, text=data.validated_data["text"], by=_who(request)
+                    document=document,
+                    paragraph_id=paragraph_id,
+                    text=data.validated_data["text"],
+                    by=_who(request),
+                    seen=_seen(data.validated_data),
                 )
             except EditPending as long:
                 pending = long.edit
@@ -202,8 +219,10 @@ class ParagraphSplitView(_DocumentView):
         document = self.get_document(request, collection_id, document_id)
         data = ParagraphSplitInput(data=request.data)
         data.is_valid(raise_exception=True)
-        at = data.validated_data["at"]
-        return _answer(lambda: paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=_who(request)))
+        at, seen = data.validated_data["at"], _seen(data.validated_data)
+        return _answer(
+            lambda: paragraph_split(document=document, paragraph_id=paragraph_id, at=at, by=_who(request), seen=seen)
+        )
 
 
 class ParagraphMergeNextView(_DocumentView):

@@ -66,8 +66,21 @@ REINDEX_PENDING = (
 EDIT_PENDING = "an edit of this document is being embedded (pending); try again in a moment"
 
 
+PARAGRAPH_CHANGED = (
+    "this paragraph has changed since you read it (edited, split or merged by someone else): read it again and "
+    "make your change on what it says now"
+)
+
+
 class ParagraphNotFound(DomainError):
     meaning = "not_found"
+
+
+def _as_seen(paragraph: Chunk, seen: str | None) -> None:
+    """A change made on what the editor read, or none: `seen` is text_hash() of the text they changed (None: not
+    checked). Without it, a save from a page opened before a split put the split-off half back in twice."""
+    if seen is not None and text_hash(paragraph.text) != seen:
+        raise Conflict(PARAGRAPH_CHANGED)
 
 
 class EditPending(Exception):
@@ -124,20 +137,23 @@ class _Scope:
 # --- the operations ----------------------------------------------------------------------------------------
 
 
-def paragraph_edit(*, document: Document, paragraph_id: Any, text: str, by: str) -> list[Chunk]:
+def paragraph_edit(
+    *, document: Document, paragraph_id: Any, text: str, by: str, seen: str | None = None
+) -> list[Chunk]:
     """Give a paragraph new text (its breadcrumb stays derived). Embeds that one paragraph again; a long text is
-    embedded by a task (EditPending)."""
+    embedded by a task (EditPending). `seen`: text_hash() of the text the editor changed (Conflict if it changed)."""
     text = _checked_text(text)
     return _unless_long(
-        lambda: _edit(document, paragraph_id, text, by),
+        lambda: _edit(document, paragraph_id, text, by, seen),
         document=document, operation=EditOperation.EDIT, by=by, paragraph_id=paragraph_id, after=[{"text": text}],
     )  # fmt: skip
 
 
-def _edit(document: Document, paragraph_id: Any, text: str, by: str) -> list[Chunk]:
+def _edit(document: Document, paragraph_id: Any, text: str, by: str, seen: str | None = None) -> list[Chunk]:
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
+        _as_seen(paragraph, seen)
         if paragraph.text == text:
             return [paragraph]  # nothing changed: no edit recorded, nothing embedded
         anchor = _anchor(paragraph)
@@ -147,19 +163,20 @@ def _edit(document: Document, paragraph_id: Any, text: str, by: str) -> list[Chu
         return [paragraph]
 
 
-def paragraph_split(*, document: Document, paragraph_id: Any, at: int, by: str) -> list[Chunk]:
+def paragraph_split(*, document: Document, paragraph_id: Any, at: int, by: str, seen: str | None = None) -> list[Chunk]:
     """Cut a paragraph at character `at` into two, both with its page, section and labels. Embeds the two (a long
-    paragraph's by a task: EditPending)."""
+    paragraph's by a task: EditPending). `seen`: text_hash() of the text `at` counts in (Conflict if it changed)."""
     return _unless_long(
-        lambda: _split(document, paragraph_id, at, by),
+        lambda: _split(document, paragraph_id, at, by, seen),
         document=document, operation=EditOperation.SPLIT, by=by, paragraph_id=paragraph_id, params={"at": at},
     )  # fmt: skip
 
 
-def _split(document: Document, paragraph_id: Any, at: int, by: str) -> list[Chunk]:
+def _split(document: Document, paragraph_id: Any, at: int, by: str, seen: str | None = None) -> list[Chunk]:
     with transaction.atomic():
         scope = _lock(document, paragraph_id)
         paragraph = scope.paragraph
+        _as_seen(paragraph, seen)
         parts = split_parts(paragraph.text, at)
         if parts is None:
             raise Invalid(

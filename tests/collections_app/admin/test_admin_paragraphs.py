@@ -38,6 +38,28 @@ def test_a_refused_action_says_why_and_changes_nothing(cast, collection, upload,
     assert len(paragraphs(document)) == 3 and not ParagraphEdit.objects.exists()
 
 
+def test_a_save_from_a_page_opened_before_a_split_is_refused_and_loses_nothing(cast, collection, upload, staff):
+    # Two tabs: the first splits a paragraph, the second saves the text it still shows. Saved, the split-off half
+    # would be in the document twice.
+    document = uploaded(cast, collection, upload, "handbook.docx", docx_bytes(HANDBOOK))
+    refunds = paragraph(document, "Refunds are paid")
+    old_tab = staff.get(page_url(document)).content.decode()
+    seen = old_tab.split(f'name="paragraph" value="{refunds.pk}"', 1)[1].split('name="seen" value="', 1)[1][:64]
+    at = refunds.text.index(" ", 5) + 1
+    staff.post(
+        page_url(document), {"action": "split", "paragraph": refunds.pk, "at": at, "text": refunds.text, "seen": seen}
+    )
+    after_split = [p.text for p in paragraphs(document)]
+
+    stale = {"action": "edit", "paragraph": refunds.pk, "text": refunds.text.upper(), "seen": seen}
+    answer = staff.post(page_url(document), stale, follow=True)
+
+    assert "changed since you read it" in answer.content.decode()
+    assert [p.text for p in paragraphs(document)] == after_split and len(after_split) == 4
+    fresh = staff.post(page_url(document), {**stale, "seen": ""}, follow=True)  # a page without it: as before
+    assert "Paragraph saved" in fresh.content.decode()
+
+
 def test_the_document_page_says_how_many_edits_no_longer_apply(cast, collection, upload, staff):
     document = uploaded(cast, collection, upload, "handbook.docx", docx_bytes(HANDBOOK))
     for contains, text in (("Salaries", "Salaries: monthly."), ("Parcels", "Parcels: daily.")):

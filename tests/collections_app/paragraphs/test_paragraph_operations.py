@@ -61,6 +61,23 @@ def test_a_split_makes_two_paragraphs_on_the_same_page_each_found_on_its_own(cas
     assert "thirty days" not in results[0]["text"]
 
 
+def test_a_change_made_on_text_that_has_changed_since_is_a_409_and_changes_nothing(cast, manual):
+    returns = paragraph(manual, "Goods may be returned")
+    read = returns.text
+    at = read.index("Opened software")
+    url = f"{base(manual)}/paragraphs/{returns.pk}"
+    assert cast.editor.post(f"{url}/split", {"at": at, "previous_text": read}, format="json").status_code == 200
+    after_split = [p.text for p in paragraphs(manual)]
+
+    # Another client read the paragraph before that split: its save would put the split-off half back in twice.
+    stale = cast.editor.patch(url, {"text": read.replace("Goods", "GOODS"), "previous_text": read}, format="json")
+    late_split = cast.editor.post(f"{url}/split", {"at": 10, "previous_text": read}, format="json")
+
+    assert stale.status_code == late_split.status_code == 409
+    assert "changed since you read it" in str(stale.json())
+    assert [p.text for p in paragraphs(manual)] == after_split
+
+
 def test_a_split_out_of_bounds_is_a_400_that_says_where_to_cut(cast, manual):
     returns = paragraph(manual, "Goods may be returned")
     answer = cast.editor.post(f"{base(manual)}/paragraphs/{returns.pk}/split", {"at": 5000}, format="json")
