@@ -67,6 +67,12 @@ class ParagraphActionForm(forms.Form):
     target = forms.IntegerField(required=False, min_value=0)
 
 
+MERGE_ACROSS = (
+    "The next paragraph is in another section: tick “across sections” beside “Merge with next” to merge them (the "
+    "merged paragraph takes this one's section)."
+)
+
+
 def stale_edits_warning(count: int) -> str:
     return f"{count} edit{'s' if count != 1 else ''} no longer appl{'y' if count != 1 else 'ies'}"
 
@@ -162,7 +168,13 @@ def _dispatch(document: Document, data: dict[str, Any], by: str) -> list[Chunk]:
             raise Invalid(CLICK_TO_SPLIT, field="at") from exc
     if action == "merge":
         across = data["across_sections"]
-        return paragraph_merge_next(document=document, paragraph_id=paragraph, by=by, across_sections=across)
+        try:
+            return paragraph_merge_next(document=document, paragraph_id=paragraph, by=by, across_sections=across)
+        except Invalid as exc:
+            if exc.field != "across_sections":
+                raise
+            # The page's words, not the API's: the box beside the button.
+            raise Invalid(MERGE_ACROSS, field="across_sections") from exc
     return paragraph_hide(document=document, paragraph_id=paragraph, hidden=action == "hide", by=by)
 
 

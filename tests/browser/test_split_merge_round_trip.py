@@ -72,6 +72,11 @@ def test_a_heading_split_off_and_merged_back_reads_exactly_as_before(offline_pag
     for _ in range(len("Refunds")):
         page.keyboard.press("ArrowRight")
     assert split.is_enabled() and not page.locator("#p0 .kb-split-hint").is_visible()
+    # Typing that is not saved yet: the split would cut the saved text, so it waits and says to save first.
+    page.keyboard.type("X")
+    assert split.is_disabled() and "save your change first" in page.locator("#p0 .kb-split-hint").inner_text()
+    page.keyboard.press("Backspace")
+    assert split.is_enabled()
     split.click()
     page.wait_for_selector("text=Paragraph split in two")
     assert page.locator(".kb-para").count() == 4

@@ -1,8 +1,11 @@
 // The paragraphs page: "Split at the cursor" sends where the cursor stands in the paragraph's text. It is
 // enabled only while the cursor stands in the text with text on both sides of it; until then a hint says to
-// click there. A paragraph whose text was changed and not saved is saved first (the split cuts the stored text).
+// click there. A paragraph whose text was changed and not saved cannot be split until it is saved (the split
+// cuts the stored text), and the hint says so.
 (() => {
   const HINT = "Click in the text where it should split";
+  const CLICK_HINT = "(click in the paragraph where it should split)";
+  const SAVE_HINT = "(save your change first: a split cuts the saved text)";
 
   function splitsAt(text) {
     const at = text.selectionStart;
@@ -18,14 +21,17 @@
     const ready = text.dataset.kbTouched === "1" && text.value === text.defaultValue && splitsAt(text) !== null;
     button.disabled = !ready;
     const hint = text.form.querySelector(".kb-split-hint");
-    if (hint) hint.hidden = ready;
+    if (hint) {
+      hint.hidden = ready;
+      hint.textContent = text.value === text.defaultValue ? CLICK_HINT : SAVE_HINT;
+    }
   }
 
   function setUp() {
     for (const button of document.querySelectorAll("button[data-kb-split]")) {
       const hint = document.createElement("span");
       hint.className = "kb-split-hint";
-      hint.textContent = "(click in the paragraph where it should split)";
+      hint.textContent = CLICK_HINT;
       button.after(" ", hint);
       update(button.form.querySelector("textarea[name=text]"));
     }

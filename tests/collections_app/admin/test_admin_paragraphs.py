@@ -34,7 +34,7 @@ def test_a_refused_action_says_why_and_changes_nothing(cast, collection, upload,
     document = uploaded(cast, collection, upload, "handbook.docx", docx_bytes(HANDBOOK))
     refunds = paragraph(document, "Refunds are paid")
     answer = staff.post(page_url(document), {"action": "merge", "paragraph": refunds.pk}, follow=True)
-    assert "another section" in answer.content.decode()
+    assert "another section" in answer.content.decode() and "tick “across sections”" in answer.content.decode()
     assert len(paragraphs(document)) == 3 and not ParagraphEdit.objects.exists()
 
 
