@@ -18,6 +18,7 @@ from embedding import get_model
 from retrieval.selectors.search import _pipeline
 from tests.files.documents import html_bytes
 from tests.margins import assert_falls_short, cosines
+from tests.retrieval.selectors.search.test_cross_language_floor import ask
 
 ENGLISH = [
     (1, "Staff handbook", ""),
@@ -51,12 +52,6 @@ def handbooks(cast, upload) -> Collection:
 @pytest.fixture
 def no_llm(settings) -> None:
     settings.KB_LLM_URL = ""
-
-
-def ask(client, **body) -> dict[str, Any]:
-    response = client.post("/api/search", body, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def threshold_stage(answer: dict[str, Any]) -> dict[str, Any]:
