@@ -326,10 +326,21 @@ def import_file(tenant: Any, path: Path) -> tuple[Any, float]:
     from collections_app.models import Collection, CollectionFile
     from collections_app.services.collection_file import collection_import, collection_import_run
 
+    from collections_app.services.collection_file import _import
+
     started = time.perf_counter()
+
+    class PhaseTimes(_import.JobProgress):  # each phase's start on stderr: where an import's time goes
+        def __call__(self, done: int, total: int | None = None, *, phase: str | None = None) -> None:
+            if phase is not None and phase != self._phase:
+                log(f"  {time.perf_counter() - started:7.1f} s: phase {phase}")
+            super().__call__(done, total, phase=phase)
+
     with mock.patch("django_q.tasks.async_task"), path.open("rb") as file:  # run below, not queued
         record = collection_import(tenant=tenant, name="scale", content=File(file, name="scale.db"))
-    collection_import_run(collection_file_id=str(record.pk))
+    log(f"  {time.perf_counter() - started:7.1f} s: checked and queued")
+    with mock.patch.object(_import, "JobProgress", PhaseTimes):
+        collection_import_run(collection_file_id=str(record.pk))
     seconds = time.perf_counter() - started
     record = CollectionFile.objects.get(pk=record.pk)
     if record.status != "done":
