@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,22 @@ def test_documents_of_a_renamed_collection_are_adopted_not_imported_again(handbo
     assert sorted(after) == ["folder://staff handbook/guide/delivery.txt", "folder://staff handbook/guide/returns.md"]
     assert {d.content_hash: d.pk for d in after.values()} == before
     assert "0 imported" in out and "2 unchanged" in out
+
+
+def test_a_pipe_a_link_loop_and_a_link_out_are_skipped_and_named_and_the_rest_is_synced(handbook, source):
+    os.mkfifo(source / "guide" / "pipe.md")  # opening it would wait for a writer for ever
+    os.symlink("loop-b.md", source / "loop-a.md")
+    os.symlink("loop-a.md", source / "loop-b.md")
+    os.symlink("/etc/passwd", source / "passwd.txt")
+
+    sync("handbook")
+
+    assert sorted(folder_documents(handbook)) == [
+        "folder://handbook/guide/delivery.txt",
+        "folder://handbook/guide/returns.md",
+    ]
+    build = Build.objects.get(collection=handbook, document=None)
+    assert sorted(build.refused) == ["loop-a.md", "loop-b.md", "passwd.txt", "pipe.md"]
+    assert "guide/pipe.md was skipped: it is not a regular file (a pipe, a socket or a device)" in build.warnings
+    assert "loop-a.md was skipped: it is a link in a loop" in build.warnings
+    assert "passwd.txt was skipped: it is a link leading outside the folder" in build.warnings
