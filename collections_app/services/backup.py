@@ -36,6 +36,8 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -167,6 +169,21 @@ def _run(args: list[str], database: dict[str, Any]) -> str:
     return done.stdout
 
 
+@contextmanager
+def staging_directory() -> Iterator[Path]:
+    """A temporary folder under KB_STAGING_DIR (else the system's), or a one-line BackupFailed when it cannot be
+    made there (a KB_STAGING_DIR that does not exist, a full or read-only disk)."""
+    try:
+        directory = tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None)
+    except OSError as exc:
+        raise BackupFailed(
+            f"no temporary folder can be made for the backup's files ({exc.strerror or type(exc).__name__}): check "
+            "KB_STAGING_DIR (or the system's temporary folder when it is not set)"
+        ) from exc
+    with directory as name:
+        yield Path(name)
+
+
 def _tables() -> list[str]:
     return sorted(
         model._meta.db_table
@@ -212,8 +229,8 @@ def installation_backup(*, path: Path, database: dict[str, Any] | None = None) -
     root = Path(settings.MEDIA_ROOT)
     _destination_check(path)  # before the dump: a typo in the path should not cost a whole dump first
     tables = _tables()
-    with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
-        dump = Path(directory) / DUMP
+    with staging_directory() as directory:
+        dump = directory / DUMP
         with database_connect(database) as snapshot:
             snapshot.autocommit = False
             snapshot.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
