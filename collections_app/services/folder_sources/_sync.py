@@ -96,6 +96,7 @@ def _sync(collection: Collection, root: Path, progress: Progress, options: dict[
     for relative, why in unusual:
         run.refuse(PurePosixPath(relative).name, f"{relative} was skipped: {why}")
     for relative in progress(files):
+        _refuse_if_deleted(collection)
         run.sync_file(relative)
     run.remove_gone(set(files) - set(result.hubs))  # a README held from before that is now a hub goes
 
@@ -235,6 +236,15 @@ class _Run:
     def refuse(self, name: str, warning: str) -> None:
         self.result.refused.append(name)
         self.result.warnings.append(warning)
+
+
+def _refuse_if_deleted(collection: Collection) -> None:
+    """Stop a sync whose collection was deleted meanwhile: its files would be imported into a collection being
+    removed, and the sync would say "imported" of what nobody can search (one query a file, beside its ingest)."""
+    if not Collection.objects.filter(pk=collection.pk).exists():
+        raise FolderSourceError(
+            f"collection {collection.name} was deleted while it synced: the sync stopped, nothing more is imported"
+        )
 
 
 def _scan(root: Path, exclude_patterns: list[str]) -> tuple[list[str], list[str], list[str], list[tuple[str, str]]]:
