@@ -528,7 +528,7 @@ def test_a_full_disk_where_the_dump_is_staged_is_said_as_such_not_as_a_damaged_a
     from collections_app.services import backup_archive
 
     class Full(io.BytesIO):
-        def write(self, data) -> int:  # type: ignore[override]
+        def write(self, data) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(backup_archive, "_new_file", lambda destination: Full())
