@@ -146,8 +146,8 @@ def collection_file_check(
         shape = store_shape(store)
         name, agent = _which(store, source)
         keyed = shape.has_documents and "document_seq" in shape.chunk_columns
-        total = _counts_check(store, name, agent, keyed=keyed)
-        quick = rows_up_to is not None and total > rows_up_to
+        paragraphs, rows = _counts_check(store, name, agent, keyed=keyed)
+        quick = rows_up_to is not None and rows > rows_up_to
         built = _built(store, shape.built_columns, name, agent)
         summary = FileSummary(
             collection=name,
@@ -160,7 +160,7 @@ def collection_file_check(
             documents=_documents(store, name) if keyed and not quick else {},
         )
         if quick:
-            summary.paragraphs = total
+            summary.paragraphs = paragraphs
             return summary
         keyed = bool(summary.documents)
         ordinals: dict[Any, set[int]] = {}
@@ -194,18 +194,29 @@ def collection_file_check(
         return summary
 
 
-def _counts_check(store: sqlite3.Connection, name: str, agent: str | None, *, keyed: bool) -> int:
-    """The paragraphs of the collection to import, refused over the limits before a row is read: the check keeps
-    a little of every document and paragraph in memory (a 2 GiB file of one-word paragraphs holds 40 million)."""
+def _counts_check(store: sqlite3.Connection, name: str, agent: str | None, *, keyed: bool) -> tuple[int, int]:
+    """The paragraphs of the collection to import, and the rows a check reads (its kb_documents when more), refused
+    over the limits before a row is read: the check keeps a little of every document and paragraph in memory (a
+    2 GiB file of one-word paragraphs holds 40 million)."""
     where = "WHERE collection = ? AND agent_id IS ?"
     total = int(store.execute(f"SELECT count(*) FROM agents_chunks {where}", (name, agent)).fetchone()[0])
     if total > settings.KB_MAX_IMPORT_PARAGRAPHS:
         raise _too_many("paragraphs", f"{total}")
+    documents = 0
     if keyed:
         documents = store.execute("SELECT count(*) FROM kb_documents WHERE collection = ?", (name,)).fetchone()[0]
         if documents > settings.KB_MAX_IMPORT_DOCUMENTS:
             raise _too_many("documents", f"{documents}")
-    return total
+        # Each value is read whole by _documents: one over what its column may hold is refused by its length.
+        over = store.execute(
+            "SELECT seq FROM kb_documents WHERE collection = ? AND (length(CAST(filename AS BLOB)) > ? OR "
+            "length(CAST(language AS BLOB)) > ? OR length(CAST(labels AS BLOB)) > ? OR "
+            "length(CAST(metadata AS BLOB)) > ?) LIMIT 1",
+            (name, _BYTES_AT_MOST["document"], _BYTES_AT_MOST["language"], *[_BYTES_AT_MOST["labels"]] * 2),
+        ).fetchone()
+        if over is not None:
+            raise BadCollectionFile(f"document {over[0]}: its name, language, labels or metadata is too long")
+    return total, max(total, documents)
 
 
 def _too_many(what: str, count: str) -> BadCollectionFile:

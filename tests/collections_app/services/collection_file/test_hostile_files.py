@@ -320,3 +320,21 @@ def test_a_generated_column_is_refused_before_anything_computes_it(cast, make_fi
     # 32 KB of such a file took the web worker 1.5 GB and 0.6 s a row: its integrity check computed the column.
     bomb = "ALTER TABLE agents_chunks ADD COLUMN extra TEXT GENERATED ALWAYS AS (hex(zeroblob(50000000))) VIRTUAL"
     assert_refused(post(cast.editor, make_file(bomb).read_bytes()), "generated column")
+
+
+def test_a_huge_value_in_kb_documents_is_refused_without_being_read(cast, make_file) -> None:
+    path = make_file(
+        "UPDATE agents_chunks SET document_seq = 1",
+        "INSERT INTO kb_documents VALUES (1, 'office', 'office.html', 'en', '[]', "
+        "'{\"note\": \"' || hex(zeroblob(5000000)) || '\"}')",
+    )
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadCollectionFile, match="document 1: its name, language, labels or metadata is too long"):
+            collection_file_check(path=path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 5_000_000  # its 10 MB of metadata never read
