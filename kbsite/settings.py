@@ -194,6 +194,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # A collection file to import (services/collection_file): larger than an upload, as it holds every vector
 # (100,000 paragraphs of 384 dimensions are ~200 MB). A larger one is refused (400) before it is read.
 KB_MAX_COLLECTION_FILE_BYTES = env_int("KB_MAX_COLLECTION_FILE_BYTES", 2 * 1024 * 1024 * 1024)
+# What one import may hold: each document costs its check ~1 KB of memory, each paragraph a few bytes, so 2 GiB of
+# one-word paragraphs (40 million) no longer takes the worker's memory. Counted before a row is read (400).
+KB_MAX_IMPORT_PARAGRAPHS = env_int("KB_MAX_IMPORT_PARAGRAPHS", 5_000_000)
+KB_MAX_IMPORT_DOCUMENTS = env_int("KB_MAX_IMPORT_DOCUMENTS", 300_000)
+# A file of more paragraphs than this has only its shape, settings and counts checked in the web request (a
+# million rows take it 20 s to 5 min, past the web timeout); its rows are checked by the import's task, with
+# progress, and a bad row fails the import naming it (nothing is searchable until all of it is in).
+KB_IMPORT_ROWS_CHECKED_IN_REQUEST = env_int("KB_IMPORT_ROWS_CHECKED_IN_REQUEST", 50_000)
 # Zip imports (the .zip itself is an upload, so KB_MAX_UPLOAD_BYTES bounds it; each member is
 # bounded by it too). A zip whose members add up to more than KB_MAX_ZIP_BYTES, that holds more
 # than KB_MAX_ZIP_MEMBERS entries, or that has a large member compressed more than

@@ -115,7 +115,10 @@ class CollectionImportView(TenantScopedView):
         },
         description="The whole file is checked first: a file that is not SQLite, of another or newer schema "
         "version, missing a table, with a vector whose length disagrees with its dims, NUL or over-long text, SQL "
-        "text in a name or over KB_MAX_COLLECTION_FILE_BYTES is a 400 naming the problem, and nothing is created. "
+        "text in a name, over KB_MAX_COLLECTION_FILE_BYTES or over KB_MAX_IMPORT_PARAGRAPHS / KB_MAX_IMPORT_DOCUMENTS "
+        "is a 400 naming the problem, and nothing is created. A file of more than KB_IMPORT_ROWS_CHECKED_IN_REQUEST "
+        "paragraphs has its rows checked by the import itself (phase `check`, with progress): a bad row then fails "
+        "the import (`status` error, naming the row) and nothing of it is searchable. "
         "Then the collection is created with the file's ranking settings and filled in the background: searchable "
         "only once all of it is in. When the file's model is served here its vectors are used as they are, "
         "otherwise every paragraph is embedded again (follow `done` of `total`).",

@@ -36,6 +36,8 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -167,6 +169,21 @@ def _run(args: list[str], database: dict[str, Any]) -> str:
     return done.stdout
 
 
+@contextmanager
+def staging_directory() -> Iterator[Path]:
+    """A temporary folder under KB_STAGING_DIR (else the system's), or a one-line BackupFailed when it cannot be
+    made there (a KB_STAGING_DIR that does not exist, a full or read-only disk)."""
+    try:
+        directory = tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None)
+    except OSError as exc:
+        raise BackupFailed(
+            f"no temporary folder can be made for the backup's files ({exc.strerror or type(exc).__name__}): check "
+            "KB_STAGING_DIR (or the system's temporary folder when it is not set)"
+        ) from exc
+    with directory as name:
+        yield Path(name)
+
+
 def _tables() -> list[str]:
     return sorted(
         model._meta.db_table
@@ -210,9 +227,10 @@ def installation_backup(*, path: Path, database: dict[str, Any] | None = None) -
     """Write the archive at `path` from one snapshot of the database, with the originals it names."""
     database = database or settings.DATABASES["default"]
     root = Path(settings.MEDIA_ROOT)
+    _destination_check(path)  # before the dump: a typo in the path should not cost a whole dump first
     tables = _tables()
-    with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
-        dump = Path(directory) / DUMP
+    with staging_directory() as directory:
+        dump = directory / DUMP
         with database_connect(database) as snapshot:
             snapshot.autocommit = False
             snapshot.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -254,13 +272,30 @@ def installation_backup(*, path: Path, database: dict[str, Any] | None = None) -
             "files": files,
         }
         partial = path.with_name(path.name + ".partial")
-        with tarfile.open(partial, "w") as archive:
-            _add_bytes(archive, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
-            archive.add(dump, arcname=DUMP)
-            for name in originals:
-                archive.add(root / name, arcname=STORAGE + name)
-        partial.replace(path)  # a backup that stopped half way never passes for a whole one
+        try:
+            with tarfile.open(partial, "w") as archive:
+                _add_bytes(archive, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+                archive.add(dump, arcname=DUMP)
+                for name in originals:
+                    archive.add(root / name, arcname=STORAGE + name)
+            partial.replace(path)  # a backup that stopped half way never passes for a whole one
+        except OSError as exc:
+            partial.unlink(missing_ok=True)  # half an archive on a full disk only keeps it full
+            raise BackupFailed(
+                f"the archive could not be written ({exc.strerror or type(exc).__name__}): no archive was left; "
+                "free space where it goes (or choose another place), then run the backup again"
+            ) from exc
     return BackupSummary(counts=counts, files=len(files), bytes=path.stat().st_size)
+
+
+def _destination_check(path: Path) -> None:
+    """Refuse at once a path the archive cannot be written at (one line, naming no machine path)."""
+    if path.is_dir():
+        raise BackupFailed("the path given is a folder: give the archive's file name too (e.g. .../kbsite.tar)")
+    if not path.parent.is_dir():
+        raise BackupFailed("the folder the archive should go in does not exist: create it, or choose another place")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise BackupFailed("the folder the archive should go in is not writable by this user: choose another place")
 
 
 def _add_bytes(archive: tarfile.TarFile, name: str, content: bytes) -> None:

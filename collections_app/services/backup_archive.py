@@ -187,9 +187,29 @@ def member_copy(archive: tarfile.TarFile, member: tarfile.TarInfo, expected: Sto
     was checked in an earlier read, and a file can change between two reads."""
     digest = hashlib.sha256()
     stream = _member_stream(archive, member)
-    with destination.open("xb") as out:
+    try:
+        out = _new_file(destination)
+    except OSError as exc:
+        raise _not_written(exc) from exc
+    with out:
         while block := stream.read(READ_BLOCK):
             digest.update(block)
-            out.write(block)
+            try:
+                out.write(block)
+            except OSError as exc:
+                raise _not_written(exc) from exc
     if digest.hexdigest() != expected.sha256:
         raise BackupFailed("the archive changed while it was being restored: nothing was switched in")
+
+
+def _new_file(destination: Path) -> IO[bytes]:
+    return destination.open("xb")
+
+
+def _not_written(exc: OSError) -> BackupFailed:
+    # A full disk where the restore writes is not a damaged archive (what an OSError inside archive_open says).
+    return BackupFailed(
+        f"a file could not be written where the restore puts it ({exc.strerror or type(exc).__name__}): nothing "
+        "was changed; free space in KB_STAGING_DIR (else the system's temporary folder) and the storage folder, "
+        "then restore again"
+    )

@@ -25,7 +25,6 @@ rather than load over the data in place. This is an operator's command: its mess
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -51,6 +50,7 @@ from collections_app.services.backup import (
     database_connect,
     database_conninfo,
     server_major,
+    staging_directory,
 )
 from collections_app.services.backup_archive import CheckedArchive, archive_check, archive_open, member_copy
 from collections_app.services.restore_guard import code_of, foreign_code_refuse, unprivileged_loader
@@ -239,8 +239,8 @@ def _load(
     """pg_restore the dump into the new database in one transaction, as `database`'s user (the unprivileged
     loader), then check there its code, its migrations and every table's count."""
     manifest = checked.manifest
-    with tempfile.TemporaryDirectory(dir=settings.KB_STAGING_DIR or None) as directory:
-        dump = Path(directory) / DUMP
+    with staging_directory() as directory:
+        dump = directory / DUMP
         with archive_open(checked.path) as archive:
             member_copy(archive, checked.members[DUMP], manifest.database, dump)
         with database_connect(database, dbname=loading) as probe:
@@ -268,12 +268,13 @@ def _load(
         _schema_check(restored, checked, expected_tables)
         counts = {}
         for table in sorted(manifest.counts):  # checked identifiers (backup_archive.TableName), quoted all the same
-            exists = restored.execute("SELECT to_regclass(%s)", [f'"{table}"']).fetchone()
-            if not exists or exists[0] is None:
+            # In kbsite's schema only: a bare name would find the system's tables too (pg_authid, which the
+            # loader may not read: a traceback), and no count of theirs says anything about the backup.
+            if not _has_table(restored, table):
                 raise BackupFailed(
                     f"the restored database lacks the table {table} the manifest counts: nothing changed"
                 )
-            query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+            query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier("public", table))
             counts[table] = int(restored.execute(query).fetchone()[0])  # type: ignore[index]
     problems = [
         f"{table}: {counts[table]} rows, the backup held {expected}"

@@ -67,9 +67,12 @@ from collections_app.services.collection_file._jobs import (
     collection_file_store,
 )
 from collections_app.services.collection_file._schema import (
+    MAX_DIMS,
+    MAX_JSON_CHARS,
     MAX_NAME_CHARS,
     MAX_SECTION_PART_CHARS,
     MAX_SECTION_PARTS,
+    MAX_TEXT_CHARS,
     SETTINGS_KEY,
     BadCollectionFile,
     check_json,
@@ -124,11 +127,20 @@ class FileSummary:
 
 
 def collection_file_check(
-    *, path: Path, source: str | None = None, progress: Callable[[int], None] | None = None
+    *,
+    path: Path,
+    source: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    rows_up_to: int | None = None,
 ) -> FileSummary:
     """Check the whole file; the summary of collection `source` (or the file's only collection). `progress`:
-    told the paragraphs checked so far, as they are (an import's task shows it)."""
-    with _file_read(path, source) as checked:
+    told the paragraphs checked so far, as they are (an import's task shows it). `rows_up_to`: check the rows only
+    when there are at most this many, else only the file's shape, build record, settings and counts (the web
+    request's check of a big file; its task checks every row)."""
+    with _file_read(path, source, rows_up_to=rows_up_to) as checked:
+        if checked.quick:
+            checked.summary.paragraphs = checked.total
+            return checked.summary
         for _ in checked.paragraphs():
             if progress is not None:
                 progress(checked.summary.paragraphs)
@@ -139,12 +151,16 @@ class _CheckedFile:
     """A collection file read once as untrusted input: `paragraphs()` yields each row of the collection it
     imports once it is checked (building the summary as it goes), `finished()` checks what only the whole file
     tells (not empty, document names distinct, other apps' tables). An import writes as it reads: a bad row
-    found half-way rolls its transaction back, so the file is read once in the task, not checked then written."""
+    found half-way rolls its transaction back, so the file is read once in the task, not checked then written.
+    `quick`: more rows than `rows_up_to`, so its kb_documents are not read here (the summary has none)."""
 
-    def __init__(self, store: sqlite3.Connection, source: str | None) -> None:
+    def __init__(self, store: sqlite3.Connection, source: str | None, rows_up_to: int | None) -> None:
         self._store = store
         self._shape = shape = store_shape(store)
         name, agent = _which(store, source)
+        keyed = shape.has_documents and "document_seq" in shape.chunk_columns
+        self.total, rows = _counts_check(store, name, agent, keyed=keyed)
+        self.quick = rows_up_to is not None and rows > rows_up_to
         built = _built(store, shape.built_columns, name, agent)
         self.summary = FileSummary(
             collection=name,
@@ -154,7 +170,7 @@ class _CheckedFile:
             model=built["model"] if built else None,
             built=built,
             settings=_file_settings(shape.meta),
-            documents=_documents(store, name) if shape.has_documents and "document_seq" in shape.chunk_columns else {},
+            documents=_documents(store, name) if keyed and not self.quick else {},
         )
 
     def paragraphs(self) -> Iterator[tuple[Any, dict[str, Any]]]:
@@ -169,6 +185,8 @@ class _CheckedFile:
             if document is None:
                 if keyed:
                     raise BadCollectionFile(f"{where} names document {key!r}, which kb_documents does not hold")
+                if len(summary.documents) >= settings.KB_MAX_IMPORT_DOCUMENTS:
+                    raise _too_many("documents", f"more than {settings.KB_MAX_IMPORT_DOCUMENTS}")
                 document = summary.documents[key] = FileDocument(
                     _document_name(row["document"], f"{where}: the document name"), given=row["document"]
                 )
@@ -194,7 +212,7 @@ class _CheckedFile:
 
 
 @contextmanager
-def _file_read(path: Path, source: str | None) -> Iterator[_CheckedFile]:
+def _file_read(path: Path, source: str | None, *, rows_up_to: int | None = None) -> Iterator[_CheckedFile]:
     size = path.stat().st_size
     if size > settings.KB_MAX_COLLECTION_FILE_BYTES:
         raise BadCollectionFile(
@@ -202,7 +220,40 @@ def _file_read(path: Path, source: str | None) -> Iterator[_CheckedFile]:
             "(KB_MAX_COLLECTION_FILE_BYTES)"
         )
     with store_open(path) as store:
-        yield _CheckedFile(store, source)
+        yield _CheckedFile(store, source, rows_up_to)
+
+
+def _counts_check(store: sqlite3.Connection, name: str, agent: str | None, *, keyed: bool) -> tuple[int, int]:
+    """The paragraphs of the collection to import, and the rows a check reads (its kb_documents when more), refused
+    over the limits before a row is read: the check keeps a little of every document and paragraph in memory (a
+    2 GiB file of one-word paragraphs holds 40 million)."""
+    where = "WHERE collection = ? AND agent_id IS ?"
+    total = int(store.execute(f"SELECT count(*) FROM agents_chunks {where}", (name, agent)).fetchone()[0])
+    if total > settings.KB_MAX_IMPORT_PARAGRAPHS:
+        raise _too_many("paragraphs", f"{total}")
+    documents = 0
+    if keyed:
+        documents = store.execute("SELECT count(*) FROM kb_documents WHERE collection = ?", (name,)).fetchone()[0]
+        if documents > settings.KB_MAX_IMPORT_DOCUMENTS:
+            raise _too_many("documents", f"{documents}")
+        # Each value is read whole by _documents: one over what its column may hold is refused by its length.
+        over = store.execute(
+            "SELECT seq FROM kb_documents WHERE collection = ? AND (length(CAST(filename AS BLOB)) > ? OR "
+            "length(CAST(language AS BLOB)) > ? OR length(CAST(labels AS BLOB)) > ? OR "
+            "length(CAST(metadata AS BLOB)) > ?) LIMIT 1",
+            (name, _BYTES_AT_MOST["document"], _BYTES_AT_MOST["language"], *[_BYTES_AT_MOST["labels"]] * 2),
+        ).fetchone()
+        if over is not None:
+            raise BadCollectionFile(f"document {over[0]}: its name, language, labels or metadata is too long")
+    return total, max(total, documents)
+
+
+def _too_many(what: str, count: str) -> BadCollectionFile:
+    setting = "KB_MAX_IMPORT_PARAGRAPHS" if what == "paragraphs" else "KB_MAX_IMPORT_DOCUMENTS"
+    return BadCollectionFile(
+        f"the file holds {count} {what}, over this installation's limit of {getattr(settings, setting)} ({setting}):"
+        " split the collection into several files, or ask the operator to raise it"
+    )
 
 
 def _names_distinct(documents: Iterable[FileDocument]) -> None:
@@ -337,14 +388,54 @@ _COLUMNS = (
 )  # fmt: skip
 
 
+# The most bytes each column's value may hold (4 a character, UTF-8's and UTF-16's widest): a value over it is
+# refused by its length, never read (a batch of 256 rows of a 2 GiB file's huge texts took the web worker 2.5 GB).
+# Under it, the value is read and checked as before (its characters counted exactly).
+_BYTES_AT_MOST = {
+    "document": 4 * MAX_NAME_CHARS["document"],
+    "text": 4 * MAX_TEXT_CHARS,
+    "vector": 4 * MAX_DIMS,
+    "language": 4 * MAX_NAME_CHARS["language"],
+    "section": 4 * MAX_JSON_CHARS,
+    "metadata": 4 * MAX_JSON_CHARS,
+    "labels": 4 * MAX_JSON_CHARS,
+}
+
+
+def _column(column: str, columns: set[str]) -> str:
+    if column not in columns and column != "id":
+        return f"NULL AS {column}"
+    bound = _BYTES_AT_MOST.get(column)
+    if bound is None:
+        return column
+    # length() of a blob counts bytes, NULs included (substr() and length() of a text stop at a NUL).
+    return f"CASE WHEN length(CAST({column} AS BLOB)) > {bound} THEN NULL ELSE {column} END AS {column}"
+
+
+def _over(columns: set[str]) -> str:
+    """The first column whose value is over its bound, by name (NULL: none), as one more selected value."""
+    tests = [
+        f"WHEN length(CAST({column} AS BLOB)) > {bound} THEN '{column}'"
+        for column, bound in _BYTES_AT_MOST.items()
+        if column in columns
+    ]
+    return f"CASE {' '.join(tests)} END" if tests else "NULL"
+
+
 def _rows(store: sqlite3.Connection, columns: set[str], name: str, agent: str | None) -> Iterator[dict[str, Any]]:
     # Optional columns a file from elsewhere may lack read as NULL; every name here is ours, never the file's.
-    selected = ", ".join(c if c in columns or c == "id" else f"NULL AS {c}" for c in _COLUMNS)
+    selected = ", ".join(_column(c, columns) for c in _COLUMNS)
     cursor = store.execute(
-        f"SELECT {selected} FROM agents_chunks WHERE collection = ? AND agent_id IS ? ORDER BY id", (name, agent)
+        f"SELECT {selected}, {_over(columns)} FROM agents_chunks WHERE collection = ? AND agent_id IS ? ORDER BY id",
+        (name, agent),
     )
     while rows := cursor.fetchmany(BATCH):
-        for row in rows:
+        for *row, over in rows:
+            if over is not None:
+                raise BadCollectionFile(
+                    f"paragraph {row[0]}: its {over} is too long (over {_BYTES_AT_MOST[over]} bytes)"
+                    + (f": a paragraph holds at most {MAX_TEXT_CHARS} characters" if over == "text" else "")
+                )
             yield dict(zip(_COLUMNS, row, strict=True))
 
 
@@ -432,7 +523,8 @@ def _local_path(content: File) -> Iterator[Path]:
 
 
 def _import(*, tenant: Tenant, name: str, path: Path, created_by: str, source: str | None) -> CollectionFile:
-    summary = collection_file_check(path=path, source=source)
+    # A big file's rows are checked by the task, with progress: never the web request held for minutes.
+    summary = collection_file_check(path=path, source=source, rows_up_to=settings.KB_IMPORT_ROWS_CHECKED_IN_REQUEST)
     values = dict(summary.settings)
     wanted = values.pop("embedding_alias", None)
     alias = served_alias_for(summary.model, summary.dims, wanted)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.db import connection
@@ -46,6 +48,10 @@ from ingestion.paths import is_excluded, is_junk
 Progress = Callable[[Sequence[str]], Iterable[str]]
 
 
+class NotARegularFile(OSError):
+    """A path of the folder that is no longer a regular file when it is opened (swapped for a pipe, say)."""
+
+
 @dataclass
 class FolderSync:
     """What one sync did, by relative path (never a server path)."""
@@ -71,7 +77,7 @@ def folder_sync(*, collection: Collection, progress: Progress | None = None) -> 
 
 def _sync(collection: Collection, root: Path, progress: Progress, options: dict[str, Any]) -> FolderSync:
     run = _Run(collection, root, keep_hubs=bool(options.get(OPTION)))
-    files, unaccepted, unnamed = _scan(root, collection.exclude_patterns)
+    files, unaccepted, unnamed, unusual = _scan(root, collection.exclude_patterns)
     if not files and (run.held or run.strays):
         # An empty folder is far more often a missing mount than a deliberate wipe, and a build
         # that would replace a collection with nothing is refused (ARCHITECTURE.md, contract 1).
@@ -87,7 +93,10 @@ def _sync(collection: Collection, root: Path, progress: Progress, options: dict[
         )
     for relative in unnamed:
         run.refuse(PurePosixPath(relative).name, f"{relative}: its name is not valid UTF-8 or is too long")
+    for relative, why in unusual:
+        run.refuse(PurePosixPath(relative).name, f"{relative} was skipped: {why}")
     for relative in progress(files):
+        _refuse_if_deleted(collection)
         run.sync_file(relative)
     run.remove_gone(set(files) - set(result.hubs))  # a README held from before that is now a hub goes
 
@@ -144,7 +153,7 @@ class _Run:
             result.unchanged += 1
             return
         try:
-            with path.open("rb") as content:
+            with _open_regular(path) as content:
                 outcome = document_create(
                     collection=self.collection,
                     filename=name,
@@ -182,7 +191,7 @@ class _Run:
         if not is_readme(relative):
             return False
         try:
-            with path.open("rb") as f:
+            with _open_regular(path) as f:
                 head = f.read(JUDGED_BYTES)
         except OSError:
             return False  # importing it opens it again and says what went wrong
@@ -229,11 +238,22 @@ class _Run:
         self.result.warnings.append(warning)
 
 
-def _scan(root: Path, exclude_patterns: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """Relative paths of the files to import, in order; those of types kbsite does not read; unusable names."""
+def _refuse_if_deleted(collection: Collection) -> None:
+    """Stop a sync whose collection was deleted meanwhile: its files would be imported into a collection being
+    removed, and the sync would say "imported" of what nobody can search (one query a file, beside its ingest)."""
+    if not Collection.objects.filter(pk=collection.pk).exists():
+        raise FolderSourceError(
+            f"collection {collection.name} was deleted while it synced: the sync stopped, nothing more is imported"
+        )
+
+
+def _scan(root: Path, exclude_patterns: list[str]) -> tuple[list[str], list[str], list[str], list[tuple[str, str]]]:
+    """Relative paths of the files to import, in order; those of types kbsite does not read; unusable names; and
+    what is in the folder but no file to read (a pipe, a device, a link out of the folder or in a loop), with why."""
     files: list[str] = []
     unaccepted: list[str] = []
     unreadable: list[str] = []
+    unusual: list[tuple[str, str]] = []
     resolved_root = root.resolve()
     for directory, folders, names in os.walk(root, followlinks=False):
         base = PurePosixPath(Path(directory).relative_to(root).as_posix())
@@ -245,14 +265,48 @@ def _scan(root: Path, exclude_patterns: list[str]) -> tuple[list[str], list[str]
             if not _storable(relative):
                 unreadable.append(relative.encode("utf-8", "replace").decode("utf-8"))
                 continue
-            path = Path(directory) / filename
-            if path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
-                continue  # a link out of the folder is not part of it
+            why = _not_a_file(Path(directory) / filename, resolved_root)
+            if why:
+                unusual.append((relative, why))
+                continue
             if not family_of(filename) or family_of(filename) == "archive":
                 unaccepted.append(relative)
                 continue
             files.append(relative)
-    return files, unaccepted, unreadable
+    return files, unaccepted, unreadable, unusual
+
+
+def _not_a_file(path: Path, resolved_root: Path) -> str | None:
+    """Why `path` is not a file of the folder to read (None: it is). A pipe would block the sync for ever on open."""
+    try:
+        if path.is_symlink() and not path.resolve().is_relative_to(resolved_root):
+            return "it is a link leading outside the folder"
+        mode = path.stat().st_mode
+    except RuntimeError:  # a link loop (Path.resolve)
+        return "it is a link in a loop"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "it is a link in a loop"
+        return None  # gone, or a link to nothing: opening it says why, and the last good version stays
+    if not stat.S_ISREG(mode):
+        return "it is not a regular file (a pipe, a socket or a device)"
+    return None
+
+
+@contextmanager
+def _open_regular(path: Path) -> Iterator[BinaryIO]:
+    """`path` opened for reading if it is still a regular file: it may have been swapped for a pipe since the scan,
+    and opening a pipe waits for a writer (O_NONBLOCK does not; it changes nothing for a regular file)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotARegularFile(errno.EINVAL, "not a regular file")
+        file = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with file:
+        yield file
 
 
 def _storable(relative: str) -> bool:
@@ -267,7 +321,7 @@ def _storable(relative: str) -> bool:
 def _hash(path: Path) -> str:
     digest = hashlib.sha256()
     size = 0
-    with path.open("rb") as f:
+    with _open_regular(path) as f:
         while chunk := f.read(1024 * 1024):
             size += len(chunk)
             if size > settings.KB_MAX_UPLOAD_BYTES:

@@ -5,6 +5,7 @@ Committed for real (a transactional test): pg_dump reads what other connections 
 
 from __future__ import annotations
 
+import errno
 import io
 import tarfile
 import threading
@@ -14,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
 from django.db import connection, connections
 
 from collections_app.models import Collection, Document
@@ -169,3 +171,36 @@ def test_a_damaged_archive_is_refused_before_anything_is_restored(
     with psycopg.connect(database_conninfo(scratch_database)) as fresh:
         assert fresh.execute("SELECT to_regclass('collections_app_collection')").fetchone() == (None,)
     assert not [p for p in Path(django_settings.MEDIA_ROOT).rglob("*") if p.is_file()]  # no original extracted
+
+
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [("missing-folder/kbsite.tar", "does not exist"), (".", "is a folder")],
+)
+def test_a_backup_to_a_path_it_cannot_write_is_one_line_before_anything_is_dumped(
+    cast, collection, tmp_path: Path, where: str, says: str
+) -> None:
+    with pytest.raises(CommandError) as caught:
+        call_command("backup", str(tmp_path / where))
+
+    message = str(caught.value)
+    assert says in message and "\n" not in message and str(tmp_path) not in message
+    assert not list(tmp_path.parent.glob(f"{tmp_path.name}*.partial")) and not list(tmp_path.rglob("*.partial"))
+
+
+def test_a_disk_that_fills_up_while_the_archive_is_written_leaves_no_half_archive(
+    cast, collection, tmp_path: Path, monkeypatch
+) -> None:
+    real_add = tarfile.TarFile.add
+
+    def full(self: tarfile.TarFile, name: str, arcname: str | None = None, **kwargs) -> None:
+        real_add(self, name, arcname=arcname, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")  # as a full disk says it, once bytes went out
+
+    monkeypatch.setattr(tarfile.TarFile, "add", full)
+    with pytest.raises(CommandError) as caught:
+        call_command("backup", str(tmp_path / "kbsite.tar"))
+
+    message = str(caught.value)
+    assert "No space left on device" in message and "\n" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # neither the archive nor its .partial

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,43 @@ def test_documents_of_a_renamed_collection_are_adopted_not_imported_again(handbo
     assert sorted(after) == ["folder://staff handbook/guide/delivery.txt", "folder://staff handbook/guide/returns.md"]
     assert {d.content_hash: d.pk for d in after.values()} == before
     assert "0 imported" in out and "2 unchanged" in out
+
+
+def test_a_pipe_a_link_loop_and_a_link_out_are_skipped_and_named_and_the_rest_is_synced(handbook, source):
+    os.mkfifo(source / "guide" / "pipe.md")  # opening it would wait for a writer for ever
+    os.symlink("loop-b.md", source / "loop-a.md")
+    os.symlink("loop-a.md", source / "loop-b.md")
+    os.symlink("/etc/passwd", source / "passwd.txt")
+
+    sync("handbook")
+
+    assert sorted(folder_documents(handbook)) == [
+        "folder://handbook/guide/delivery.txt",
+        "folder://handbook/guide/returns.md",
+    ]
+    build = Build.objects.get(collection=handbook, document=None)
+    assert sorted(build.refused or []) == ["loop-a.md", "loop-b.md", "passwd.txt", "pipe.md"]
+    assert "guide/pipe.md was skipped: it is not a regular file (a pipe, a socket or a device)" in build.warnings
+    assert "loop-a.md was skipped: it is a link in a loop" in build.warnings
+    assert "passwd.txt was skipped: it is a link leading outside the folder" in build.warnings
+
+
+def test_a_collection_deleted_while_it_syncs_stops_the_sync_saying_so(handbook, source):
+    from collections_app.services.deletion import collection_delete
+    from collections_app.services.folder_sources import FolderSourceError, folder_sources_adopt_legacy, folder_sync
+
+    folder_sources_adopt_legacy()  # the fixture's folder is a legacy variable, as the command binds it first
+    handbook.refresh_from_db()
+
+    def delete_after_the_first(files):
+        for index, relative in enumerate(files):
+            if index == 1:
+                collection_delete(collection=handbook)
+            yield relative
+
+    with pytest.raises(FolderSourceError, match="was deleted while it synced: the sync stopped"):
+        folder_sync(collection=handbook, progress=delete_after_the_first)
+
+    imported = Document.all_objects.filter(collection=handbook, source_uri__startswith="folder://")
+    assert imported.count() == 1  # the file synced before the delete, and none after
+    assert not Build.objects.filter(collection=handbook, document=None).exists()  # no "imported" for nobody

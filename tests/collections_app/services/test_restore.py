@@ -9,7 +9,9 @@ Committed for real (a transactional test): pg_dump and pg_restore see what other
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import os
 import socket
 import subprocess
@@ -504,3 +506,45 @@ def test_a_dump_holding_code_the_installation_does_not_is_refused(cast, installa
 
     assert "code this installation's does not" in refused(forged)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("table", ["pg_authid", "pg_class"])
+def test_a_manifest_counting_a_system_table_is_refused_in_one_line(
+    cast, installation: Path, tmp_path: Path, table: str
+) -> None:
+    def counting(manifest: dict) -> dict:
+        manifest["counts"][table] = 1  # pg_authid: the loader may not read it (was a psycopg traceback)
+        return manifest
+
+    message = refused(rewritten(installation, tmp_path / "forged.tar", manifest=counting))
+
+    assert f"lacks the table {table}" in message
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def test_a_full_disk_where_the_dump_is_staged_is_said_as_such_not_as_a_damaged_archive(
+    cast, installation: Path, monkeypatch
+) -> None:
+    from collections_app.services import backup_archive
+
+    class Full(io.BytesIO):
+        def write(self, data) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(backup_archive, "_new_file", lambda destination: Full())
+
+    message = refused(installation)
+
+    assert "No space left on device" in message and "KB_STAGING_DIR" in message
+    assert "damaged" not in message
+    assert PARKING in search_texts(cast.viewer, "where do staff cars park")[0]
+
+
+def test_a_staging_folder_that_does_not_exist_is_one_line_naming_the_setting(
+    cast, installation: Path, tmp_path: Path, settings
+) -> None:
+    settings.KB_STAGING_DIR = str(tmp_path / "no-such-folder")
+
+    message = refused(installation)
+
+    assert "KB_STAGING_DIR" in message and str(tmp_path) not in message

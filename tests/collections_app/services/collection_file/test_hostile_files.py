@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 
 from collections_app.models import Collection, CollectionFile
-from collections_app.services.collection_file._schema import SCHEMA_SQL
+from collections_app.services.collection_file import collection_file_check
+from collections_app.services.collection_file._schema import SCHEMA_SQL, BadCollectionFile
 from embedding import get_embedder
 
 TEXT = "Staff cars must be left in the underground garage beneath building B, level minus two."
@@ -253,3 +255,86 @@ def test_an_older_store_without_refused_imports_as_refused_null(
     with django_capture_on_commit_callbacks(execute=True):
         assert post(cast.editor, path.read_bytes()).status_code == 202
     assert Collection.objects.get(name="imported").builds.get().refused is None
+
+
+def more_paragraphs(count: int, *, documents: bool = False) -> str:
+    """SQL adding `count` copies of the paragraph (each its own ordinal; in its own document with `documents`)."""
+    document = "'d' || value || '.html'" if documents else "document"
+    return (
+        f"WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < {count}) "
+        "INSERT INTO agents_chunks (agent_id, collection, document, ordinal, text, vector, dims, language, page, "
+        f"section, metadata, labels) SELECT agent_id, collection, {document}, value, text, vector, dims, language, "
+        "page, section, metadata, labels FROM agents_chunks, n WHERE ordinal = 0"
+    )
+
+
+def test_a_file_over_the_paragraph_or_document_limit_is_refused_naming_the_setting(cast, make_file, settings) -> None:
+    settings.KB_MAX_IMPORT_PARAGRAPHS = 3
+    assert_refused(
+        post(cast.editor, make_file(more_paragraphs(3)).read_bytes()), "4 paragraphs", "KB_MAX_IMPORT_PARAGRAPHS"
+    )
+
+    settings.KB_MAX_IMPORT_PARAGRAPHS = 100
+    settings.KB_MAX_IMPORT_DOCUMENTS = 2
+    path = make_file(more_paragraphs(3, documents=True))
+    assert_refused(post(cast.editor, path.read_bytes()), "more than 2 documents", "KB_MAX_IMPORT_DOCUMENTS")
+
+
+def test_a_big_files_rows_are_checked_by_the_task_and_a_bad_one_fails_the_import_naming_it(
+    cast, make_file, settings, django_capture_on_commit_callbacks
+) -> None:
+    # A million rows took the web request 20 s to 5 minutes to check (and 1 GB for a million documents), past the
+    # web timeout: above KB_IMPORT_ROWS_CHECKED_IN_REQUEST the request checks the shape and counts only.
+    settings.KB_IMPORT_ROWS_CHECKED_IN_REQUEST = 2
+    nan = np.full(384, np.nan, dtype="<f4").tobytes()
+    path = make_file(more_paragraphs(3))
+    with sqlite3.connect(path) as store:
+        store.execute("UPDATE agents_chunks SET vector = ? WHERE ordinal = 3", (nan,))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(cast.editor, path.read_bytes())
+
+    assert response.status_code == 202, response.content
+    assert response.json()["total"] == 4
+    record = CollectionFile.objects.get()
+    assert record.status == "error" and "paragraph 4" in record.error and "not a finite number" in record.error
+    assert not Collection.objects.get(name="imported").chunks.exists()  # nothing of it searchable
+
+
+def test_a_huge_text_row_is_refused_without_being_read_whole(cast, make_file) -> None:
+    # A 2 GiB file of such rows took 2.5 GB of the web worker's memory to refuse (a batch of rows read whole).
+    path = make_file("UPDATE agents_chunks SET text = ?", params=("w " * 10_000_000,))  # 20 MB of text
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadCollectionFile, match="paragraph 1: its text is too long"):
+            collection_file_check(path=path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 5_000_000
+
+
+def test_a_generated_column_is_refused_before_anything_computes_it(cast, make_file) -> None:
+    # 32 KB of such a file took the web worker 1.5 GB and 0.6 s a row: its integrity check computed the column.
+    bomb = "ALTER TABLE agents_chunks ADD COLUMN extra TEXT GENERATED ALWAYS AS (hex(zeroblob(50000000))) VIRTUAL"
+    assert_refused(post(cast.editor, make_file(bomb).read_bytes()), "generated column")
+
+
+def test_a_huge_value_in_kb_documents_is_refused_without_being_read(cast, make_file) -> None:
+    path = make_file(
+        "UPDATE agents_chunks SET document_seq = 1",
+        "INSERT INTO kb_documents VALUES (1, 'office', 'office.html', 'en', '[]', "
+        "'{\"note\": \"' || hex(zeroblob(5000000)) || '\"}')",
+    )
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadCollectionFile, match="document 1: its name, language, labels or metadata is too long"):
+            collection_file_check(path=path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 5_000_000  # its 10 MB of metadata never read
