@@ -80,17 +80,22 @@ def _exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
-# One psql call per process start tells all four: is the kbsite database there, is shared_buffers still the
+# One psql call per process start tells all five: is the kbsite database there, is shared_buffers still the
 # 128 MB initdb wrote into postgresql.conf (not ALTER SYSTEM's, not another value, not already pending), does
-# the server preload no library at all (nobody chose one, nothing pending), and is jit still PostgreSQL's
-# default (nobody chose a value)?
+# the server preload no library at all (nobody chose one, nothing pending), is jit still PostgreSQL's
+# default (nobody chose a value), and are the checkpoints still spaced as initdb and PostgreSQL's defaults space
+# them (max_wal_size 1 GB in postgresql.conf, checkpoint_timeout its default)?
 _SERVER_STATE = f"""
     SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'),
            (SELECT setting = '16384' AND sourcefile LIKE '%/postgresql.conf' AND NOT pending_restart
             FROM pg_settings WHERE name = 'shared_buffers'),
            (SELECT setting = '' AND source = 'default' AND NOT pending_restart
             FROM pg_settings WHERE name = 'shared_preload_libraries'),
-           (SELECT source = 'default' FROM pg_settings WHERE name = 'jit')
+           (SELECT source = 'default' FROM pg_settings WHERE name = 'jit'),
+           (SELECT bool_and(CASE name WHEN 'max_wal_size'
+                                      THEN setting = '1024' AND sourcefile LIKE '%/postgresql.conf'
+                                      ELSE source = 'default' END)
+            FROM pg_settings WHERE name IN ('max_wal_size', 'checkpoint_timeout'))
 """
 
 
@@ -98,7 +103,9 @@ def _prepare_server(psql: Path, admin_uri: str) -> None:
     state = subprocess.run(
         [str(psql), admin_uri, "-tAc", _SERVER_STATE], check=True, capture_output=True, text=True
     ).stdout.strip()
-    database_exists, initdbs_buffers, preloads_nothing, default_jit = (value == "t" for value in state.split("|"))
+    database_exists, initdbs_buffers, preloads_nothing, default_jit, default_checkpoints = (
+        value == "t" for value in state.split("|")
+    )
     if not database_exists:
         created = subprocess.run(
             [str(psql), admin_uri, "-c", f"CREATE DATABASE {DATABASE_NAME}"], capture_output=True, text=True
@@ -106,8 +113,9 @@ def _prepare_server(psql: Path, admin_uri: str) -> None:
         # Two processes starting at once may both try; the loser finds it there.
         if created.returncode != 0 and "already exists" not in created.stderr:
             raise RuntimeError(f"could not create the {DATABASE_NAME} database: {created.stderr.strip()}")
-    # The first two apply from the server's next start, jit at once; one psql call and one reload for whatever is
-    # due. The reload marks each restart-only change pending (pending_restart), so later starts leave it alone.
+    # The first two apply from the server's next start, jit and the checkpoints at once; one psql call and one
+    # reload for whatever is due. The reload marks each restart-only change pending (pending_restart), so later
+    # starts leave it alone.
     changes = []
     if initdbs_buffers:
         changes += ["-c", _sized_shared_buffers()]
@@ -115,6 +123,8 @@ def _prepare_server(psql: Path, admin_uri: str) -> None:
         changes += ["-c", _prewarm()]
     if default_jit:
         changes += ["-c", JIT_OFF]
+    if default_checkpoints:
+        changes += [arg for setting in CHECKPOINTS_SPACED for arg in ("-c", setting)]
     if changes:
         subprocess.run([str(psql), admin_uri, *changes, "-c", "SELECT pg_reload_conf()"], capture_output=True)
 
@@ -137,6 +147,14 @@ def _sized_shared_buffers() -> str:
 # costed above jit_above_cost made each backend try to load the provider, fail, and carry on without it. Off, the
 # planner never tries (docs/DECISIONS.md: the measured effect on bench/search_latency.py).
 JIT_OFF = "ALTER SYSTEM SET jit = off"
+
+
+# A checkpoint every 1 GB of WAL (PostgreSQL's default) made a big write log every page it touched again after
+# each one: a collection-file import of 100,000 paragraphs wrote 2,376 MB of WAL and asked for 7 checkpoints,
+# each HNSW page rewritten whole after every one of them. Spaced out, the same import wrote 1,603 MB and took
+# 199 s instead of 226 (docs/DECISIONS.md). The cost: up to 8 GB of WAL on disk before a checkpoint, and a
+# longer replay after a crash.
+CHECKPOINTS_SPACED = ("ALTER SYSTEM SET max_wal_size = '8GB'", "ALTER SYSTEM SET checkpoint_timeout = '30min'")
 
 
 def _prewarm() -> str:

@@ -125,3 +125,21 @@ def test_a_jit_someone_chose_stays(server):
     server.sql("SELECT pg_reload_conf()")
     _prepare_server(POSTGRES_BIN_PATH / "psql", server.url)
     assert server.sql("SHOW jit") == "on"
+
+
+def test_checkpoints_are_spaced_for_bulk_writes_without_a_restart(server):
+    """An import of a million paragraphs wrote every HNSW page it touched whole again after each of its dozens of
+    checkpoints (one per 1 GB of WAL by default)."""
+    assert (server.sql("SHOW max_wal_size"), server.sql("SHOW checkpoint_timeout")) == ("1GB", "5min")
+    _prepare_server(POSTGRES_BIN_PATH / "psql", server.url)
+    assert (server.sql("SHOW max_wal_size"), server.sql("SHOW checkpoint_timeout")) == ("8GB", "30min")
+    server.stop()
+    server.start()
+    assert server.sql("SHOW max_wal_size") == "8GB"
+
+
+def test_checkpoint_spacing_someone_chose_stays(server):
+    server.sql("ALTER SYSTEM SET max_wal_size = '2GB'")
+    server.sql("SELECT pg_reload_conf()")
+    _prepare_server(POSTGRES_BIN_PATH / "psql", server.url)
+    assert (server.sql("SHOW max_wal_size"), server.sql("SHOW checkpoint_timeout")) == ("2GB", "5min")
