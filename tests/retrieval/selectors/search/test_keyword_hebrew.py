@@ -135,10 +135,50 @@ def test_the_index_and_the_question_strip_a_word_alike(db) -> None:
                                      ELSE ARRAY[u.lexeme] END) f ORDER BY 1)
             FROM unnest(%s::text[]) t
             """,
-            [[*HANDBOOK, "וכשהלכו לבית-הכנסת, it's 2024 ו ה של"]],
+            [[*HANDBOOK, *POINTED, "וכשהלכו לבית-הכנסת, it's 2024 ו ה של"]],
         )
         for text, indexed, asked in cursor.fetchall():
             assert indexed == asked, text
+
+
+# Vocalised Hebrew: vowel points and accents are combining marks inside the word (migration 0039).
+POINTED = [
+    "וּבַבַּיִת הַזֶּה יָשְׁבוּ הַתַּלְמִידִים כָּל־הַיּוֹם.",  # "and in this house the pupils sat all day"
+    "הַמְּלָכִים בָּנוּ חוֹמָה סְבִיב הָעִיר.",  # "the kings built a wall around the city"
+]
+
+
+@pytest.fixture
+def pointed(db) -> Collection:
+    collection = Collection.objects.create(tenant=Tenant.objects.create(name="acme"), name="ספרים")
+    index(collection, [*POINTED, *HANDBOOK[:3]], "he", name="pointed")
+    return collection
+
+
+@pytest.mark.parametrize(
+    ("question", "paragraph"),
+    [
+        ("איפה ישבו התלמידים?", 0),  # unpointed, and "התלמידים" without the paragraph's points
+        ("מי בנה חומה לעיר?", 1),  # "חומה" / "חוֹמָה", and "לעיר" against "הָעִיר": points and prefixes both
+        ("כל היום", 0),  # "כָּל־הַיּוֹם": unpointed, and apart at the maqaf
+    ],
+    ids=["pupils", "wall", "all-day"],
+)
+def test_a_vocalised_paragraph_is_found_by_an_unpointed_question(pointed, question, paragraph) -> None:
+    assert found(pointed, question)[0] == POINTED[paragraph]
+
+
+def test_a_pointed_question_finds_an_unpointed_paragraph(handbook) -> None:
+    # "לָעֵדִים" (to the witnesses), pointed, asks; the handbook's "העדים" answers.
+    assert found(handbook, "מָה אוֹמְרִים לָעֵדִים?")[0] == HANDBOOK[0]
+
+
+def test_maqaf_and_sof_pasuq_still_part_words(db) -> None:
+    """Only points and accents come off: maqaf (the Hebrew hyphen) and sof pasuq are punctuation between words."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT ARRAY(SELECT lexeme FROM unnest(kb_hebrew_vector(%s)) ORDER BY 1)", ["כָּל־הָאָרֶץ׃"])
+        (lexemes,) = cursor.fetchone()
+    assert "כל" in lexemes and "ארץ" in lexemes and "כלהארץ" not in lexemes
 
 
 def test_hebrew_questions_rank_as_plain_bm25_over_the_hebrew_index(db, monkeypatch) -> None:
