@@ -120,3 +120,45 @@ def test_an_editor_edits_splits_merges_hides_and_reverts_in_the_admin(offline_pa
     assert ParagraphEdit.objects.filter(document=document).count() == 5
     screenshot(page, "paragraphs-6-history-reverted")
     assert page.outside_requests == []
+
+
+def test_typing_not_saved_is_not_dropped_without_asking(offline_page, live_server, document):
+    """Every button on the page reloads it: another paragraph's Hide dropped the typing in this one silently."""
+    page = offline_page
+    base = live_server.url
+    page.goto(f"{base}/admin/")
+    page.fill("#id_username", "edna")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
+    page.wait_for_selector("#paragraph-numbers")
+    saved = rows(document)[0].text
+    paragraph(page, 0).locator("textarea").fill(FIXED)
+
+    asked = []
+
+    def answer(dialog, accept: bool) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    # Another paragraph's Hide: asked, naming the paragraph; "no" keeps the page and the typing as they were.
+    page.once("dialog", lambda dialog: answer(dialog, accept=False))
+    paragraph(page, 1).locator("button[value=hide]").click()
+    page.wait_for_timeout(300)
+    assert asked == ["Paragraph #0 has changes that are not saved. Leave them and go on?"]
+    assert paragraph(page, 0).locator("textarea").input_value() == FIXED
+    assert not rows(document)[1].hidden
+
+    # "Yes": the Hide goes through, the typing is dropped as the editor chose.
+    page.once("dialog", lambda dialog: answer(dialog, accept=True))
+    with page.expect_navigation():
+        paragraph(page, 1).locator("button[value=hide]").click()
+    assert rows(document)[1].hidden and rows(document)[0].text == saved
+
+    # The paragraph's own Save carries the typing: nothing asked.
+    paragraph(page, 0).locator("textarea").fill(FIXED)
+    page.on("dialog", lambda dialog: answer(dialog, accept=False))
+    paragraph(page, 0).locator("button[value=edit]").click()
+    page.wait_for_selector("text=Paragraph saved and embedded again")
+    assert len(asked) == 2 and rows(document)[0].text == FIXED
