@@ -324,9 +324,7 @@ def import_file(tenant: Any, path: Path) -> tuple[Any, float]:
     from django.core.files import File
 
     from collections_app.models import Collection, CollectionFile
-    from collections_app.services.collection_file import collection_import, collection_import_run
-
-    from collections_app.services.collection_file import _import
+    from collections_app.services.collection_file import _import, collection_import, collection_import_run
 
     started = time.perf_counter()
 
