@@ -50,7 +50,8 @@ BM25_B = 0.4
 # paragraph a candidate by itself: scoring every paragraph holding "the" would read a whole large collection's
 # postings for a word that barely moves the ranking. Below this size the ranking is exact BM25.
 COMMON_WORD_PARAGRAPHS = 5000
-# The first pass: the rarest words' postings, until at least this many are read, estimate the limit-th score.
+# The first pass: the rarest words, until their postings reach this many, estimate the limit-th score from
+# this many of their postings (their blocks that bound the highest term weights first).
 PROBE_POSTINGS = 4000
 # The non-making words' bounds may add up to this share of that estimate. Lower reads more postings; higher
 # leaves more paragraphs whose partial score could still reach the result, so the scored window grows.
@@ -153,16 +154,39 @@ _KEYWORD_SQL = f"""
                    ORDER BY df, lexeme ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < %(probe)s AS probe,
                sum(idf * (%(k1)s + 1)) OVER (ORDER BY rare, df DESC, lexeme) AS below
         FROM idf
+    ), probe_blocks AS MATERIALIZED (
+        -- The probe words' blocks that can add most to a paragraph (their bound from max_tf and min_length),
+        -- until PROBE_POSTINGS are read: a rarest word held by a third of a million paragraphs was decoded
+        -- whole here, and again by the candidate-making scan below. Small words' blocks are all read.
+        SELECT lexeme, bound, base, offs, packs FROM (
+            SELECT k.lexeme, k.bound, b.base, b.offs, b.packs, coalesce(sum(cardinality(b.offs)) OVER (
+                ORDER BY k.bound * b.max_tf / (b.max_tf + stats.k_fixed + stats.k_length * b.min_length) DESC,
+                         b.lexeme, b.base ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+            FROM ranked k
+            JOIN collections_app_keywordblock b
+              ON b.collection_id = ANY(%(collections)s::uuid[]) AND b.lexeme = k.lexeme
+            CROSS JOIN stats
+            WHERE k.probe
+        ) blocks
+        WHERE before < %(probe)s
     ), probe_top AS MATERIALIZED (
-        {_scan("ranked", "k.probe")}
+        SELECT k.base + x.off AS no, sum({_TERM_SCORE}) AS score, any_value(x.length) AS length
+        FROM probe_blocks k
+        CROSS JOIN LATERAL (
+            SELECT u.off, u.pack >> {PACK_SHIFT} AS tf, u.pack & {LENGTH_MASK} AS length
+            FROM unnest(k.offs, k.packs) u(off, pack)
+        ) x
+        CROSS JOIN stats
+        GROUP BY 1
         ORDER BY score DESC
         LIMIT 2 * %(limit)s
     ), estimate AS MATERIALIZED (
-        -- The limit-th best full score of the probe words' best paragraphs (the other words looked up by
-        -- primary key): the limit-th full score over all paragraphs is at least that, when the reader may
-        -- read them (the check at the end does not rely on it).
+        -- The limit-th best full score of the paragraphs those blocks rank best, each scored in full from its
+        -- own keyword index (a paragraph's other probe words may sit in blocks not read): the limit-th full
+        -- score over all paragraphs is at least that, when the reader may read them (the check at the end
+        -- does not rely on it).
         SELECT coalesce((
-            SELECT t.score + {_rest("t", "NOT k.probe", words="ranked")} AS score
+            SELECT {_rest("t", "true", words="ranked")} AS score
             FROM probe_top t CROSS JOIN stats
             ORDER BY score DESC OFFSET %(limit)s - 1 LIMIT 1
         ), 0) AS theta
