@@ -50,6 +50,14 @@ def found(collection: Collection, query: str) -> str:
     return "\n".join(r["text"] for r in answer.results)
 
 
+def log_in(page, base: str) -> None:
+    page.goto(f"{base}/admin/")
+    page.fill("#id_username", "edna")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+
+
 def paragraph(page, ordinal: int):
     return page.locator(f"#p{ordinal}")
 
@@ -57,11 +65,7 @@ def paragraph(page, ordinal: int):
 def test_an_editor_edits_splits_merges_hides_and_reverts_in_the_admin(offline_page, live_server, document, screenshot):
     page = offline_page
     base = live_server.url
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", "edna")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
+    log_in(page, base)
 
     # 1. From the document's page to its paragraphs.
     page.goto(f"{base}/admin/collections_app/document/{document.pk}/change/")
@@ -126,11 +130,7 @@ def test_typing_not_saved_is_not_dropped_without_asking(offline_page, live_serve
     """Every button on the page reloads it: another paragraph's Hide dropped the typing in this one silently."""
     page = offline_page
     base = live_server.url
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", "edna")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
+    log_in(page, base)
     page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
     page.wait_for_selector("#paragraph-numbers")
     saved = rows(document)[0].text
