@@ -198,6 +198,9 @@ KB_MAX_COLLECTION_FILE_BYTES = env_int("KB_MAX_COLLECTION_FILE_BYTES", 2 * 1024 
 # one-word paragraphs (40 million) no longer takes the worker's memory. Counted before a row is read (400).
 KB_MAX_IMPORT_PARAGRAPHS = env_int("KB_MAX_IMPORT_PARAGRAPHS", 5_000_000)
 KB_MAX_IMPORT_DOCUMENTS = env_int("KB_MAX_IMPORT_DOCUMENTS", 300_000)
+# A removal of at least this many paragraphs, and at least as many as the vector index still serves, builds that
+# index again from the rows left (collections_app/services/vector_index.py).
+KB_VECTOR_INDEX_REBUILD_PARAGRAPHS = env_int("KB_VECTOR_INDEX_REBUILD_PARAGRAPHS", 50_000)
 # A file of more paragraphs than this has only its shape, settings and counts checked in the web request (a
 # million rows take it 20 s to 5 min, past the web timeout); its rows are checked by the import's task, with
 # progress, and a bad row fails the import naming it (nothing is searchable until all of it is in).

@@ -48,6 +48,7 @@ from collections_app.models import (
     KeywordTerm,
     RetiredParagraph,
 )
+from collections_app.services.vector_index import vector_indexes_rebuild_after_removal
 from infra.errors import Conflict
 from infra.locks import session_lock, session_lock_held
 from infra.queueing import task_name_shown, task_queue_on_commit
@@ -172,11 +173,16 @@ def _lease(kind: str, pk: object) -> Iterator[bool]:
 
 
 def collection_rows_remove(
-    *, collection_id: uuid.UUID | str, after_batch: Callable[[], object] | None = None
+    *,
+    collection_id: uuid.UUID | str,
+    after_batch: Callable[[], object] | None = None,
+    rebuild_vector_index: bool = True,
 ) -> Removed:
-    """Remove the rows of a collection being deleted, batch by batch, then its row. Safe to run twice: a second
-    run while one holds the lease does nothing; one after it finds the collection gone. A collection not being
-    deleted is left alone. `after_batch` is called after each committed batch (the tests stop a removal there)."""
+    """Remove the rows of a collection being deleted, batch by batch, then its row; after a large removal, the
+    vector index is built again from the rows left (services/vector_index.py; a tenant's removal does that once,
+    at its end). Safe to run twice: a second run while one holds the lease does nothing; one after it finds the
+    collection gone. A collection not being deleted is left alone. `after_batch` is called after each committed
+    batch (the tests stop a removal there)."""
     removed = Removed()
     with _lease("collection", collection_id) as held:
         if not held:
@@ -204,6 +210,8 @@ def collection_rows_remove(
         _collection_row_remove(collection_id)
         removed.finished = True
         _log_progress(collection_id, removed, time.monotonic() - started, done=True)
+    if rebuild_vector_index:
+        vector_indexes_rebuild_after_removal(removed_paragraphs=removed.paragraphs)
     return removed
 
 
@@ -355,7 +363,7 @@ def tenant_rows_remove(*, tenant_id: uuid.UUID | str) -> Removed:
         # A collection made while the tenant was flagged (its transaction began before) is flagged now.
         Collection.all_objects.filter(tenant_id=tenant_id, deleting_at__isnull=True).update(deleting_at=timezone.now())
         for collection_id in Collection.all_objects.filter(tenant_id=tenant_id).values_list("pk", flat=True):
-            part = collection_rows_remove(collection_id=collection_id)
+            part = collection_rows_remove(collection_id=collection_id, rebuild_vector_index=False)
             removed.paragraphs += part.paragraphs
             removed.keyword_rows += part.keyword_rows
             removed.documents += part.documents
@@ -372,6 +380,7 @@ def tenant_rows_remove(*, tenant_id: uuid.UUID | str) -> Removed:
                 tenant.delete()
         removed.finished = True
         logger.info("tenant %s removed", tenant_id)
+    vector_indexes_rebuild_after_removal(removed_paragraphs=removed.paragraphs)
     return removed
 
 
