@@ -138,13 +138,16 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             changed = _dispatch(document, data, by)
         except (DomainError, UnsearchableVector) as exc:  # the model's bad vector: said, nothing changed
             messages.error(request, as_sentence(str(exc)))
+            kept = None
             if data["action"] == "edit" and data["paragraph"] is not None:
                 # The redirect reloads the page, which showed the stored text: the editor's typing (a rewrite
-                # refused because someone else changed the paragraph meanwhile) was gone. Kept for the next page.
+                # refused because someone else changed the paragraph meanwhile) was gone. Kept for the next page,
+                # which opens at the paragraph, its box holding the typing again.
                 request.session[UNSAVED_KEY] = {
                     "document": str(document.pk), "paragraph": str(data["paragraph"]), "text": data["text"],
                 }  # fmt: skip
-            return HttpResponseRedirect(back + _where(request, None))
+                kept = document_paragraphs_for_editors(document).filter(pk=data["paragraph"]).first()
+            return HttpResponseRedirect(back + _where(request, kept))
         except EditPending:
             messages.info(
                 request,

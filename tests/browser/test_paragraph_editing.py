@@ -189,6 +189,7 @@ def test_a_save_refused_because_someone_else_changed_the_paragraph_keeps_the_typ
     page.wait_for_selector("text=changed since you read it")
     assert asked == []  # saving never asks
     assert rows(document)[0].text == theirs  # refused
+    assert page.url.endswith("#p0")  # back at the paragraph
     # The rewrite is back in its box, beside what the paragraph says now, and still counts as unsaved typing.
     assert paragraph(page, 0).locator("textarea").input_value() == FIXED
     assert "Refunds take five days." in paragraph(page, 0).locator(".kb-unsaved-note").inner_text()
