@@ -230,8 +230,8 @@ def _read_problem(exc: sqlite3.DatabaseError) -> BadCollectionFile:
     found = re.match(r"Could not decode to UTF-8 column '(\w{1,40})'", str(exc))
     if found:
         return BadCollectionFile(
-            f"the file holds a {found[1]} that is not UTF-8 text: a collection file's text is UTF-8 (write or convert "
-            "the file's text as UTF-8)"
+            f"a value of the file's {found[1]} column is not UTF-8 text: a collection file's text is UTF-8 (write or "
+            "convert the file's text as UTF-8)"
         )
     return BadCollectionFile(f"the SQLite file is damaged or not a collection file ({type(exc).__name__})")
 

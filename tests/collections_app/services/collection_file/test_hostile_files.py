@@ -117,10 +117,10 @@ def test_a_damaged_sqlite_file_is_refused(cast, make_file) -> None:
 def test_a_text_that_is_not_utf8_is_refused_naming_it_not_as_damage(cast, make_file) -> None:
     # A file written by a tool in Latin-1: "Café" as bytes 43 61 66 E9. It was "the SQLite file is damaged".
     path = make_file("UPDATE agents_chunks SET text = CAST(X'43616665E9' AS TEXT)")
-    assert_refused(post(cast.editor, path.read_bytes()), "text that is not UTF-8")
+    assert_refused(post(cast.editor, path.read_bytes()), "file's text column is not UTF-8")
 
     path = make_file("UPDATE agents_chunks SET document = CAST(X'43616665E9' AS TEXT)")
-    assert_refused(post(cast.editor, path.read_bytes()), "document that is not UTF-8")
+    assert_refused(post(cast.editor, path.read_bytes()), "file's document column is not UTF-8")
 
 
 def test_a_newer_schema_version_is_refused(cast, make_file) -> None:
