@@ -50,7 +50,8 @@ LINGUA_LANGUAGES: dict[str, tuple[Language, ...]] = {
 }
 
 # ISO 639-1 → snowball configurations shipped with PostgreSQL 18 (kb_ts_config in the database says the same).
-# Hebrew has none: 'simple', and its keyword index adds each word without its glued prefixes (migration 0039).
+# Hebrew has none: 'simple', and its keyword index adds each word without its glued prefixes and its points
+# (migrations 0038-0040).
 _TS_CONFIGS = {
     "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "da": "danish", "nl": "dutch",
     "en": "english", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german", "el": "greek",

@@ -52,6 +52,8 @@ CLICK_TO_SPLIT = (
     "“Split at the cursor”."
 )
 ACTIONS = ("edit", "split", "merge", "hide", "unhide", "revert", "reapply", "discard")
+# The session key under which a refused Save keeps the editor's text for the page it redirects to (see _act).
+UNSAVED_KEY = "kb_paragraph_unsaved"
 
 
 class ParagraphActionForm(forms.Form):
@@ -99,18 +101,22 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
         if request.method == "POST":
             return self._act(request, document)
         rows = document_paragraphs_for_editors(document)
+        unsaved = _unsaved_taken(request, document)
         refusal = paragraph_edits_refusal(document=document)  # then no action is offered: none could run
         numbers = document_paragraph_numbers(
             document=document, paragraphs=list(rows.values_list("text", "hidden", "edited"))
         )
         page = Paginator(rows, PARAGRAPHS_PER_PAGE).get_page(request.GET.get("page"))
+        shown = _shown(list(page.object_list), rows, unsaved)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Paragraphs of {document.filename}",
             "opts": self.opts,
             "original": document,
             "page": page,
-            "shown": _shown(list(page.object_list), rows),
+            "shown": shown,
+            # A refused Save's text whose paragraph is not on this page (merged away, or on another page).
+            "unsaved_elsewhere": unsaved if unsaved and not any(row.unsaved is not None for row in shown) else None,
             "numbers": numbers,
             "history": document_paragraph_edits(document).select_related("reverts")[:HISTORY_SHOWN],
             "stale": list(document_stale_edits(document)),
@@ -132,7 +138,16 @@ class DocumentParagraphsAdminMixin(admin.ModelAdmin):
             changed = _dispatch(document, data, by)
         except (DomainError, UnsearchableVector) as exc:  # the model's bad vector: said, nothing changed
             messages.error(request, as_sentence(str(exc)))
-            return HttpResponseRedirect(back + _where(request, None))
+            kept = None
+            if data["action"] == "edit" and data["paragraph"] is not None:
+                # The redirect reloads the page, which showed the stored text: the editor's typing (a rewrite
+                # refused because someone else changed the paragraph meanwhile) was gone. Kept for the next page,
+                # which opens at the paragraph, its box holding the typing again.
+                request.session[UNSAVED_KEY] = {
+                    "document": str(document.pk), "paragraph": str(data["paragraph"]), "text": data["text"],
+                }  # fmt: skip
+                kept = document_paragraphs_for_editors(document).filter(pk=data["paragraph"]).first()
+            return HttpResponseRedirect(back + _where(request, kept))
         except EditPending:
             messages.info(
                 request,
@@ -200,13 +215,22 @@ class _Shown:
     following: Chunk | None
     merge: bool
     across: bool
+    unsaved: str | None = None  # the editor's text a refused Save left unsaved, shown again in the box
 
     @property
     def seen(self) -> str:
         return text_hash(self.paragraph.text)
 
 
-def _shown(paragraphs: list[Chunk], rows: Any) -> list[_Shown]:
+def _unsaved_taken(request: HttpRequest, document: Document) -> dict[str, str] | None:
+    """The text a refused Save kept for this document's page (once: a later visit shows the page as stored)."""
+    kept = request.session.pop(UNSAVED_KEY, None)
+    if not isinstance(kept, dict) or kept.get("document") != str(document.pk):
+        return None
+    return kept
+
+
+def _shown(paragraphs: list[Chunk], rows: Any, unsaved: dict[str, str] | None = None) -> list[_Shown]:
     if not paragraphs:
         return []
     after = rows.filter(position__ordinal__gt=paragraphs[-1].ordinal).only("section", "hidden").first()
@@ -216,6 +240,7 @@ def _shown(paragraphs: list[Chunk], rows: Any) -> list[_Shown]:
             following=following,
             merge=following is not None and following.hidden == paragraph.hidden,
             across=following is not None and list(following.section) != list(paragraph.section),
+            unsaved=unsaved["text"] if unsaved and unsaved["paragraph"] == str(paragraph.pk) else None,
         )
         for paragraph, following in zip(paragraphs, [*paragraphs[1:], after], strict=True)
     ]

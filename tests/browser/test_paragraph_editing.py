@@ -14,6 +14,7 @@ from accounts.models import Membership, Role, Tenant
 from collections_app.models import Chunk, Collection, Document, ParagraphEdit
 from collections_app.services.collections import collection_create
 from collections_app.services.documents import document_create
+from collections_app.services.paragraph_edits import paragraph_edit
 from retrieval.selectors.search import resolve_scope, search
 from tests.collections_app.paragraphs.conftest import HANDBOOK
 from tests.files.documents import docx_bytes
@@ -162,3 +163,71 @@ def test_typing_not_saved_is_not_dropped_without_asking(offline_page, live_serve
     paragraph(page, 0).locator("button[value=edit]").click()
     page.wait_for_selector("text=Paragraph saved and embedded again")
     assert len(asked) == 2 and rows(document)[0].text == FIXED
+
+
+def test_a_save_refused_because_someone_else_changed_the_paragraph_keeps_the_typing(
+    offline_page, live_server, document
+):
+    """A rewrite saved after another editor changed the paragraph is refused; the page came back with the other
+    editor's text and the rewrite was gone, with nothing to copy it from."""
+    page = offline_page
+    base = live_server.url
+    page.goto(f"{base}/admin/")
+    page.fill("#id_username", "edna")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
+    page.wait_for_selector("#paragraph-numbers")
+    paragraph(page, 0).locator("textarea").fill(FIXED)
+    theirs = "Refunds\n\nRefunds take five days."
+    paragraph_edit(document=document, paragraph_id=rows(document)[0].pk, text=theirs, by="bob")
+
+    asked = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    with page.expect_navigation():  # to the page's load: its scripts have run
+        paragraph(page, 0).locator("button[value=edit]").click()
+    page.wait_for_selector("text=changed since you read it")
+    assert asked == []  # saving never asks
+    assert rows(document)[0].text == theirs  # refused
+    assert page.url.endswith("#p0")  # back at the paragraph
+    # The rewrite is back in its box, beside what the paragraph says now, and still counts as unsaved typing.
+    assert paragraph(page, 0).locator("textarea").input_value() == FIXED
+    assert "Refunds take five days." in paragraph(page, 0).locator(".kb-unsaved-note").inner_text()
+    paragraph(page, 1).locator("button[value=hide]").click()
+    page.wait_for_timeout(300)
+    assert asked == ["Paragraph #0 has changes that are not saved. Leave them and go on?"]
+
+    # Saved again on purpose, over the text the editor has now read: it goes through.
+    paragraph(page, 0).locator("button[value=edit]").click()
+    page.wait_for_selector("text=Paragraph saved and embedded again")
+    assert rows(document)[0].text == FIXED
+    assert paragraph(page, 0).locator("textarea").input_value() == FIXED
+    assert page.locator(".kb-unsaved-note").count() == 0
+
+
+def test_typing_dropped_on_purpose_does_not_come_back_in_another_paragraphs_box(offline_page, live_server, document):
+    """Back after a merge: Chromium put the dropped typing back into the box at the same place on the page, now
+    another paragraph's (the merge moved every later one up), and its Save wrote it over that paragraph."""
+    page = offline_page
+    base = live_server.url
+    page.goto(f"{base}/admin/")
+    page.fill("#id_username", "edna")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
+    page.wait_for_selector("#paragraph-numbers")
+    before = [p.text for p in rows(document)]
+    paragraph(page, 1).locator("textarea").fill("Parcels leave at noon.")
+    page.on("dialog", lambda dialog: dialog.accept())  # the editor drops the typing
+    paragraph(page, 0).locator("input[name=across_sections]").check()
+    with page.expect_navigation():
+        paragraph(page, 0).locator("button[value=merge]").click()
+    assert len(rows(document)) == len(before) - 1
+
+    page.go_back()
+    page.wait_for_selector("#paragraph-numbers")
+    page.wait_for_timeout(300)
+    shown = [paragraph(page, n).locator("textarea").input_value() for n in range(len(before) - 1)]
+    assert shown == [p.text for p in rows(document)]

@@ -218,9 +218,22 @@ def store_open(path: Path) -> Iterator[sqlite3.Connection]:
         connection.execute("PRAGMA trusted_schema = OFF")
         yield connection
     except sqlite3.DatabaseError as exc:
-        raise BadCollectionFile(f"the SQLite file is damaged or not a collection file ({type(exc).__name__})") from exc
+        raise _read_problem(exc) from exc
     finally:
         connection.close()
+
+
+def _read_problem(exc: sqlite3.DatabaseError) -> BadCollectionFile:
+    # A text that is not UTF-8 (a file written by a tool in Latin-1) is a sound file with one wrong value: "damaged"
+    # sent its editor looking for a broken disk. sqlite3 names the column (ours: every selected value is aliased)
+    # and quotes the text, which is not repeated here.
+    found = re.match(r"Could not decode to UTF-8 column '(\w{1,40})'", str(exc))
+    if found:
+        return BadCollectionFile(
+            f"a value of the file's {found[1]} column is not UTF-8 text: a collection file's text is UTF-8 (write or "
+            "convert the file's text as UTF-8)"
+        )
+    return BadCollectionFile(f"the SQLite file is damaged or not a collection file ({type(exc).__name__})")
 
 
 def store_shape(connection: sqlite3.Connection) -> StoreShape:

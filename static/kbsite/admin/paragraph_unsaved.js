@@ -32,6 +32,13 @@
     true,
   );
 
+  // A Save the server refused (someone else changed the paragraph meanwhile) comes back with the editor's text
+  // beside the stored one: put back in the box, it is unsaved typing again (asked about before it is dropped).
+  for (const text of document.querySelectorAll("textarea[name=text][data-kb-unsaved]")) {
+    text.value = text.dataset.kbUnsaved;
+    text.dispatchEvent(new Event("input", { bubbles: true })); // the split button follows (paragraph_split.js)
+  }
+
   window.addEventListener("beforeunload", (event) => {
     if (leaving || !unsaved(null).length) return;
     event.preventDefault();

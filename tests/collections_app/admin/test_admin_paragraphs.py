@@ -104,3 +104,19 @@ def test_while_an_edit_of_the_document_is_pending_an_action_says_so_and_changes_
     assert "An edit of this document is being embedded (pending); try again in a moment" in shown
     assert paragraphs(document)[0].text == refunds.text
     assert [e.status for e in ParagraphEdit.objects.filter(document=document)] == ["pending"]
+
+
+def test_a_save_of_a_paragraph_merged_away_meanwhile_gives_the_typing_back_to_copy(cast, collection, upload, staff):
+    # Two tabs: the first merges the paragraph into the one before it, the second saves a rewrite of it. Refused,
+    # the page came back without the paragraph and without the rewrite.
+    document = uploaded(cast, collection, upload, "handbook.docx", docx_bytes(HANDBOOK))
+    first, second = paragraphs(document)[:2]
+    staff.post(page_url(document), {"action": "merge", "paragraph": first.pk, "across_sections": "on"})
+    rewrite = 'Parcels <b>"damaged"</b> in transit are replaced.'
+
+    answer = staff.post(page_url(document), {"action": "edit", "paragraph": second.pk, "text": rewrite}, follow=True)
+
+    html = answer.content.decode()
+    assert 'id="unsaved-elsewhere"' in html
+    assert "Parcels &lt;b&gt;&quot;damaged&quot;&lt;/b&gt; in transit are replaced." in html
+    assert 'id="unsaved-elsewhere"' not in staff.get(page_url(document)).content.decode()  # given back once

@@ -114,6 +114,15 @@ def test_a_damaged_sqlite_file_is_refused(cast, make_file) -> None:
     assert_refused(post(cast.editor, content[: len(content) // 2]), "damaged")
 
 
+def test_a_text_that_is_not_utf8_is_refused_naming_it_not_as_damage(cast, make_file) -> None:
+    # A file written by a tool in Latin-1: "Café" as bytes 43 61 66 E9. It was "the SQLite file is damaged".
+    path = make_file("UPDATE agents_chunks SET text = CAST(X'43616665E9' AS TEXT)")
+    assert_refused(post(cast.editor, path.read_bytes()), "file's text column is not UTF-8")
+
+    path = make_file("UPDATE agents_chunks SET document = CAST(X'43616665E9' AS TEXT)")
+    assert_refused(post(cast.editor, path.read_bytes()), "file's document column is not UTF-8")
+
+
 def test_a_newer_schema_version_is_refused(cast, make_file) -> None:
     path = make_file("UPDATE store_meta SET value = '0.42' WHERE key = 'schema_version'")
     assert_refused(post(cast.editor, path.read_bytes()), "0.42", "newer")

@@ -135,7 +135,7 @@ def test_the_index_and_the_question_strip_a_word_alike(db) -> None:
                                      ELSE ARRAY[u.lexeme] END) f ORDER BY 1)
             FROM unnest(%s::text[]) t
             """,
-            [[*HANDBOOK, *POINTED, "וכשהלכו לבית-הכנסת, it's 2024 ו ה של"]],
+            [[*HANDBOOK, *POINTED, PRESENTATION_FORMS, "וכשהלכו לבית-הכנסת, it's 2024 ו ה של"]],
         )
         for text, indexed, asked in cursor.fetchall():
             assert indexed == asked, text
@@ -210,3 +210,23 @@ def test_hebrew_questions_rank_as_plain_bm25_over_the_hebrew_index(db, monkeypat
         visible = Visibility(collection.tenant_id, [str(collection.pk)])
         hits = keyword_retrieve(visible=visible, query=question, language="he", limit=10)
         postings.assert_same_ranking([(h.chunk_id, h.keyword) for h in hits], postings.reference(collection, question))
+
+
+# Yiddish as much of it is written (and as PDFs give Hebrew back): pointed letters as single presentation-form
+# characters (U+FB2E אַ, U+FB2F אָ, U+FB44 פּ) and the double vav as one ligature (U+05F0 װ) (migration 0040). The
+# labeller calls Hebrew-script text Hebrew: Yiddish paragraphs are indexed as `he`.
+PRESENTATION_FORMS = (
+    "דער קיניג ה\ufb2fט גע\u05f0וינט אין \ufb2e גרויסן \ufb44\ufb2eל\ufb2eץ מיט \ufb2e שיינעם ג\ufb2fרטן"
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["גארטן", "גאָרטן", "וועלכער פאלאץ?", "ווו האט ער געוווינט"],
+    ids=["unpointed", "pointed-as-typed", "palace", "double-vav"],
+)
+def test_a_paragraph_written_in_presentation_forms_is_found_pointed_or_not(db, question) -> None:
+    collection = Collection.objects.create(tenant=Tenant.objects.create(name="acme"), name="מעשׂיות")
+    index(collection, [PRESENTATION_FORMS, *HANDBOOK[:3]], "he", name="yiddish")
+
+    assert found(collection, question)[0] == PRESENTATION_FORMS
