@@ -184,7 +184,12 @@ def test_a_save_refused_because_someone_else_changed_the_paragraph_keeps_the_typ
     paragraph_edit(document=document, paragraph_id=rows(document)[0].pk, text=theirs, by="bob")
 
     asked = []
-    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+
+    def dismiss(dialog) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     with page.expect_navigation():  # to the page's load: its scripts have run
         paragraph(page, 0).locator("button[value=edit]").click()
     page.wait_for_selector("text=changed since you read it")
