@@ -264,6 +264,9 @@ class CollectionFileAdmin(TenantScopedAdmin):
                 '{} <progress max="{}" value="{}"></progress> {} / {} paragraphs', _phase(obj), max(obj.total, 1),
                 obj.done, obj.done, obj.total,
             )  # fmt: skip
+        if obj.status == CollectionFileStatus.ERROR:
+            # The list is where an editor looks after an import: "error" alone sent them to open each row.
+            return format_html("failed: {}", obj.error or "no reason was recorded")
         return format_html("{} / {} paragraphs", obj.done, obj.total)
 
     @admin.display(description="file")

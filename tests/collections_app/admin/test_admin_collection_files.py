@@ -148,3 +148,16 @@ def test_an_export_whose_file_is_gone_says_it_expired_instead_of_a_500(
     page = got.content.decode()
     assert "expired" in page and "export again" in page
     assert str(settings.MEDIA_ROOT) not in page and record.stored not in page
+
+
+def test_the_list_says_why_an_import_failed(cast, staff) -> None:
+    collection = collection_create(tenant=cast.tenant, name="copy")
+    CollectionFile.objects.create(
+        tenant=cast.tenant,
+        collection=collection,
+        kind="import",
+        status="error",
+        error="paragraph 7: its vector has 12 numbers, the model gives 384",
+    )
+    listed = staff.get(f"{ADMIN}/collectionfile/").content.decode()
+    assert "failed: paragraph 7: its vector has 12 numbers, the model gives 384" in listed
