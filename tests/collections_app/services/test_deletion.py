@@ -31,6 +31,7 @@ from collections_app.services.deletion import collection_rows_remove, deletions_
 from embedding import get_embedder
 from infra.locks import session_lock
 from retrieval.selectors.search import Visibility, keyword_retrieve, vector_retrieve
+from retrieval.selectors.search import search as search_answer
 from retrieval.selectors.search._scope import resolve_scope
 from tests.conftest import client_for
 
@@ -112,6 +113,9 @@ def test_a_deleted_collection_gives_no_hits_in_the_very_next_search_and_its_neig
     neighbour_bm25 = keyword_scores(viewer_key, ["policies"])
     assert neighbour_alone and neighbour_bm25
     old_scope = Visibility(cast.tenant.pk, [str(gone.pk), str(neighbour.pk)])  # a scope read before the deletion
+    in_flight = resolve_scope(key=viewer_key, names=None)  # a request's whole scope, read before the deletion
+    alone = search_answer(scope=resolve_scope(key=viewer_key, names=["policies"]), query=QUESTION, top_n=8, around=0)
+    alone_bm25 = {h.chunk_id: h.keyword for h in alone.hits if h.keyword is not None}
     vector = get_embedder(gone.embedding_alias).embed_query(QUESTION)
 
     answer = cast.editor.delete(f"/api/manage/collections/{gone.pk}")
@@ -128,6 +132,13 @@ def test_a_deleted_collection_gives_no_hits_in_the_very_next_search_and_its_neig
         str(neighbour.pk)
     }
     assert {h.collection_id for h in vector_retrieve(visible=old_scope, vector=vector, limit=20)} == {str(neighbour.pk)}
+    # That request's search: the neighbour's hits and scores as searched alone (the deleted collection's word counts
+    # are not summed into its BM25, and its postings are not read).
+    answer = search_answer(scope=in_flight, query=QUESTION, top_n=8, around=0)
+    assert [(r["collection"], r["chunk_id"], round(r["score"], 9)) for r in answer.results] == neighbour_alone
+    in_flight_bm25 = {h.chunk_id: h.keyword for h in answer.hits if h.keyword is not None}
+    assert in_flight_bm25 and in_flight_bm25 == pytest.approx(alone_bm25, rel=1e-12, abs=0)
+    assert search_answer(scope=resolve_scope(key=viewer_key, names=None), query=QUESTION, top_n=8, around=0).results
     # Naming it is naming an unknown collection; every other door has lost it.
     named = cast.viewer.post("/api/search", {"query": QUESTION, "collections": ["handbook"]}, format="json")
     assert named.status_code == 400 and "no collection named handbook" in named.content.decode()

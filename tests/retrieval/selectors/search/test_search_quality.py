@@ -189,7 +189,7 @@ def test_without_a_reranker_the_stage_says_why(cast, office) -> None:
 
 
 @pytest.mark.parametrize(
-    ("threshold", "retried", "queries"), [(0.0, False, 13), (1.0, True, 18)], ids=["answered", "retried"]
+    ("threshold", "retried", "queries"), [(0.0, False, 14), (1.0, True, 19)], ids=["answered", "retried"]
 )
 def test_a_search_costs_the_same_number_of_queries_for_one_result_or_many(
     cast, office, django_assert_num_queries, threshold, retried, queries
@@ -200,8 +200,9 @@ def test_a_search_costs_the_same_number_of_queries_for_one_result_or_many(
     office.min_score, office.score_threshold = 0, threshold
     office.save()
     cast.viewer.post("/api/search", {"query": "warm-up"}, format="json")  # key's last_used_at written once
-    # 13: the key's rate-limit turn (one statement, shared by every web process), the searched collections'
-    # judge, and their size (small ones are ranked exactly); the retry's second keyword retrieval and vector
+    # 14: the key's rate-limit turn (one statement, shared by every web process), the searched collections'
+    # judge, whether a delete flagged one since the scope was read, and their size (small ones are ranked
+    # exactly); the retry's second keyword retrieval and vector
     # retrieval (in its savepoint, with its settings) add 5.
     with django_assert_num_queries(queries):
         one = ask(cast.viewer, query="where do I secure my cycle?", top_n=1, around=0)
