@@ -12,6 +12,7 @@ serves (and at least `KB_VECTOR_INDEX_REBUILD_PARAGRAPHS`), so the rebuild never
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 from django.conf import settings
@@ -28,17 +29,25 @@ REBUILD_LOCK = "kbsite vector index rebuild"
 
 def vector_indexes_rebuild_after_removal(*, removed_paragraphs: int) -> list[str]:
     """Rebuild each vector (HNSW) index of the paragraphs' table whose rows left are no more than
-    `removed_paragraphs`; returns the names rebuilt. Outside a transaction only (REINDEX CONCURRENTLY cannot run
-    in one): inside one, and below the setting's size, it does nothing."""
-    if removed_paragraphs < settings.KB_VECTOR_INDEX_REBUILD_PARAGRAPHS or connection.in_atomic_block:
+    `removed_paragraphs`; returns the names rebuilt. Whatever the removal's size, first drop what a killed rebuild
+    left. Outside a transaction only (REINDEX and DROP INDEX CONCURRENTLY cannot run in one): inside one it does
+    nothing."""
+    if connection.in_atomic_block:
         return []
     rebuilt = []
     with session_lock(REBUILD_LOCK, application_name="kbsite-vector-index-rebuild") as held:
         if not held:
             logger.info("a vector index rebuild is already running; this removal leaves it to that one")
             return []
-        for name, rows_left in _vector_indexes():
-            _drop_invalid_copies(name)  # a rebuild whose worker was killed left one, written to by every insert
+        indexes = _vector_indexes()
+        for name, _ in indexes:
+            # Not only after a large removal: a copy the default 50,000 would leave until the next one weighs what
+            # the index did (2 GB after the million), and a `_ccnew` one may still be written to by every insert.
+            _drop_invalid_copies(name)
+        if removed_paragraphs < settings.KB_VECTOR_INDEX_REBUILD_PARAGRAPHS:
+            return []
+        for name, predicate in indexes:
+            rows_left = _rows_served(predicate)
             if rows_left > removed_paragraphs:
                 continue
             started = time.monotonic()
@@ -61,10 +70,9 @@ def vector_indexes_rebuild_after_removal(*, removed_paragraphs: int) -> list[str
     return rebuilt
 
 
-def _vector_indexes() -> list[tuple[str, int]]:
-    """Each HNSW index of the paragraphs' table (one per embedding width, partial: `WHERE embedding_dims = N`)
-    with how many rows it serves now."""
-    table = Chunk._meta.db_table
+def _vector_indexes() -> list[tuple[str, str | None]]:
+    """Each valid HNSW index of the paragraphs' table (one per embedding width, partial: `WHERE embedding_dims = N`)
+    with its predicate."""
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT c.relname, pg_get_expr(i.indpred, i.indrelid)
@@ -73,23 +81,29 @@ def _vector_indexes() -> list[tuple[str, int]]:
                JOIN pg_am am ON am.oid = c.relam
                WHERE i.indrelid = %s::regclass AND am.amname = 'hnsw' AND i.indisvalid
                ORDER BY c.relname""",
-            [table],
+            [Chunk._meta.db_table],
         )
-        indexes = cursor.fetchall()
-        counted = []
-        for name, predicate in indexes:
-            # The predicate is the index's own, read back from the catalogue (this table's migrations wrote it).
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE {predicate or 'true'}")
-            counted.append((name, cursor.fetchone()[0]))
-    return counted
+        return list(cursor.fetchall())
+
+
+def _rows_served(predicate: str | None) -> int:
+    """How many rows an index of that predicate serves now."""
+    with connection.cursor() as cursor:
+        # The predicate is the index's own, read back from the catalogue (this table's migrations wrote it).
+        cursor.execute(f"SELECT count(*) FROM {Chunk._meta.db_table} WHERE {predicate or 'true'}")
+        return cursor.fetchone()[0]
 
 
 def _drop_invalid_copies(name: str) -> None:
+    """Drop what REINDEX CONCURRENTLY leaves of `name` when it fails or its worker is killed: the new copy
+    (`<name>_ccnew`, `_ccnew1`, ...) when it stopped before swapping the names, the old index (`<name>_ccold`...)
+    when it stopped after (PostgreSQL's REINDEX page: "the recommended recovery method is to just drop said
+    index"). Both invalid: no search reads them."""
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-               WHERE i.indrelid = %s::regclass AND NOT i.indisvalid AND c.relname LIKE %s""",
-            [Chunk._meta.db_table, f"{name}_ccnew%"],
+               WHERE i.indrelid = %s::regclass AND NOT i.indisvalid AND c.relname ~ %s""",
+            [Chunk._meta.db_table, f"^{re.escape(name)}_cc(new|old)[0-9]*$"],
         )
         for (copy,) in cursor.fetchall():
             cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {connection.ops.quote_name(copy)}")

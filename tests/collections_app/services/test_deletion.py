@@ -350,3 +350,33 @@ def test_a_removal_larger_than_what_is_left_builds_the_vector_index_again_and_se
             "SELECT count(*) FROM pg_index WHERE indrelid = 'collections_app_chunk'::regclass AND NOT indisvalid"
         )
         assert cursor.fetchone()[0] == 0
+
+
+def invalid_indexes() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+               WHERE i.indrelid = 'collections_app_chunk'::regclass AND NOT i.indisvalid ORDER BY c.relname"""
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_next_removal_drops_what_a_killed_vector_index_rebuild_left_whatever_its_size(cast, two, settings):
+    """REINDEX CONCURRENTLY killed while it builds leaves its new copy (`_ccnew`), killed after it swapped the names
+    leaves the old index (`_ccold`, 2 GB after the million-paragraph removal); both invalid, never read, and the
+    first may still be written to by every insert. The next removal drops them, a small one too."""
+    gone, _ = two
+    with connection.cursor() as cursor:
+        for leftover in ("chunk_embedding_hnsw_384_ccnew", "chunk_embedding_hnsw_384_ccold"):
+            # A build that fails (here on duplicates) leaves its index invalid under the name it was given.
+            with pytest.raises(Exception, match="could not create unique index"):
+                cursor.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {leftover} ON collections_app_chunk (collection_id)")
+    assert invalid_indexes() == ["chunk_embedding_hnsw_384_ccnew", "chunk_embedding_hnsw_384_ccold"]
+    assert Chunk.objects.filter(collection=gone).count() < settings.KB_VECTOR_INDEX_REBUILD_PARAGRAPHS  # no rebuild
+
+    collection_delete(collection=gone)  # the removal runs at the commit, as the cluster would run it
+
+    assert rows_of(gone.pk)["paragraphs"] == 0
+    assert invalid_indexes() == []
+    assert {r["collection"] for r in search(cast.viewer)} == {"policies"}
