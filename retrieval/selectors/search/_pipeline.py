@@ -172,10 +172,15 @@ def _search(
 ) -> SearchAnswer:
     trace = Trace()
     around = _around(scope.collections, around)
-    if not scope.collections:
+    live = _not_being_deleted(scope.collections)
+    if not live:
+        why = scope.why_empty or "no collection to search"
+        if scope.collections:  # read before a delete flagged every one of them
+            why = "every collection it searches was deleted after the search began"
         for name in STAGE_ORDER:
-            trace.skipped(name, scope.why_empty or "no collection to search")
+            trace.skipped(name, why)
         return SearchAnswer([], None, None, around, trace.stages, trace.elapsed_ms(), reason="no_collection")
+    scope = replace(scope, collections=live)
     plan = search_plan(scope=scope, top_n=top_n, filters=filters, hybrid_weight=hybrid_weight)
     single = str(plan.collections[0].pk) if len(plan.collections) == 1 else None
     questions = planning_stage(trace, query, plan.calls, single)
@@ -236,9 +241,12 @@ def _retrieve(trace: Trace, plan: SearchPlan, query: str) -> Retrieval:
 
 def _not_being_deleted(collections: list[Collection]) -> list[Collection]:
     """The scope's collections no delete has flagged since it was read (a request in flight when the delete
-    committed). VISIBLE_SQL keeps their rows out of every hit, but only after the keyword stage has read their
-    postings and summed their word counts into the other collections' BM25, and the vector walk has passed their
-    rows: the first search of the million-paragraph bench collection after its delete took ~12 s to find nothing."""
+    committed): the only ones the search plans with. VISIBLE_SQL keeps a flagged one's rows out of every hit, but
+    only after the keyword stage has read their postings and summed their word counts into the other collections'
+    BM25, and the vector walk has passed their rows: the first search of the million-paragraph bench collection
+    after its delete took ~12 s to find nothing. None left: the search reads no paragraph (no_collection)."""
+    if not collections:
+        return []
     live = set(Collection.objects.filter(pk__in=[c.pk for c in collections]).values_list("pk", flat=True))
     return [c for c in collections if c.pk in live]
 
@@ -246,11 +254,9 @@ def _not_being_deleted(collections: list[Collection]) -> list[Collection]:
 def search_plan(
     *, scope: SearchScope, top_n: int | None, filters: dict[str, Any] | None, hybrid_weight: float | None = None
 ) -> SearchPlan:
-    live = _not_being_deleted(scope.collections)
-    # Every one flagged: their settings still shape the plan, and no stage reads a row.
-    collections = live or scope.collections
+    collections = scope.collections
     top_n = min(top_n or max(c.rerank_top_n for c in collections), MAX_TOP_N)
-    visible = Visibility(scope.tenant_id, [str(c.pk) for c in live], scope.reader_labels)
+    visible = Visibility(scope.tenant_id, [str(c.pk) for c in collections], scope.reader_labels)
     # Every stage that reads paragraphs (both retrievals and the window) applies the same filter.
     where = compile_filters(filters, collections)
     filter_counts: dict[str, Any] = {}

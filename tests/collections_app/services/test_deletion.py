@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.issuing import api_key_create
 from accounts.models import ApiKey, Role, Tenant
@@ -32,7 +33,7 @@ from embedding import get_embedder
 from infra.locks import session_lock
 from retrieval.selectors.search import Visibility, keyword_retrieve, vector_retrieve
 from retrieval.selectors.search import search as search_answer
-from retrieval.selectors.search._scope import resolve_scope
+from retrieval.selectors.search._scope import collection_scope, resolve_scope
 from tests.conftest import client_for
 
 QUESTION = "until when can vacation days be carried over"
@@ -380,3 +381,19 @@ def test_the_next_removal_drops_what_a_killed_vector_index_rebuild_left_whatever
     assert rows_of(gone.pk)["paragraphs"] == 0
     assert invalid_indexes() == []
     assert {r["collection"] for r in search(cast.viewer)} == {"policies"}
+
+
+def test_a_search_whose_every_collection_was_deleted_after_its_scope_was_read_reads_no_paragraph(cast, two):
+    """The million-paragraph bench polls with a scope of its one collection, read before the delete: a search that
+    walked the vector index over that collection's invisible rows took seconds to find nothing."""
+    gone, _ = two
+    in_flight = collection_scope(collection=gone)  # a request's scope, read before the deletion
+    collection_delete(collection=gone)
+
+    with CaptureQueriesContext(connection) as queries:
+        answer = search_answer(scope=in_flight, query=QUESTION, top_n=8, around=0)
+
+    assert answer.results == [] and answer.reason == "no_collection"
+    assert not [q["sql"] for q in queries if "collections_app_chunk" in q["sql"]]
+    stages = {stage.name: stage for stage in answer.stages}
+    assert stages["vector retrieval"].status == "skipped" and "deleted" in stages["vector retrieval"].reason
