@@ -40,6 +40,11 @@ def vector_indexes_rebuild_after_removal(*, removed_paragraphs: int) -> list[str
             logger.info("a vector index rebuild is already running; this removal leaves it to that one")
             return []
         indexes = _vector_indexes()
+        if _index_build_running():
+            # Its worker was killed and let the lock go, but its session goes on (PostgreSQL notices the dead client
+            # when the statement ends): its `_ccnew` is no leftover, and dropping it waits for the whole rebuild.
+            logger.info("a vector index rebuild left by a killed worker is still running; this removal leaves it")
+            return []
         for name, _ in indexes:
             # Not only after a large removal: a copy the default 50,000 would leave until the next one weighs what
             # the index did (2 GB after the million), and a `_ccnew` one may still be written to by every insert.
@@ -84,6 +89,17 @@ def _vector_indexes() -> list[tuple[str, str | None]]:
             [Chunk._meta.db_table],
         )
         return list(cursor.fetchall())
+
+
+def _index_build_running() -> bool:
+    """Whether a session builds an index of the paragraphs' table now (REINDEX or CREATE INDEX, concurrently or
+    not), whoever started it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_progress_create_index WHERE relid = %s::regclass)",
+            [Chunk._meta.db_table],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 def _rows_served(predicate: str | None) -> int:

@@ -6,6 +6,8 @@ run as the cluster would once the deletion commits."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -29,8 +31,9 @@ from collections_app.models import (
 from collections_app.services import deletion
 from collections_app.services.collections import collection_create, collection_delete
 from collections_app.services.deletion import collection_rows_remove, deletions_resume, tenant_delete
+from collections_app.services.vector_index import vector_indexes_rebuild_after_removal
 from embedding import get_embedder
-from infra.locks import session_lock
+from infra.locks import own_session, session_lock
 from retrieval.selectors.search import Visibility, keyword_retrieve, vector_retrieve
 from retrieval.selectors.search import search as search_answer
 from retrieval.selectors.search._scope import collection_scope, resolve_scope
@@ -397,3 +400,41 @@ def test_a_search_whose_every_collection_was_deleted_after_its_scope_was_read_re
     assert not [q["sql"] for q in queries if "collections_app_chunk" in q["sql"]]
     stages = {stage.name: stage for stage in answer.stages}
     assert stages["vector retrieval"].status == "skipped" and "deleted" in stages["vector retrieval"].reason
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_removal_does_not_wait_behind_a_rebuild_whose_worker_was_killed(cast, two):
+    """A worker killed during REINDEX CONCURRENTLY lets its lock go, but its PostgreSQL session goes on rebuilding
+    (it notices the dead client only when the statement ends), waiting for every older transaction, an import
+    included. The next removal must not take that rebuild's `_ccnew` for a leftover: dropping it waited as long."""
+    snapshot, rebuild = own_session(), own_session()
+    try:
+        snapshot.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        snapshot.execute("SELECT count(*) FROM collections_app_chunk")  # an import's transaction, say
+        orphan = threading.Thread(
+            target=rebuild.execute, args=['REINDEX INDEX CONCURRENTLY "chunk_embedding_hnsw_384"']
+        )
+        orphan.start()
+        for _ in range(100):
+            if "chunk_embedding_hnsw_384_ccnew" in invalid_indexes():
+                break
+            time.sleep(0.05)
+        assert invalid_indexes() == ["chunk_embedding_hnsw_384_ccnew"]
+
+        def remove() -> None:
+            try:
+                vector_indexes_rebuild_after_removal(removed_paragraphs=3)
+            finally:
+                connection.close()  # this thread's own
+
+        removal = threading.Thread(target=remove)
+        removal.start()
+        removal.join(timeout=5)
+        assert not removal.is_alive()
+    finally:
+        snapshot.execute("ROLLBACK")
+        orphan.join(timeout=30)
+        removal.join(timeout=30)
+        snapshot.close()
+        rebuild.close()
+    assert invalid_indexes() == []  # the rebuild ended, and took its copies with it
