@@ -59,6 +59,12 @@ def log_in(page, base: str) -> None:
     page.wait_for_selector("#site-name")
 
 
+def open_paragraphs(page, base: str, document: Document) -> None:
+    log_in(page, base)
+    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
+    page.wait_for_selector("#paragraph-numbers")
+
+
 def paragraph(page, ordinal: int):
     return page.locator(f"#p{ordinal}")
 
@@ -131,9 +137,7 @@ def test_typing_not_saved_is_not_dropped_without_asking(offline_page, live_serve
     """Every button on the page reloads it: another paragraph's Hide dropped the typing in this one silently."""
     page = offline_page
     base = live_server.url
-    log_in(page, base)
-    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
-    page.wait_for_selector("#paragraph-numbers")
+    open_paragraphs(page, base, document)
     saved = rows(document)[0].text
     paragraph(page, 0).locator("textarea").fill(FIXED)
 
@@ -172,13 +176,7 @@ def test_a_save_refused_because_someone_else_changed_the_paragraph_keeps_the_typ
     editor's text and the rewrite was gone, with nothing to copy it from."""
     page = offline_page
     base = live_server.url
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", "edna")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
-    page.wait_for_selector("#paragraph-numbers")
+    open_paragraphs(page, base, document)
     paragraph(page, 0).locator("textarea").fill(FIXED)
     theirs = "Refunds\n\nRefunds take five days."
     paragraph_edit(document=document, paragraph_id=rows(document)[0].pk, text=theirs, by="bob")
@@ -216,13 +214,7 @@ def test_typing_dropped_on_purpose_does_not_come_back_in_another_paragraphs_box(
     another paragraph's (the merge moved every later one up), and its Save wrote it over that paragraph."""
     page = offline_page
     base = live_server.url
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", "edna")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
-    page.goto(f"{base}/admin/collections_app/document/{document.pk}/paragraphs/")
-    page.wait_for_selector("#paragraph-numbers")
+    open_paragraphs(page, base, document)
     before = [p.text for p in rows(document)]
     paragraph(page, 1).locator("textarea").fill("Parcels leave at noon.")
     page.on("dialog", lambda dialog: dialog.accept())  # the editor drops the typing
